@@ -1,0 +1,52 @@
+#include "common/cuda_names.h"
+
+#include <array>
+#include <cctype>
+
+namespace cudatrace {
+
+namespace {
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// Strips one version or stream-semantics suffix; returns true if it did.
+bool strip_suffix(std::string& s) {
+  for (std::string_view suffix : {"_ptsz", "_ptds"}) {
+    if (ends_with(s, suffix)) {
+      s.resize(s.size() - suffix.size());
+      return true;
+    }
+  }
+  // _v2 .. _v9 (the driver API's ABI revisions)
+  if (s.size() > 3 && s[s.size() - 3] == '_' && s[s.size() - 2] == 'v' && std::isdigit(uint8_t(s.back()))) {
+    s.resize(s.size() - 3);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string canonical_name(std::string_view name) {
+  std::string s(name);
+  if (s == "__cudaLaunchKernel") return "cudaLaunchKernel";
+  while (strip_suffix(s)) {
+  }
+  return s;
+}
+
+bool is_runtime_internal(std::string_view name) {
+  return name.starts_with("__cuda") && canonical_name(name) != "cudaLaunchKernel";
+}
+
+bool is_runtime_launch(std::string_view c) {
+  return c == "cudaLaunchKernel" || c == "cudaLaunchKernelExC" || c == "cudaLaunchCooperativeKernel";
+}
+
+bool is_driver_launch(std::string_view c) {
+  return c == "cuLaunchKernel" || c == "cuLaunchKernelEx" || c == "cuLaunchCooperativeKernel";
+}
+
+}  // namespace cudatrace

@@ -1,0 +1,22 @@
+#pragma once
+// CUDA entry points come in families: cudaMemcpy and cudaMemcpy_ptds, cuMemAlloc and
+// cuMemAlloc_v2, __cudaLaunchKernel (what <<<>>> calls in CUDA 13) and cudaLaunchKernel.
+// Matching compares families, so every tracer may report the symbol it actually hooked.
+#include <string>
+#include <string_view>
+
+namespace cudatrace {
+
+// "cuMemAlloc_v2" -> "cuMemAlloc", "cudaMemcpyAsync_ptsz" -> "cudaMemcpyAsync",
+// "__cudaLaunchKernel" -> "cudaLaunchKernel", "cuLaunchKernel_ptsz" -> "cuLaunchKernel".
+std::string canonical_name(std::string_view name);
+
+// cudart's own plumbing that a program never calls by name (fatbin registration, the
+// <<<>>> call configuration): seen by symbol-level tracers, never in a ledger, never phantom.
+bool is_runtime_internal(std::string_view name);
+
+// Kernel launches, by family, in each API layer.
+bool is_runtime_launch(std::string_view canonical);
+bool is_driver_launch(std::string_view canonical);
+
+}  // namespace cudatrace

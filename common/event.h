@@ -1,0 +1,38 @@
+#pragma once
+// The event record every tracer writes and the ledger uses too (schema/event.v1.schema.json).
+// One JSON object per line; "v" first. Layers: runtime, driver, device, gpu-activity,
+// syscall, plus "meta" for records that describe the stream rather than a call.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace cudatrace {
+
+inline constexpr int kEventVersion = 1;
+
+namespace layer {
+inline constexpr const char* kRuntime = "runtime";
+inline constexpr const char* kDriver = "driver";
+inline constexpr const char* kDevice = "device";
+inline constexpr const char* kGpuActivity = "gpu-activity";
+inline constexpr const char* kSyscall = "syscall";
+inline constexpr const char* kMeta = "meta";
+}  // namespace layer
+
+struct Event {
+  std::string layer;
+  std::string name;
+  int64_t ts = 0;                   // CLOCK_MONOTONIC ns at entry; 0 = unknown
+  std::optional<int64_t> dur;       // ns from entry to exit; absent = exit not seen
+  int64_t pid = 0;
+  int64_t tid = 0;
+  std::optional<int64_t> ret;       // return code; absent = not known (e.g. <<<>>>)
+  nlohmann::json args = nlohmann::json::object();
+  std::optional<uint64_t> corr;     // correlation id (CUPTI), when the tracer has one
+
+  bool is_meta() const { return layer == layer::kMeta; }
+};
+
+}  // namespace cudatrace

@@ -1,0 +1,130 @@
+#include "common/event_io.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+namespace cudatrace {
+
+nlohmann::json event_to_json(const Event& e) {
+  // nlohmann::json keeps keys sorted; EventWriter restores the schema's order ("v" first).
+  nlohmann::json j;
+  j["v"] = kEventVersion;
+  j["layer"] = e.layer;
+  j["name"] = e.name;
+  j["ts"] = e.ts;
+  if (e.dur) j["dur"] = *e.dur;
+  j["pid"] = e.pid;
+  j["tid"] = e.tid;
+  if (e.ret) j["ret"] = *e.ret;
+  j["args"] = e.args.is_null() ? nlohmann::json::object() : e.args;
+  if (e.corr) j["corr"] = *e.corr;
+  return j;
+}
+
+namespace {
+
+template <class T>
+T required(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end()) throw EventFormatError(std::string("missing field \"") + key + "\"");
+  try {
+    return it->get<T>();
+  } catch (const nlohmann::json::exception&) {
+    throw EventFormatError(std::string("field \"") + key + "\" has the wrong type");
+  }
+}
+
+template <class T>
+std::optional<T> optional_field(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  try {
+    return it->get<T>();
+  } catch (const nlohmann::json::exception&) {
+    throw EventFormatError(std::string("field \"") + key + "\" has the wrong type");
+  }
+}
+
+}  // namespace
+
+Event event_from_json(const nlohmann::json& j) {
+  if (!j.is_object()) throw EventFormatError("record is not a JSON object");
+  int v = required<int>(j, "v");
+  if (v != kEventVersion)
+    throw EventFormatError("unsupported record version " + std::to_string(v) + " (this build reads " +
+                           std::to_string(kEventVersion) + ")");
+  Event e;
+  e.layer = required<std::string>(j, "layer");
+  e.name = required<std::string>(j, "name");
+  e.ts = required<int64_t>(j, "ts");
+  e.dur = optional_field<int64_t>(j, "dur");
+  e.pid = required<int64_t>(j, "pid");
+  e.tid = required<int64_t>(j, "tid");
+  e.ret = optional_field<int64_t>(j, "ret");
+  if (auto it = j.find("args"); it != j.end()) {
+    if (!it->is_object()) throw EventFormatError("field \"args\" is not an object");
+    e.args = *it;
+  }
+  e.corr = optional_field<uint64_t>(j, "corr");
+  return e;
+}
+
+EventWriter::EventWriter(const std::filesystem::path& path) : path_(path) {
+  f_ = std::fopen(path.c_str(), "w");
+  if (!f_) throw std::runtime_error("cannot write " + path.string() + ": " + std::strerror(errno));
+}
+
+EventWriter::~EventWriter() {
+  if (f_) std::fclose(f_);
+}
+
+void EventWriter::write(const Event& e) {
+  // "v" first, as the schema asks, then the rest in a fixed order for diff-able files.
+  std::string line = "{\"v\":" + std::to_string(kEventVersion);
+  nlohmann::json j = event_to_json(e);
+  for (const char* key : {"layer", "name", "ts", "dur", "pid", "tid", "ret", "args", "corr"}) {
+    auto it = j.find(key);
+    if (it == j.end()) continue;
+    line += ",\"";
+    line += key;
+    line += "\":";
+    line += it->dump();
+  }
+  line += "}\n";
+  if (std::fwrite(line.data(), 1, line.size(), f_) != line.size())
+    throw std::runtime_error("write failed on " + path_.string() + ": " + std::strerror(errno));
+  ++written_;
+}
+
+void EventWriter::close() {
+  if (!f_) return;
+  bool bad = std::fflush(f_) != 0 || std::ferror(f_);
+  int err = errno;
+  std::fclose(f_);
+  f_ = nullptr;
+  if (bad) throw std::runtime_error("write failed on " + path_.string() + ": " + std::strerror(err));
+}
+
+EventStream read_events(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) throw EventFormatError(path.string() + ": cannot open");
+  EventStream out;
+  std::string line;
+  size_t lineno = 0;
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (line.empty()) continue;
+    try {
+      Event e = event_from_json(nlohmann::json::parse(line));
+      (e.is_meta() ? out.meta : out.events).push_back(std::move(e));
+    } catch (const nlohmann::json::parse_error& ex) {
+      throw EventFormatError(path.string() + ":" + std::to_string(lineno) + ": not JSON (" + ex.what() + ")");
+    } catch (const EventFormatError& ex) {
+      throw EventFormatError(path.string() + ":" + std::to_string(lineno) + ": " + ex.what());
+    }
+  }
+  return out;
+}
+
+}  // namespace cudatrace

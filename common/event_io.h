@@ -1,0 +1,46 @@
+#pragma once
+// The one reader and writer of event streams (events.jsonl, ledger.jsonl).
+#include <cstdio>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common/event.h"
+
+namespace cudatrace {
+
+nlohmann::json event_to_json(const Event& e);
+// Throws EventFormatError naming what is wrong (missing field, wrong version, bad type).
+Event event_from_json(const nlohmann::json& j);
+
+struct EventFormatError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Appends one line per event; the caller owns the FILE* lifetime via the writer.
+class EventWriter {
+ public:
+  explicit EventWriter(const std::filesystem::path& path);  // truncates; throws on failure
+  ~EventWriter();
+  EventWriter(const EventWriter&) = delete;
+  EventWriter& operator=(const EventWriter&) = delete;
+  void write(const Event& e);
+  void close();  // flushes and reports a write error (disk full) instead of losing it
+  size_t written() const { return written_; }
+
+ private:
+  FILE* f_ = nullptr;
+  std::filesystem::path path_;
+  size_t written_ = 0;
+};
+
+struct EventStream {
+  std::vector<Event> meta;    // layer "meta" records, in file order
+  std::vector<Event> events;  // everything else, in file order
+};
+
+// Reads a whole .jsonl file. Throws EventFormatError with "<path>:<line>: <reason>".
+EventStream read_events(const std::filesystem::path& path);
+
+}  // namespace cudatrace

@@ -1,0 +1,167 @@
+#include "harness/cli.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace cudatrace {
+
+namespace {
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+// "a,b" or "all" -> names, each checked against `valid`; duplicates dropped, order kept.
+std::vector<std::string> name_list(const std::string& what, const std::string& value,
+                                   const std::vector<std::string>& valid) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= value.size()) {
+    size_t end = value.find(',', start);
+    if (end == std::string::npos) end = value.size();
+    std::string name = value.substr(start, end - start);
+    start = end + 1;
+    if (name == "all") {
+      for (const auto& v : valid)
+        if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+      continue;
+    }
+    if (std::find(valid.begin(), valid.end(), name) == valid.end())
+      throw UsageError("unknown " + what + " '" + name + "' (valid: " + join(valid) + ", all)");
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+  }
+  return out;
+}
+
+double positive_number(const std::string& flag, const std::string& value) {
+  char* end = nullptr;
+  double v = std::strtod(value.c_str(), &end);
+  if (value.empty() || *end || !(v > 0)) throw UsageError(flag + " wants a positive number, got '" + value + "'");
+  return v;
+}
+
+}  // namespace
+
+Options parse_cli(const std::vector<std::string>& args, const std::vector<std::string>& workload_names,
+                  const std::vector<std::string>& method_names) {
+  Options o;
+  std::string workload_arg = "all", method_arg = "all", linkage_arg = "both";
+  bool workload_given = false, linkage_given = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string a = args[i];
+    if (a == "--") {
+      o.command.assign(args.begin() + long(i) + 1, args.end());
+      if (o.command.empty()) throw UsageError("'--' must be followed by a command to trace");
+      break;
+    }
+    if (a == "-h" || a == "--help") {
+      o.help = true;
+      return o;
+    }
+    if (a == "--list") {
+      o.list = true;
+      continue;
+    }
+    std::string flag = a, value;
+    bool inline_value = false;
+    if (auto eq = a.find('='); a.rfind("--", 0) == 0 && eq != std::string::npos) {
+      flag = a.substr(0, eq);
+      value = a.substr(eq + 1);
+      inline_value = true;
+    }
+    static const std::vector<std::string> with_value{"--workload", "--method", "--linkage", "--reps",
+                                                     "--out",      "--timeout", "--set"};
+    if (std::find(with_value.begin(), with_value.end(), flag) == with_value.end())
+      throw UsageError("unknown option '" + a + "'");
+    if (!inline_value) {
+      if (i + 1 >= args.size()) throw UsageError(flag + " needs a value");
+      value = args[++i];
+    }
+    if (flag == "--workload") {
+      workload_arg = value;
+      workload_given = true;
+    } else if (flag == "--method") {
+      method_arg = value;
+    } else if (flag == "--linkage") {
+      linkage_arg = value;
+      linkage_given = true;
+    } else if (flag == "--reps") {
+      double r = positive_number(flag, value);
+      if (r != int(r) || r > 1000) throw UsageError("--reps wants a whole number from 1 to 1000, got '" + value + "'");
+      o.reps = int(r);
+    } else if (flag == "--out") {
+      if (value.empty()) throw UsageError("--out needs a folder");
+      o.out = value;
+    } else if (flag == "--timeout") {
+      o.timeout_s = positive_number(flag, value);
+    } else if (flag == "--set") {
+      auto dot = value.find('.'), eq = value.find('=');
+      if (dot == std::string::npos || eq == std::string::npos || eq < dot || dot == 0 || eq == dot + 1)
+        throw UsageError("--set wants WORKLOAD.FLAG=VALUE, e.g. --set vecadd.iters=1000, got '" + value + "'");
+      std::string wl = value.substr(0, dot);
+      if (std::find(workload_names.begin(), workload_names.end(), wl) == workload_names.end())
+        throw UsageError("--set: unknown workload '" + wl + "' (valid: " + join(workload_names) + ")");
+      o.workload_args[wl].push_back("--" + value.substr(dot + 1));
+    }
+  }
+  if (!o.command.empty() && (workload_given || linkage_given))
+    throw UsageError("--workload and --linkage do not apply when tracing a command after '--'");
+  o.workloads = o.command.empty() ? name_list("workload", workload_arg, workload_names) : std::vector<std::string>{};
+  o.methods = name_list("method", method_arg, method_names);
+  if (linkage_arg == "both")
+    o.linkages = {"static", "shared"};
+  else if (linkage_arg == "static" || linkage_arg == "shared")
+    o.linkages = {linkage_arg};
+  else
+    throw UsageError("unknown linkage '" + linkage_arg + "' (valid: static, shared, both)");
+  return o;
+}
+
+std::string help_text() {
+  return R"(usage: harness [options]
+       harness [options] -- COMMAND [ARGS...]
+
+Runs CUDA workloads under tracing methods and checks what each method saw against the
+ground truth the workloads record themselves (the ledger): which calls it saw, with which
+arguments and return codes, what it missed, and what it lost.
+
+Every workload runs twice, once per cudart linkage (nvcc's default static cudart, and
+shared), because several methods can only see one of them.
+
+options:
+  --workload NAME[,NAME]|all   workloads to run (default: all)
+  --method NAME[,NAME]|all     tracing methods (default: all)
+  --linkage static|shared|both cudart linkage of the workload binaries (default: both)
+  --reps N                     repetitions of each combination (default: 1)
+  --out DIR                    results go to DIR/<run-id>/ (default: results)
+  --timeout SECONDS            per child; a child that runs longer is killed and recorded
+                               as timed out, and the matrix carries on (default: 600)
+  --set WORKLOAD.FLAG=VALUE    pass --FLAG=VALUE to one workload (repeatable), e.g.
+                               --set burst.threads=16 --set vecadd.iters=1000
+  --list                       list workloads and methods, and whether each can run here
+  -h, --help                   this text
+  -- COMMAND [ARGS...]         trace any program instead of the workloads. There is no
+                               ledger then: results give event counts per method and layer,
+                               and how the methods agree with each other.
+
+examples:
+  harness --list
+  harness --workload all --method none --linkage both --reps 3
+  sudo harness --workload vecadd,errors --method all
+  harness --method none -- ./my_cuda_app --size 1024
+
+Methods that use eBPF need root (or CAP_BPF and CAP_PERFMON); under sudo the workloads
+themselves run as the user who invoked sudo. Without a GPU, only what can run does (the
+errors workload, host-side tracers), and everything skipped is listed with its reason.
+
+output: DIR/<run-id>/manifest.json (GPU, driver, CUDA, kernel, tools), runs/<combo>/
+(stdout, stderr, ledger.jsonl, events.jsonl, run.json) and summary.json.
+
+exit status: 0 all runs passed; 1 a run failed (crash, timeout, wrong result, bad
+ledger, tracer error); 2 bad usage; 3 nothing requested could run here; 130 interrupted.
+)";
+}
+
+}  // namespace cudatrace

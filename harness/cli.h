@@ -1,0 +1,36 @@
+#pragma once
+// Command-line options of the harness. Parsing is separate from running so it can be
+// tested on its own: parse_cli throws UsageError with the one line to print.
+#include <filesystem>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace cudatrace {
+
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct Options {
+  std::vector<std::string> workloads;  // resolved: never "all"
+  std::vector<std::string> methods;
+  std::vector<std::string> linkages;
+  int reps = 1;
+  std::filesystem::path out = "results";
+  double timeout_s = 600;
+  bool list = false;
+  bool help = false;
+  std::vector<std::string> command;  // after "--": trace this program instead of the workloads
+  // --set WORKLOAD.FLAG=VALUE -> extra "--FLAG=VALUE" for that workload
+  std::map<std::string, std::vector<std::string>> workload_args;
+};
+
+// `workload_names`, `method_names`: what "all" expands to and what is valid.
+Options parse_cli(const std::vector<std::string>& args, const std::vector<std::string>& workload_names,
+                  const std::vector<std::string>& method_names);
+
+std::string help_text();
+
+}  // namespace cudatrace

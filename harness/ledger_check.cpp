@@ -1,0 +1,79 @@
+#include "harness/ledger_check.h"
+
+#include <set>
+
+namespace cudatrace {
+
+LedgerCheck check_ledger(const EventStream& ledger) {
+  LedgerCheck c;
+  auto problem = [&](std::string p) {
+    if (c.problems.size() < 20) c.problems.push_back(std::move(p));
+  };
+
+  const Event* header = nullptr;
+  for (const auto& m : ledger.meta)
+    if (m.name == "ledger") header = &m;
+  if (!header) {
+    problem("no ledger header record");
+    return c;
+  }
+  c.header = header->args;
+
+  std::set<int64_t> tids;
+  for (const auto& e : ledger.events) {
+    ++c.records;
+    ++c.counts[e.name];
+    tids.insert(e.tid);
+    if (e.layer != layer::kRuntime) problem("record of layer " + e.layer + " in a ledger: " + e.name);
+    if (e.ts <= 0 || !e.dur || *e.dur < 0) problem("bad timestamps on " + e.name + " at ts " + std::to_string(e.ts));
+    if (e.pid != header->pid) problem(e.name + " recorded by pid " + std::to_string(e.pid));
+  }
+  c.threads = int64_t(tids.size());
+
+  if (c.records != header->args.value("records", int64_t(-1)))
+    problem("header says " + std::to_string(header->args.value("records", int64_t(-1))) + " records, file has " +
+            std::to_string(c.records));
+
+  const auto intended = header->args.value("intended", nlohmann::json::object());
+  if (intended.empty()) problem("the workload declared no intended calls");
+  for (const auto& [name, n] : intended.items()) {
+    int64_t got = c.counts.count(name) ? c.counts[name] : 0;
+    if (got != n.get<int64_t>())
+      problem(name + ": intended " + std::to_string(n.get<int64_t>()) + ", recorded " + std::to_string(got));
+  }
+  for (const auto& [name, got] : c.counts)
+    if (!intended.contains(name)) problem(name + ": recorded " + std::to_string(got) + " but never intended");
+
+  // Injected failures, in program order per call name, against the recorded calls of that
+  // name on the thread that made them (the errors workload is single-threaded).
+  std::map<std::string, std::vector<const Event*>> recorded_by_name;
+  for (const auto& e : ledger.events) recorded_by_name[e.name].push_back(&e);
+  std::map<std::string, size_t> next;
+  for (const auto& inj : header->args.value("injected", nlohmann::json::array())) {
+    const std::string name = inj.value("name", "");
+    const std::string step = inj.value("step", "");
+    auto& list = recorded_by_name[name];
+    size_t& k = next[name];
+    if (k >= list.size()) {
+      problem("injected step " + step + ": no recorded " + name + " left to check");
+      continue;
+    }
+    const Event& e = *list[k++];
+    ++c.injected_checked;
+    bool ok = false;
+    for (int code : inj.value("codes", std::vector<int>{})) ok = ok || (e.ret && *e.ret == code);
+    if (!ok)
+      problem("injected step " + step + ": " + name + " returned " + (e.ret ? std::to_string(*e.ret) : "nothing") +
+              ", expected one of " + inj.value("codes", nlohmann::json::array()).dump());
+  }
+  c.consistent = c.problems.empty();
+  return c;
+}
+
+nlohmann::json to_json(const LedgerCheck& c) {
+  return {{"consistent", c.consistent}, {"problems", c.problems}, {"records", c.records},
+          {"threads", c.threads},       {"counts", c.counts},     {"injected_checked", c.injected_checked},
+          {"info", c.header.value("info", nlohmann::json::object())}};
+}
+
+}  // namespace cudatrace

@@ -1,0 +1,28 @@
+#pragma once
+// Is the ground truth itself sound? A ledger is consistent when it has its header, every
+// record is well-formed, the calls per name are exactly what the workload intended, and
+// (errors workload) every injected failure returned one of the codes it should.
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/event_io.h"
+
+namespace cudatrace {
+
+struct LedgerCheck {
+  bool consistent = false;
+  std::vector<std::string> problems;
+  std::map<std::string, int64_t> counts;  // recorded calls per name
+  int64_t records = 0;
+  int64_t threads = 0;
+  int64_t injected_checked = 0;  // injected failures whose code was compared
+  nlohmann::json header = nlohmann::json::object();
+};
+
+LedgerCheck check_ledger(const EventStream& ledger);
+nlohmann::json to_json(const LedgerCheck& c);
+
+}  // namespace cudatrace

@@ -1,0 +1,72 @@
+// harness: runs CUDA workloads under tracing methods and scores what each method saw
+// against the workloads' own ledger. See --help.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "harness/catalog.h"
+#include "harness/cli.h"
+#include "harness/host.h"
+#include "harness/matrix.h"
+#include "harness/runner.h"
+
+using namespace cudatrace;
+
+namespace {
+
+void print_list(const HostFacts& host) {
+  std::printf("workloads (each built with static and shared cudart):\n");
+  for (const auto& w : workloads()) {
+    std::string state = !w.needs_gpu || host.gpu ? "ok" : "skip: needs a GPU";
+    std::printf("  %-10s %-88s %s\n", w.name.c_str(), w.summary.c_str(), state.c_str());
+  }
+  std::printf("\nmethods:\n");
+  for (const auto& m : methods()) {
+    Availability a = availability(m, host);
+    std::printf("  %-10s %-88s %s\n", m.name.c_str(), m.summary.c_str(), a.ok ? "ok" : ("unavailable: " + a.reason).c_str());
+  }
+  std::printf("\nGPU: %s\n", host.gpu ? "yes" : ("no (" + host.gpu_reason + ")").c_str());
+  std::printf("privileges for eBPF: %s\n", host.root ? "yes" : "no (run with sudo)");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  std::vector<std::string> workload_names, method_names;
+  for (const auto& w : workloads()) workload_names.push_back(w.name);
+  for (const auto& m : methods()) method_names.push_back(m.name);
+
+  Options opts;
+  try {
+    opts = parse_cli(args, workload_names, method_names);
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "harness: %s (see --help)\n", e.what());
+    return 2;
+  }
+  if (opts.help) {
+    std::fputs(help_text().c_str(), stdout);
+    return 0;
+  }
+  HostFacts host = probe_host(self_prefix());
+  if (opts.list) {
+    print_list(host);
+    return 0;
+  }
+  if (!opts.command.empty()) {
+    auto resolved = find_on_path(opts.command[0]);
+    if (resolved.empty()) {
+      std::fprintf(stderr, "harness: cannot find '%s' (not a path to an executable, nor on PATH)\n", opts.command[0].c_str());
+      return 2;
+    }
+    opts.command[0] = std::filesystem::absolute(resolved).string();
+  }
+  install_interrupt_handler();
+  try {
+    std::vector<std::string> command_line(argv, argv + argc);
+    return run_matrix(opts, host, command_line);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "harness: %s\n", e.what());
+    return 1;
+  }
+}

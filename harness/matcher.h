@@ -1,0 +1,54 @@
+#pragma once
+// Scores a tracer's events against the workload's ledger, one layer at a time
+// (DESIGN.md, "What complete means"): recall, phantom events, argument fidelity,
+// return-code fidelity, per-thread order.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/event.h"
+
+namespace cudatrace {
+
+struct NameScore {
+  int64_t expected = 0, seen = 0, matched = 0;
+};
+
+struct LayerScore {
+  std::string layer;
+  std::string expectation;  // what "expected" is built from
+  int64_t expected = 0;     // ledger entries this layer should show
+  int64_t seen = 0;         // tracer events considered for this layer
+  int64_t matched = 0;
+  int64_t missing = 0;      // expected, not seen
+  int64_t phantom = 0;      // seen, in no ledger entry
+  int64_t unscored = 0;     // seen, but the ledger has no truth for them (cudart internals, other driver calls)
+  int64_t args_compared = 0, args_equal = 0, args_undecoded = 0;
+  int64_t ret_compared = 0, ret_equal = 0;
+  int64_t order_violations = 0;  // matched events out of the ledger's per-thread order
+  std::map<std::string, NameScore> by_name;
+  std::vector<std::string> examples;  // the first few disagreements, for a person to read
+
+  double recall() const { return expected ? double(matched) / double(expected) : 1.0; }
+  void add(const LayerScore& other);  // sums counters (repetitions, several runs)
+};
+
+struct MatchOptions {
+  // How far outside the ledger's [begin, end] a tracer's entry timestamp may lie and still
+  // be the same call. In-process and kernel tracers read the same clock, so the default
+  // is exact; a tracer whose clock is converted (strace's wall clock) widens it.
+  int64_t slack_ns = 0;
+  std::string device_mode = "block";  // device layer: one event per block, or per "thread"
+  size_t max_examples = 8;
+};
+
+// `layers`: the layers the tracer says it observed; the others are not scored.
+std::vector<LayerScore> match(const std::vector<Event>& ledger, const std::vector<Event>& events,
+                              const std::vector<std::string>& layers, const MatchOptions& opts = {});
+
+nlohmann::json to_json(const LayerScore& s);
+
+}  // namespace cudatrace

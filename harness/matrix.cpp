@@ -1,0 +1,374 @@
+#include "harness/matrix.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+
+#include "common/event_io.h"
+#include "harness/catalog.h"
+#include "harness/elf_deps.h"
+#include "harness/host.h"
+#include "harness/ledger_check.h"
+#include "harness/matcher.h"
+#include "harness/runner.h"
+#include "ledger/ledger.h"
+
+namespace cudatrace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+struct Combo {
+  std::string workload;  // empty: the command after "--"
+  std::string linkage;   // empty: the command after "--"
+  std::string method;
+  std::string label() const { return workload.empty() ? "cmd." + method : workload + "." + linkage + "." + method; }
+};
+
+// One combination, all its repetitions.
+struct ComboOutcome {
+  Combo combo;
+  int ok = 0, failed = 0;
+  std::vector<int64_t> wall_ns;
+  std::vector<std::string> statuses, failures;
+  bool ledger_consistent = true;
+  std::map<std::string, LayerScore> layers;
+  json loss = json::object();
+  std::map<std::string, std::map<std::string, int64_t>> event_counts;  // layer -> name -> count
+};
+
+std::string utc_now(const char* fmt) {
+  char buf[64];
+  std::time_t t = std::time(nullptr);
+  std::strftime(buf, sizeof buf, fmt, std::gmtime(&t));
+  return buf;
+}
+
+void write_json(const fs::path& path, const json& j) {
+  const fs::path tmp = path.string() + ".tmp";
+  {
+    std::ofstream f(tmp);
+    f << j.dump(2) << "\n";
+    if (!f) throw std::runtime_error("cannot write " + tmp.string());
+  }
+  fs::rename(tmp, path);  // readers never see half a file
+}
+
+int64_t median(std::vector<int64_t> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+void add_loss(json& total, const json& more) {
+  for (const auto& [k, v] : more.items()) {
+    if (v.is_number_integer()) total[k] = total.value(k, int64_t(0)) + v.get<int64_t>();
+  }
+}
+
+std::string exit_meaning(const Combo& c, int code) {
+  if (c.workload.empty()) return "exit " + std::to_string(code);
+  switch (code) {
+    case 1: return "exit 1: the workload's result check failed";
+    case 2: return "exit 2: the workload rejected its arguments";
+    case 3: return "exit 3: a CUDA call the workload needs failed";
+    case 127: return "exit 127: could not start";
+  }
+  return "exit " + std::to_string(code);
+}
+
+void chown_tree(const fs::path& root, const Credentials& who) {
+  std::error_code ec;
+  (void)!chown(root.c_str(), who.uid, who.gid);
+  for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+    (void)!lchown(it->path().c_str(), who.uid, who.gid);
+}
+
+struct RunContext {
+  const Options& opts;
+  const HostFacts& host;
+  fs::path runs_dir;
+  std::optional<Credentials> run_as;
+};
+
+// One repetition of one combination: run, read back, check, score, write run.json.
+json run_one(const Combo& combo, int rep, const RunContext& ctx, ComboOutcome& outcome) {
+  const fs::path dir = ctx.runs_dir / (combo.label() + ".r" + std::to_string(rep));
+  fs::create_directories(dir);
+  if (ctx.run_as) (void)!chown(dir.c_str(), ctx.run_as->uid, ctx.run_as->gid);
+
+  json run = {{"workload", combo.workload.empty() ? json(nullptr) : json(combo.workload)},
+              {"linkage", combo.linkage.empty() ? json(nullptr) : json(combo.linkage)},
+              {"method", combo.method},
+              {"rep", rep}};
+  std::vector<std::string> failures;
+
+  Target target;
+  Launch launch;
+  if (!combo.workload.empty()) {
+    fs::path bin = workload_binary(ctx.host.prefix, combo.workload, combo.linkage);
+    target.argv.push_back(bin.string());
+    auto extra = ctx.opts.workload_args.find(combo.workload);
+    if (extra != ctx.opts.workload_args.end())
+      target.argv.insert(target.argv.end(), extra->second.begin(), extra->second.end());
+    target.cudart = combo.linkage;
+    launch.env[ledger::kEnvVar] = (dir / "ledger.jsonl").string();
+  } else {
+    target.argv = ctx.opts.command;
+    target.cudart = cudart_linkage(target.argv[0]);
+  }
+  launch.argv = target.argv;
+  run["argv"] = target.argv;
+  run["cudart"] = target.cudart;
+
+  const Method& method = *find_method(combo.method);
+  std::unique_ptr<Tracer> tracer = method.make(ctx.host);
+  ChildResult child;
+  try {
+    tracer->prepare(launch, target, dir);
+    ChildSpec spec{launch, dir, ctx.opts.timeout_s, ctx.run_as};
+    child = run_child(spec, *tracer);
+  } catch (const std::exception& e) {
+    child.status = ChildStatus::TracerFailed;
+    child.detail = std::string("tracer could not prepare the run: ") + e.what();
+  }
+  TracerReport report;
+  try {
+    report = tracer->finish(dir);
+  } catch (const std::exception& e) {
+    report.error = e.what();
+  }
+
+  run["status"] = to_string(child.status);
+  run["exit_code"] = child.exit_code;
+  run["signal"] = child.signal;
+  run["wall_ns"] = child.wall_ns;
+  run["detail"] = child.detail;
+  run["launch_env"] = launch.env;
+  if (child.status == ChildStatus::Exited && child.exit_code != 0)
+    failures.push_back(exit_meaning(combo, child.exit_code));
+  else if (child.status != ChildStatus::Exited)
+    failures.push_back(std::string(to_string(child.status)) + ": " + child.detail);
+
+  // The ground truth.
+  EventStream ledger;
+  if (!combo.workload.empty()) {
+    LedgerCheck check;
+    const fs::path path = dir / "ledger.jsonl";
+    if (!fs::exists(path)) {
+      check.problems.push_back("no ledger written");
+    } else {
+      try {
+        ledger = read_events(path);
+        check = check_ledger(ledger);
+      } catch (const std::exception& e) {
+        check.problems.push_back(e.what());
+      }
+    }
+    run["ledger"] = to_json(check);
+    if (!check.consistent) {
+      outcome.ledger_consistent = false;
+      failures.push_back("ledger: " + (check.problems.empty() ? std::string("inconsistent") : check.problems.front()));
+    }
+  }
+
+  // What the tracer saw.
+  run["tracer"] = {{"layers", report.layers}, {"loss", report.loss}, {"notes", report.notes}, {"error", report.error}};
+  if (!report.error.empty()) failures.push_back("tracer: " + report.error);
+  EventStream events;
+  if (fs::exists(dir / "events.jsonl")) {
+    try {
+      events = read_events(dir / "events.jsonl");
+    } catch (const std::exception& e) {
+      failures.push_back(std::string("tracer output: ") + e.what());
+    }
+  }
+  for (const auto& e : events.events) ++outcome.event_counts[e.layer][e.name];
+  if (!combo.workload.empty() && !report.layers.empty()) {
+    json scores = json::array();
+    for (const auto& s : match(ledger.events, events.events, report.layers)) {
+      scores.push_back(to_json(s));
+      outcome.layers[s.layer].add(s);
+    }
+    run["match"] = scores;
+  }
+  add_loss(outcome.loss, report.loss);
+
+  run["ok"] = failures.empty();
+  run["failures"] = failures;
+  write_json(dir / "run.json", run);
+
+  outcome.statuses.push_back(failures.empty() ? "ok" : to_string(child.status));
+  outcome.wall_ns.push_back(child.wall_ns);
+  if (failures.empty()) {
+    ++outcome.ok;
+  } else {
+    ++outcome.failed;
+    outcome.failures.push_back(failures.front());
+  }
+  return run;
+}
+
+json combo_json(const ComboOutcome& o, const std::vector<ComboOutcome>& all) {
+  json layers = json::array();
+  for (const auto& [name, s] : o.layers) layers.push_back(to_json(s));
+  json j = {{"workload", o.combo.workload.empty() ? json(nullptr) : json(o.combo.workload)},
+            {"linkage", o.combo.linkage.empty() ? json(nullptr) : json(o.combo.linkage)},
+            {"method", o.combo.method},
+            {"reps", o.statuses.size()},
+            {"ok", o.ok},
+            {"failed", o.failed},
+            {"statuses", o.statuses},
+            {"failures", o.failures},
+            {"ledger_consistent", o.ledger_consistent},
+            {"wall_ns", {{"median", median(o.wall_ns)},
+                         {"min", o.wall_ns.empty() ? 0 : *std::min_element(o.wall_ns.begin(), o.wall_ns.end())},
+                         {"max", o.wall_ns.empty() ? 0 : *std::max_element(o.wall_ns.begin(), o.wall_ns.end())},
+                         {"values", o.wall_ns}}},
+            {"layers", layers},
+            {"loss", o.loss},
+            {"event_counts", o.event_counts}};
+  // Whole-workload slowdown: this method's median wall time over the baseline's.
+  for (const auto& base : all)
+    if (base.combo.method == "none" && base.combo.workload == o.combo.workload &&
+        base.combo.linkage == o.combo.linkage && median(base.wall_ns) > 0 && base.ok > 0)
+      j["wall_ratio_vs_none"] = double(median(o.wall_ns)) / double(median(base.wall_ns));
+  return j;
+}
+
+// Custom command: no ledger, so say how the methods agree, per layer and call name.
+json agreement(const std::vector<ComboOutcome>& all) {
+  json out = json::object();
+  for (const auto& o : all)
+    for (const auto& [layer, names] : o.event_counts)
+      for (const auto& [name, n] : names) out[layer][name][o.combo.method] = n;
+  return out;
+}
+
+void print_progress(size_t index, size_t total, const Combo& c, int rep, int reps, const json& run) {
+  std::string what = c.workload.empty() ? "command" : c.workload + " " + c.linkage;
+  std::string verdict = run["ok"].get<bool>() ? "ok" : "FAILED";
+  char line[512];
+  std::snprintf(line, sizeof line, "[%3zu/%zu] %-22s %-8s rep %d/%d  %-6s %7.2f s", index, total, what.c_str(),
+                c.method.c_str(), rep, reps, verdict.c_str(), run["wall_ns"].get<int64_t>() / 1e9);
+  std::string extra;
+  if (run.contains("ledger")) extra += "  ledger " + std::to_string(run["ledger"]["records"].get<int64_t>()) + " calls";
+  if (run.contains("match"))
+    for (const auto& s : run["match"]) {
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "  %s %.1f%%", s["layer"].get<std::string>().c_str(), 100 * s["recall"].get<double>());
+      extra += buf;
+    }
+  if (!run["ok"].get<bool>()) extra += "  (" + run["failures"][0].get<std::string>() + ")";
+  std::fprintf(stderr, "%s%s\n", line, extra.c_str());
+}
+
+}  // namespace
+
+int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std::string>& command_line) {
+  // Plan: every combination, each either runnable or skipped with its reason.
+  std::vector<Combo> todo;
+  json skipped = json::array();
+  std::vector<Combo> combos;
+  if (opts.command.empty()) {
+    for (const auto& w : opts.workloads)
+      for (const auto& l : opts.linkages)
+        for (const auto& m : opts.methods) combos.push_back({w, l, m});
+  } else {
+    for (const auto& m : opts.methods) combos.push_back({"", "", m});
+  }
+  for (const auto& c : combos) {
+    std::string reason;
+    const Availability a = availability(*find_method(c.method), host);
+    if (!a.ok) {
+      reason = "method " + c.method + ": " + a.reason;
+    } else if (!c.workload.empty()) {
+      if (find_workload(c.workload)->needs_gpu && !host.gpu)
+        reason = "workload " + c.workload + " needs a GPU: " + host.gpu_reason;
+      else if (!fs::exists(workload_binary(host.prefix, c.workload, c.linkage)))
+        reason = "workload binary missing: " + workload_binary(host.prefix, c.workload, c.linkage).string();
+    }
+    if (reason.empty()) {
+      todo.push_back(c);
+    } else {
+      skipped.push_back({{"workload", c.workload.empty() ? json(nullptr) : json(c.workload)},
+                         {"linkage", c.linkage.empty() ? json(nullptr) : json(c.linkage)},
+                         {"method", c.method},
+                         {"reason", reason}});
+    }
+  }
+
+  const std::string run_id = utc_now("%Y%m%d-%H%M%S") + "-" + std::to_string(getpid());
+  const fs::path root = opts.out / run_id;
+  const fs::path runs_dir = root / "runs";
+  fs::create_directories(runs_dir);
+  RunContext ctx{opts, host, runs_dir, invoking_user()};
+
+  json manifest = {{"v", 1},
+                   {"run_id", run_id},
+                   {"started", utc_now("%Y-%m-%dT%H:%M:%SZ")},
+                   {"command_line", command_line},
+                   {"environment", environment_manifest(host)},
+                   {"workloads_run_as", ctx.run_as ? json(ctx.run_as->user) : json("the harness's own user")}};
+  write_json(root / "manifest.json", manifest);
+  std::fprintf(stderr, "harness: run %s: %zu combination(s) x %d rep(s) to run, %zu skipped; results in %s\n",
+               run_id.c_str(), todo.size(), opts.reps, skipped.size(), root.c_str());
+  for (const auto& s : skipped)
+    std::fprintf(stderr, "  skip %s: %s\n",
+                 (s["workload"].is_null() ? std::string("command") : s["workload"].get<std::string>() + " " +
+                                                                         s["linkage"].get<std::string>()).c_str(),
+                 s["reason"].get<std::string>().c_str());
+
+  std::vector<ComboOutcome> outcomes;
+  const size_t total = todo.size() * size_t(opts.reps);
+  size_t index = 0;
+  for (const auto& c : todo) {
+    ComboOutcome o;
+    o.combo = c;
+    for (int rep = 1; rep <= opts.reps && !g_interrupted; ++rep) {
+      json run = run_one(c, rep, ctx, o);
+      print_progress(++index, total, c, rep, opts.reps, run);
+    }
+    outcomes.push_back(std::move(o));
+    if (g_interrupted) break;
+  }
+
+  int ok = 0, failed = 0;
+  json combos_json = json::array();
+  for (const auto& o : outcomes) {
+    ok += o.ok;
+    failed += o.failed;
+    combos_json.push_back(combo_json(o, outcomes));
+  }
+  json summary = {{"v", 1},
+                  {"run_id", run_id},
+                  {"started", manifest["started"]},
+                  {"finished", utc_now("%Y-%m-%dT%H:%M:%SZ")},
+                  {"interrupted", g_interrupted.load()},
+                  {"command_line", command_line},
+                  {"counts", {{"runs", ok + failed}, {"ok", ok}, {"failed", failed}, {"skipped_combinations", skipped.size()}}},
+                  {"combos", combos_json},
+                  {"skipped", skipped}};
+  if (!opts.command.empty()) summary["agreement"] = agreement(outcomes);
+  write_json(root / "summary.json", summary);
+  if (ctx.run_as) chown_tree(root, *ctx.run_as);
+
+  std::fprintf(stderr, "harness: %d run(s) ok, %d failed, %zu combination(s) skipped%s; summary: %s\n", ok, failed,
+               skipped.size(), g_interrupted ? ", INTERRUPTED (partial results kept)" : "",
+               (root / "summary.json").c_str());
+  if (g_interrupted) return 130;
+  if (failed) return 1;
+  if (ok == 0) {
+    std::fprintf(stderr, "harness: nothing requested could run here (see the skip reasons above)\n");
+    return 3;
+  }
+  return 0;
+}
+
+}  // namespace cudatrace

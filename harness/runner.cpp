@@ -1,0 +1,212 @@
+#include "harness/runner.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "common/clock.h"
+
+extern char** environ;
+
+namespace cudatrace {
+
+std::atomic<bool> g_interrupted{false};
+
+namespace {
+
+void on_interrupt(int) { g_interrupted = true; }
+
+// Kill the child's process group: a polite SIGTERM, then SIGKILL after a grace period.
+void stop_group(pid_t pid, int& wstatus) {
+  kill(-pid, SIGTERM);
+  for (int i = 0; i < 200; ++i) {  // 2 s
+    if (waitpid(pid, &wstatus, WNOHANG) == pid) return;
+    usleep(10000);
+  }
+  kill(-pid, SIGKILL);
+  waitpid(pid, &wstatus, 0);
+}
+
+std::vector<std::string> child_environment(const Launch& launch) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) {
+    std::string kv = *e;
+    std::string key = kv.substr(0, kv.find('='));
+    if (!launch.env.count(key)) env.push_back(kv);
+  }
+  for (const auto& [k, v] : launch.env) env.push_back(k + "=" + v);
+  return env;
+}
+
+[[noreturn]] void child_fail(int report_fd, int err) {
+  (void)!write(report_fd, &err, sizeof err);
+  _exit(127);
+}
+
+}  // namespace
+
+void install_interrupt_handler() {
+  struct sigaction sa {};
+  sa.sa_handler = on_interrupt;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+const char* to_string(ChildStatus s) {
+  switch (s) {
+    case ChildStatus::Exited: return "exited";
+    case ChildStatus::Signaled: return "crashed";
+    case ChildStatus::TimedOut: return "timeout";
+    case ChildStatus::Interrupted: return "interrupted";
+    case ChildStatus::ExecFailed: return "exec-failed";
+    case ChildStatus::TracerFailed: return "tracer-failed";
+  }
+  return "?";
+}
+
+std::optional<Credentials> invoking_user() {
+  const char* uid = getenv("SUDO_UID");
+  const char* gid = getenv("SUDO_GID");
+  if (geteuid() != 0 || !uid || !gid) return std::nullopt;
+  Credentials c{uid_t(std::stoul(uid)), gid_t(std::stoul(gid)), getenv("SUDO_USER") ? getenv("SUDO_USER") : ""};
+  if (c.uid == 0) return std::nullopt;
+  return c;
+}
+
+ChildResult run_child(const ChildSpec& spec, Tracer& tracer) {
+  ChildResult res;
+  int gate[2], report[2];  // gate: parent -> child "go"; report: child -> parent exec errno
+  if (pipe2(gate, O_CLOEXEC) != 0 || pipe2(report, O_CLOEXEC) != 0) {
+    res.detail = std::string("pipe: ") + std::strerror(errno);
+    return res;
+  }
+  // Everything the child needs is built before fork: after it, only async-signal-safe calls.
+  std::vector<std::string> env = child_environment(spec.launch);
+  std::vector<char*> envp, argv;
+  for (auto& s : env) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = spec.launch.argv;
+  for (auto& s : args) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  const std::string out_path = (spec.run_dir / "stdout.txt").string();
+  const std::string err_path = (spec.run_dir / "stderr.txt").string();
+  std::vector<gid_t> groups;
+  if (spec.run_as && !spec.run_as->user.empty()) {
+    int n = 64;
+    groups.resize(size_t(n));
+    if (getgrouplist(spec.run_as->user.c_str(), spec.run_as->gid, groups.data(), &n) < 0) n = 0;
+    groups.resize(size_t(n));
+  }
+
+  pid_t pid = fork();
+  if (pid < 0) {
+    res.detail = std::string("fork: ") + std::strerror(errno);
+    return res;
+  }
+  if (pid == 0) {
+    setpgid(0, 0);  // its own group: a timeout or ^C takes down its children too
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    close(gate[1]);
+    close(report[0]);
+    int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (out < 0 || err < 0) child_fail(report[1], errno);
+    if (spec.run_as && (fchown(out, spec.run_as->uid, spec.run_as->gid) != 0 ||
+                        fchown(err, spec.run_as->uid, spec.run_as->gid) != 0))
+      child_fail(report[1], errno);
+    dup2(out, 1);
+    dup2(err, 2);
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0) dup2(devnull, 0);
+    char go;
+    if (read(gate[0], &go, 1) != 1) _exit(126);  // the parent gave up before the gate opened
+    if (spec.run_as) {
+      if (setgroups(groups.size(), groups.data()) != 0 || setgid(spec.run_as->gid) != 0 ||
+          setuid(spec.run_as->uid) != 0)
+        child_fail(report[1], errno);
+    }
+    execve(argv[0], argv.data(), envp.data());
+    child_fail(report[1], errno);
+  }
+  setpgid(pid, pid);  // also from here, so kill(-pid) works whoever runs first
+  close(gate[0]);
+  close(report[1]);
+
+  int wstatus = 0;
+  try {
+    tracer.attach(pid);
+  } catch (const std::exception& e) {
+    close(gate[1]);
+    close(report[0]);
+    stop_group(pid, wstatus);
+    res.status = ChildStatus::TracerFailed;
+    res.detail = std::string("tracer could not attach: ") + e.what();
+    return res;
+  }
+
+  const int64_t start = monotonic_ns();
+  (void)!write(gate[1], "g", 1);
+  close(gate[1]);
+  int exec_errno = 0;
+  ssize_t got = read(report[0], &exec_errno, sizeof exec_errno);  // EOF = exec succeeded
+  close(report[0]);
+  if (got == ssize_t(sizeof exec_errno)) {
+    waitpid(pid, &wstatus, 0);
+    res.status = ChildStatus::ExecFailed;
+    res.detail = "cannot run " + spec.launch.argv[0] + ": " + std::strerror(exec_errno);
+    return res;
+  }
+
+  // Wait for the exit with a pidfd where the kernel has one (exact wall time), else poll.
+  const int64_t deadline = start + int64_t(spec.timeout_s * 1e9);
+  int pidfd = int(syscall(SYS_pidfd_open, pid, 0));
+  bool reaped = false, interrupted = false;
+  while (!reaped) {
+    if (g_interrupted) {
+      interrupted = true;
+      break;
+    }
+    int64_t now = monotonic_ns();
+    if (now >= deadline) break;
+    int slice_ms = int(std::min<int64_t>((deadline - now) / 1000000 + 1, 100));
+    if (pidfd >= 0) {
+      pollfd p{pidfd, POLLIN, 0};
+      poll(&p, 1, slice_ms);
+      reaped = waitpid(pid, &wstatus, WNOHANG) == pid;
+    } else {
+      reaped = waitpid(pid, &wstatus, WNOHANG) == pid;
+      if (!reaped) usleep(1000);
+    }
+  }
+  res.wall_ns = monotonic_ns() - start;
+  if (pidfd >= 0) close(pidfd);
+  if (!reaped) {
+    stop_group(pid, wstatus);
+    res.status = interrupted ? ChildStatus::Interrupted : ChildStatus::TimedOut;
+    res.detail = interrupted ? "interrupted" : "killed after " + std::to_string(int(spec.timeout_s)) + " s";
+    return res;
+  }
+  if (WIFEXITED(wstatus)) {
+    res.status = ChildStatus::Exited;
+    res.exit_code = WEXITSTATUS(wstatus);
+    res.detail = "exit " + std::to_string(res.exit_code);
+  } else {
+    res.status = ChildStatus::Signaled;
+    res.signal = WTERMSIG(wstatus);
+    res.detail = std::string("killed by signal ") + std::to_string(res.signal) + " (" + strsignal(res.signal) + ")";
+  }
+  return res;
+}
+
+}  // namespace cudatrace

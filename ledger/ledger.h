@@ -1,0 +1,58 @@
+#pragma once
+// The ground truth: every workload records each CUDA runtime call it makes (name, key
+// arguments, return code, begin/end on CLOCK_MONOTONIC, thread) into per-thread buffers,
+// and writes them as event records (layer "runtime") when it finishes.
+//
+// Recording is on when CUDATRACE_LEDGER names an output file, and costs the same under
+// every tracing method: two clock reads and an append to a thread-local vector.
+// This header is compiled by nvcc as well as by the host compiler: no heavy includes.
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+
+namespace ledger {
+
+inline constexpr const char* kEnvVar = "CUDATRACE_LEDGER";
+
+struct Arg {
+  enum class Kind : uint8_t { Int, Ptr, Str, Dim3 };
+  const char* key;
+  Kind kind;
+  union {
+    int64_t i;
+    uint64_t p;
+    const char* s;  // must be a string literal or outlive the process
+    uint32_t d[3];
+  };
+  static Arg Int(const char* k, int64_t v) { Arg a{k, Kind::Int, {}}; a.i = v; return a; }
+  static Arg Ptr(const char* k, const void* v) { Arg a{k, Kind::Ptr, {}}; a.p = uint64_t(v); return a; }
+  static Arg Str(const char* k, const char* v) { Arg a{k, Kind::Str, {}}; a.s = v; return a; }
+  static Arg Dim3(const char* k, uint32_t x, uint32_t y, uint32_t z) {
+    Arg a{k, Kind::Dim3, {}}; a.d[0] = x; a.d[1] = y; a.d[2] = z; return a;
+  }
+};
+
+inline int64_t now() { return cudatrace::monotonic_ns(); }
+
+// Reads CUDATRACE_LEDGER; call first thing in main. `cudart` is "static" or "shared".
+void start(const char* workload, const char* cudart, int argc, char** argv);
+bool enabled();
+
+inline constexpr int kNoRet = INT32_MIN;  // the call returns nothing we can see (<<<>>>)
+void record(const char* name, int64_t begin, int64_t end, int ret, std::initializer_list<Arg> args);
+
+// What the workload means to call, computed from its parameters rather than from what
+// was recorded: the harness checks the ledger against it.
+void intend(const char* name, int64_t count);
+// An injected failure: the call, and the codes it may return (the errors workload).
+void expect(const char* step, const char* name, std::vector<int> codes);
+void info(const char* key, int64_t value);
+void info(const char* key, const std::string& value);
+
+// Writes the ledger file (no-op when disabled). Returns false and prints why on failure.
+bool finish();
+
+}  // namespace ledger

@@ -1,0 +1,124 @@
+#pragma once
+// The CUDA runtime calls the workloads make, each one recorded in the ledger with its
+// key arguments and return code. Workloads call rt::X instead of cudaX, and call no
+// CUDA function outside this file, so the ledger is the complete list of what they did.
+#include <cuda_runtime.h>
+
+#include <utility>
+
+#include "ledger/ledger.h"
+
+namespace rt {
+
+using ledger::Arg;
+
+inline const char* kind_name(cudaMemcpyKind k) {
+  switch (k) {
+    case cudaMemcpyHostToHost: return "HtoH";
+    case cudaMemcpyHostToDevice: return "HtoD";
+    case cudaMemcpyDeviceToHost: return "DtoH";
+    case cudaMemcpyDeviceToDevice: return "DtoD";
+    case cudaMemcpyDefault: return "Default";
+  }
+  return "invalid";
+}
+
+// Times `call`, then records it with the arguments `args_of(ret)` builds (outputs such as
+// an allocated pointer are only meaningful once the call returned).
+template <class Call, class Args>
+inline cudaError_t recorded(const char* name, Call&& call, Args&& args_of) {
+  int64_t t0 = ledger::now();
+  cudaError_t r = call();
+  int64_t t1 = ledger::now();
+  args_of(r, [&](std::initializer_list<Arg> a) { ledger::record(name, t0, t1, int(r), a); });
+  return r;
+}
+#define RT_RECORD(NAME, CALL, ...) \
+  recorded(NAME, [&] { return CALL; }, [&](cudaError_t r, auto rec) { (void)r; rec({__VA_ARGS__}); })
+
+inline cudaError_t RuntimeGetVersion(int* v) {
+  return RT_RECORD("cudaRuntimeGetVersion", cudaRuntimeGetVersion(v), Arg::Int("version", r == cudaSuccess ? *v : 0));
+}
+inline cudaError_t GetDeviceCount(int* n) {
+  return RT_RECORD("cudaGetDeviceCount", cudaGetDeviceCount(n), Arg::Int("count", r == cudaSuccess ? *n : 0));
+}
+inline cudaError_t SetDevice(int d) { return RT_RECORD("cudaSetDevice", cudaSetDevice(d), Arg::Int("device", d)); }
+inline cudaError_t GetDevice(int* d) {
+  return RT_RECORD("cudaGetDevice", cudaGetDevice(d), Arg::Int("device", r == cudaSuccess ? *d : -1));
+}
+inline cudaError_t Malloc(void** p, size_t bytes) {
+  return RT_RECORD("cudaMalloc", cudaMalloc(p, bytes), Arg::Int("bytes", int64_t(bytes)),
+                   Arg::Ptr("ptr", r == cudaSuccess && p ? *p : nullptr));
+}
+inline cudaError_t Free(void* p) { return RT_RECORD("cudaFree", cudaFree(p), Arg::Ptr("ptr", p)); }
+inline cudaError_t MallocHost(void** p, size_t bytes) {
+  return RT_RECORD("cudaMallocHost", cudaMallocHost(p, bytes), Arg::Int("bytes", int64_t(bytes)),
+                   Arg::Ptr("ptr", r == cudaSuccess ? *p : nullptr));
+}
+inline cudaError_t FreeHost(void* p) { return RT_RECORD("cudaFreeHost", cudaFreeHost(p), Arg::Ptr("ptr", p)); }
+inline cudaError_t Memcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind k) {
+  return RT_RECORD("cudaMemcpy", cudaMemcpy(dst, src, bytes, k), Arg::Ptr("dst", dst), Arg::Ptr("src", src),
+                   Arg::Int("bytes", int64_t(bytes)), Arg::Str("kind", kind_name(k)));
+}
+inline cudaError_t MemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind k, cudaStream_t s) {
+  return RT_RECORD("cudaMemcpyAsync", cudaMemcpyAsync(dst, src, bytes, k, s), Arg::Ptr("dst", dst),
+                   Arg::Ptr("src", src), Arg::Int("bytes", int64_t(bytes)), Arg::Str("kind", kind_name(k)),
+                   Arg::Ptr("stream", s));
+}
+inline cudaError_t Memset(void* p, int value, size_t bytes) {
+  return RT_RECORD("cudaMemset", cudaMemset(p, value, bytes), Arg::Ptr("ptr", p), Arg::Int("value", value),
+                   Arg::Int("bytes", int64_t(bytes)));
+}
+inline cudaError_t MemsetAsync(void* p, int value, size_t bytes, cudaStream_t s) {
+  return RT_RECORD("cudaMemsetAsync", cudaMemsetAsync(p, value, bytes, s), Arg::Ptr("ptr", p),
+                   Arg::Int("value", value), Arg::Int("bytes", int64_t(bytes)), Arg::Ptr("stream", s));
+}
+inline cudaError_t StreamCreate(cudaStream_t* s) {
+  return RT_RECORD("cudaStreamCreate", cudaStreamCreate(s), Arg::Ptr("stream", r == cudaSuccess ? *s : nullptr));
+}
+inline cudaError_t StreamDestroy(cudaStream_t s) {
+  return RT_RECORD("cudaStreamDestroy", cudaStreamDestroy(s), Arg::Ptr("stream", s));
+}
+inline cudaError_t StreamSynchronize(cudaStream_t s) {
+  return RT_RECORD("cudaStreamSynchronize", cudaStreamSynchronize(s), Arg::Ptr("stream", s));
+}
+inline cudaError_t StreamWaitEvent(cudaStream_t s, cudaEvent_t e) {
+  return RT_RECORD("cudaStreamWaitEvent", cudaStreamWaitEvent(s, e, 0), Arg::Ptr("stream", s), Arg::Ptr("event", e));
+}
+inline cudaError_t EventCreate(cudaEvent_t* e) {
+  return RT_RECORD("cudaEventCreate", cudaEventCreate(e), Arg::Ptr("event", r == cudaSuccess ? *e : nullptr));
+}
+inline cudaError_t EventRecord(cudaEvent_t e, cudaStream_t s) {
+  return RT_RECORD("cudaEventRecord", cudaEventRecord(e, s), Arg::Ptr("event", e), Arg::Ptr("stream", s));
+}
+inline cudaError_t EventSynchronize(cudaEvent_t e) {
+  return RT_RECORD("cudaEventSynchronize", cudaEventSynchronize(e), Arg::Ptr("event", e));
+}
+inline cudaError_t EventElapsedTime(float* ms, cudaEvent_t a, cudaEvent_t b) {
+  return RT_RECORD("cudaEventElapsedTime", cudaEventElapsedTime(ms, a, b), Arg::Ptr("start", a), Arg::Ptr("end", b));
+}
+inline cudaError_t EventDestroy(cudaEvent_t e) {
+  return RT_RECORD("cudaEventDestroy", cudaEventDestroy(e), Arg::Ptr("event", e));
+}
+inline cudaError_t DeviceSynchronize() { return RT_RECORD("cudaDeviceSynchronize", cudaDeviceSynchronize()); }
+inline cudaError_t GetLastError() { return RT_RECORD("cudaGetLastError", cudaGetLastError()); }
+
+#undef RT_RECORD
+
+// A <<<>>> launch, recorded as cudaLaunchKernel (the family CUDA 13's __cudaLaunchKernel
+// belongs to). <<<>>> hands back no error code: it has to be read with GetLastError,
+// which is then a call of its own in the ledger. Kernels are extern "C" so that `name` is
+// the symbol a tracer resolves.
+template <class... Params, class... Args>
+inline void Launch(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
+                   cudaStream_t stream, Args&&... args) {
+  int64_t t0 = ledger::now();
+  kernel<<<grid, block, smem, stream>>>(std::forward<Args>(args)...);
+  int64_t t1 = ledger::now();
+  ledger::record("cudaLaunchKernel", t0, t1, ledger::kNoRet,
+                 {Arg::Str("kernel", name), Arg::Dim3("grid", grid.x, grid.y, grid.z),
+                  Arg::Dim3("block", block.x, block.y, block.z), Arg::Int("smem", int64_t(smem)),
+                  Arg::Ptr("stream", stream), Arg::Str("via", "<<<>>>")});
+}
+
+}  // namespace rt

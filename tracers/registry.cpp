@@ -1,0 +1,82 @@
+// The registry: every method the harness knows, what it needs, and how to make one.
+// Adding a method = a folder under tracers/ and one entry here.
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "tracers/none/none_tracer.h"
+#include "tracers/tracer.h"
+
+namespace cudatrace {
+
+const std::vector<Method>& methods() {
+  static const std::vector<Method> all = [] {
+    std::vector<Method> m;
+    m.push_back({.name = "none",
+                 .summary = "no tracing: the baseline every overhead is measured against",
+                 .built = true,
+                 .make = [](const HostFacts&) { return std::make_unique<NoneTracer>(); }});
+    m.push_back({.name = "preload",
+                 .summary = "LD_PRELOAD shim on the CUDA runtime and driver APIs",
+                 .issue = 3});
+    m.push_back({.name = "uprobe",
+                 .summary = "eBPF uprobes/uretprobes (libbpf) on libcudart, the executable and libcuda",
+                 .issue = 4,
+                 .needs_root = true});
+    m.push_back({.name = "cupti",
+                 .summary = "CUPTI callbacks re-emitted as USDT probes, collected by eBPF",
+                 .issue = 5,
+                 .needs_root = true});
+    m.push_back({.name = "devhook",
+                 .summary = "bpftime-style device hooks: probes injected into kernel PTX",
+                 .issue = 6,
+                 .needs_gpu = true});
+    m.push_back({.name = "strace",
+                 .summary = "the system's strace: syscalls (NVIDIA ioctls decoded) during each call",
+                 .issue = 7,
+                 .tools = {"strace"},
+                 .tool_packages = {{"strace", "strace"}}});
+    return m;
+  }();
+  return all;
+}
+
+const Method* find_method(const std::string& name) {
+  for (const auto& m : methods())
+    if (m.name == name) return &m;
+  return nullptr;
+}
+
+std::filesystem::path find_on_path(const std::string& program) {
+  if (program.find('/') != std::string::npos) return access(program.c_str(), X_OK) == 0 ? program : "";
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    size_t end = dirs.find(':', start);
+    if (end == std::string::npos) end = dirs.size();
+    std::filesystem::path dir = dirs.substr(start, end - start);
+    if (dir.empty()) dir = ".";
+    auto candidate = dir / program;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+    start = end + 1;
+  }
+  return {};
+}
+
+Availability availability(const Method& m, const HostFacts& host) {
+  if (!m.built) return {false, "not built yet (issue #" + std::to_string(m.issue) + ")"};
+  if (m.needs_root && !host.root)
+    return {false, "needs root or CAP_BPF+CAP_PERFMON (run the harness with sudo)"};
+  if (m.needs_gpu && !host.gpu) return {false, "needs a GPU: " + host.gpu_reason};
+  for (const auto& tool : m.tools) {
+    if (find_on_path(tool).empty()) {
+      auto pkg = m.tool_packages.find(tool);
+      return {false, tool + " not found on PATH" +
+                         (pkg != m.tool_packages.end() ? " (apt-get install " + pkg->second + ")" : "")};
+    }
+  }
+  return {true, ""};
+}
+
+}  // namespace cudatrace

@@ -1,0 +1,82 @@
+#pragma once
+// The one interface every tracing method implements. The harness knows nothing else of a
+// method: it asks the registry whether the method can run here, lets the tracer shape the
+// child's command, tells it when the child exists and when it is gone, and reads back
+// events.jsonl plus the loss counters the tracer reports.
+#include <sys/types.h>
+
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace cudatrace {
+
+// What this machine offers, probed once per harness run.
+struct HostFacts {
+  bool root = false;  // euid 0, or CAP_BPF + CAP_PERFMON
+  bool gpu = false;
+  std::string gpu_reason;  // why not, when !gpu
+  std::filesystem::path prefix;  // install root: bin/ lib/ libexec/ below it
+};
+
+// The program being traced.
+struct Target {
+  std::vector<std::string> argv;  // argv[0] is an absolute path
+  std::string cudart;             // "static", "shared" or "unknown" (how it links the CUDA runtime)
+};
+
+// How the child will be started; prepare() may change any of it.
+struct Launch {
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env;  // set on top of the harness's own environment
+};
+
+struct TracerReport {
+  std::vector<std::string> layers;  // the layers this method observed for this target
+  nlohmann::json loss = nlohmann::json::object();   // e.g. {"dropped": 0, "ring_full": 0}
+  nlohmann::json notes = nlohmann::json::object();  // what was attached where, warnings
+  std::string error;  // non-empty: the collector failed; the run is recorded as failed
+};
+
+class Tracer {
+ public:
+  virtual ~Tracer() = default;
+  // Shape the child's command (LD_PRELOAD, environment, a wrapper program).
+  virtual void prepare(Launch& launch, const Target& target, const std::filesystem::path& run_dir) = 0;
+  // The child exists but has not exec'd the target yet: attach collectors to it now.
+  virtual void attach(pid_t child) { (void)child; }
+  // The child is gone (exited, crashed, killed): stop collecting, write
+  // run_dir/events.jsonl (absent = no events), and report layers and loss.
+  virtual TracerReport finish(const std::filesystem::path& run_dir) = 0;
+};
+
+struct Method {
+  std::string name;
+  std::string summary;
+  bool built = false;   // false: listed, reported as not built yet, never faked
+  int issue = 0;        // the tracking issue while !built
+  bool needs_root = false;
+  bool needs_gpu = false;  // the method itself cannot work without a GPU
+  std::vector<std::string> tools;  // programs it needs on PATH (with the Debian package)
+  std::map<std::string, std::string> tool_packages;
+  std::function<std::unique_ptr<Tracer>(const HostFacts&)> make;
+};
+
+struct Availability {
+  bool ok = false;
+  std::string reason;  // one line, says what to do
+};
+
+const std::vector<Method>& methods();
+const Method* find_method(const std::string& name);
+Availability availability(const Method& m, const HostFacts& host);
+
+// PATH lookup as execvp does it; empty when absent.
+std::filesystem::path find_on_path(const std::string& program);
+
+}  // namespace cudatrace
