@@ -26,14 +26,16 @@ namespace {
 void on_interrupt(int) { g_interrupted = true; }
 
 // Kill the child's process group: a polite SIGTERM, then SIGKILL after a grace period.
+// Members that ignore SIGTERM, or outlive the child, get SIGKILL at the end either way.
 void stop_group(pid_t pid, int& wstatus) {
   kill(-pid, SIGTERM);
-  for (int i = 0; i < 200; ++i) {  // 2 s
-    if (waitpid(pid, &wstatus, WNOHANG) == pid) return;
-    usleep(10000);
+  bool reaped = false;
+  for (int i = 0; i < 200 && !reaped; ++i) {  // 2 s
+    reaped = waitpid(pid, &wstatus, WNOHANG) == pid;
+    if (!reaped) usleep(10000);
   }
   kill(-pid, SIGKILL);
-  waitpid(pid, &wstatus, 0);
+  if (!reaped) waitpid(pid, &wstatus, 0);
 }
 
 std::vector<std::string> child_environment(const Launch& launch) {

@@ -1,0 +1,52 @@
+// Every GPU workload under `none`, both linkages: the ledger has exactly the calls the
+// workload intends, and the workload's own result check passed. Skips without a GPU.
+#include "harness_run.h"
+
+using namespace correctness;
+
+namespace {
+
+struct Case {
+  std::string workload, linkage;
+};
+
+std::string name_of(const ::testing::TestParamInfo<Case>& info) { return info.param.workload + "_" + info.param.linkage; }
+
+}  // namespace
+
+class GpuWorkload : public ::testing::TestWithParam<Case> {};
+
+TEST_P(GpuWorkload, LedgerIsCompleteAndResultsAreRight) {
+  if (!host().gpu) GTEST_SKIP() << "no GPU: " << host().gpu_reason;
+  const Case c = GetParam();
+  HarnessRun r = run_harness("--workload " + c.workload + " --method none --linkage " + c.linkage);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  nlohmann::json run = r.run_json(c.workload + "." + c.linkage + ".none");
+  ASSERT_TRUE(run.contains("ledger")) << r.output;
+  EXPECT_EQ(run["exit_code"], 0) << "the workload's own result check";
+  const auto& ledger = run["ledger"];
+  EXPECT_TRUE(ledger["consistent"].get<bool>()) << ledger["problems"].dump();
+
+  const auto& counts = ledger["counts"];
+  if (c.workload == "vecadd") {
+    EXPECT_EQ(counts["cudaLaunchKernel"], 100);
+    EXPECT_EQ(counts["cudaMemcpy"], 3);
+  } else if (c.workload == "streams") {
+    EXPECT_GE(ledger["threads"].get<int>(), 3) << "main + at least 2 host threads";
+    EXPECT_GE(counts["cudaStreamCreate"].get<int>(), 4) << "at least 4 streams";
+    EXPECT_GT(counts["cudaStreamWaitEvent"].get<int>(), 0);
+  } else if (c.workload == "memheavy") {
+    EXPECT_GE(ledger["info"]["device_bytes_held"].get<int64_t>(), int64_t(1) << 30);
+    EXPECT_EQ(counts["cudaMalloc"], 1004);
+  } else if (c.workload == "burst") {
+    EXPECT_EQ(counts["cudaGetDevice"], 8 * 20000);
+    EXPECT_EQ(ledger["threads"], 9);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Workloads, GpuWorkload,
+                         ::testing::Values(Case{"vecadd", "static"}, Case{"vecadd", "shared"},
+                                           Case{"streams", "static"}, Case{"streams", "shared"},
+                                           Case{"memheavy", "static"}, Case{"memheavy", "shared"},
+                                           Case{"burst", "static"}, Case{"burst", "shared"}),
+                         name_of);

@@ -1,0 +1,44 @@
+#pragma once
+// Runs the real harness binary into a fresh folder and loads what it wrote.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "common/event_io.h"
+#include "harness/host.h"
+#include "test_support.h"
+
+namespace correctness {
+
+struct HarnessRun {
+  int exit_code = -1;
+  std::string output;
+  std::filesystem::path root;  // results/<run-id>
+  nlohmann::json summary;
+
+  nlohmann::json run_json(const std::string& combo_label, int rep = 1) const {
+    std::ifstream f(root / "runs" / (combo_label + ".r" + std::to_string(rep)) / "run.json");
+    return f ? nlohmann::json::parse(f) : nlohmann::json();
+  }
+};
+
+inline HarnessRun run_harness(const std::string& args) {
+  HarnessRun r;
+  auto out = testsupport::temp_dir("harness");
+  auto res = testsupport::run_command(std::string(HARNESS_PATH) + " --out " + out.string() + " " + args);
+  r.exit_code = res.exit_code;
+  r.output = res.output;
+  for (const auto& entry : std::filesystem::directory_iterator(out)) r.root = entry.path();
+  std::ifstream f(r.root / "summary.json");
+  if (f) r.summary = nlohmann::json::parse(f);
+  return r;
+}
+
+inline const cudatrace::HostFacts& host() {
+  static cudatrace::HostFacts h = cudatrace::probe_host(std::filesystem::path(HARNESS_PATH).parent_path().parent_path());
+  return h;
+}
+
+}  // namespace correctness

@@ -1,0 +1,94 @@
+#include <gtest/gtest.h>
+
+#include "harness/cli.h"
+#include "test_support.h"
+
+using namespace cudatrace;
+
+namespace {
+
+const std::vector<std::string> kWorkloads{"vecadd", "streams", "errors"};
+const std::vector<std::string> kMethods{"none", "preload", "strace"};
+
+Options parse(std::vector<std::string> args) { return parse_cli(args, kWorkloads, kMethods); }
+
+std::string usage_error(std::vector<std::string> args) {
+  try {
+    parse(args);
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+}  // namespace
+
+TEST(Cli, DefaultsRunEverythingOnce) {
+  Options o = parse({});
+  EXPECT_EQ(o.workloads, kWorkloads);
+  EXPECT_EQ(o.methods, kMethods);
+  EXPECT_EQ(o.linkages, (std::vector<std::string>{"static", "shared"}));
+  EXPECT_EQ(o.reps, 1);
+  EXPECT_EQ(o.out, "results");
+}
+
+TEST(Cli, ListsAndAllExpand) {
+  Options o = parse({"--workload", "errors,vecadd,errors", "--method=all", "--linkage", "shared", "--reps", "3"});
+  EXPECT_EQ(o.workloads, (std::vector<std::string>{"errors", "vecadd"}));
+  EXPECT_EQ(o.methods, kMethods);
+  EXPECT_EQ(o.linkages, (std::vector<std::string>{"shared"}));
+  EXPECT_EQ(o.reps, 3);
+}
+
+TEST(Cli, CommandAfterDoubleDash) {
+  Options o = parse({"--method", "none", "--", "./app", "--size", "4"});
+  EXPECT_EQ(o.command, (std::vector<std::string>{"./app", "--size", "4"}));
+  EXPECT_TRUE(o.workloads.empty());
+}
+
+TEST(Cli, SetPassesFlagsToOneWorkload) {
+  Options o = parse({"--set", "vecadd.iters=10", "--set=vecadd.n=64"});
+  EXPECT_EQ(o.workload_args["vecadd"], (std::vector<std::string>{"--iters=10", "--n=64"}));
+}
+
+TEST(Cli, BadInputGetsOneClearLine) {
+  EXPECT_EQ(usage_error({"--workload", "nope"}), "unknown workload 'nope' (valid: vecadd, streams, errors, all)");
+  EXPECT_EQ(usage_error({"--method", "none,ebpf"}), "unknown method 'ebpf' (valid: none, preload, strace, all)");
+  EXPECT_EQ(usage_error({"--linkage", "dynamic"}), "unknown linkage 'dynamic' (valid: static, shared, both)");
+  EXPECT_EQ(usage_error({"--reps", "0"}), "--reps wants a positive number, got '0'");
+  EXPECT_EQ(usage_error({"--reps", "2.5"}), "--reps wants a whole number from 1 to 1000, got '2.5'");
+  EXPECT_EQ(usage_error({"--timeout", "soon"}), "--timeout wants a positive number, got 'soon'");
+  EXPECT_EQ(usage_error({"--reps"}), "--reps needs a value");
+  EXPECT_EQ(usage_error({"--frobnicate"}), "unknown option '--frobnicate'");
+  EXPECT_EQ(usage_error({"--"}), "'--' must be followed by a command to trace");
+  EXPECT_EQ(usage_error({"--workload", "vecadd", "--", "ls"}),
+            "--workload and --linkage do not apply when tracing a command after '--'");
+  EXPECT_NE(usage_error({"--set", "vecadd"}).find("--set wants WORKLOAD.FLAG=VALUE"), std::string::npos);
+  EXPECT_EQ(usage_error({"--set", "gpu.x=1"}), "--set: unknown workload 'gpu' (valid: vecadd, streams, errors)");
+}
+
+TEST(Cli, HelpTeachesWithExamples) {
+  EXPECT_TRUE(parse({"--help"}).help);
+  std::string h = help_text();
+  for (const char* needle : {"--workload", "--method", "--linkage", "--reps", "--out", "--list", "examples:", "-- COMMAND", "exit status"})
+    EXPECT_NE(h.find(needle), std::string::npos) << needle;
+}
+
+// The real binary: exit status and the one line a person sees.
+TEST(Cli, HarnessBinaryRejectsBadInputWithExit2) {
+  auto r = testsupport::run_command(std::string(HARNESS_PATH) + " --workload nope");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.output, "harness: unknown workload 'nope' (valid: vecadd, streams, memheavy, errors, burst, all) (see --help)\n");
+  r = testsupport::run_command(std::string(HARNESS_PATH) + " --method none -- /no/such/program");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("cannot find '/no/such/program'"), std::string::npos) << r.output;
+}
+
+TEST(Cli, ListShowsEveryWorkloadAndMethodWithItsState) {
+  auto r = testsupport::run_command(std::string(HARNESS_PATH) + " --list");
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* name : {"vecadd", "streams", "memheavy", "errors", "burst", "none", "preload", "uprobe", "cupti",
+                           "devhook", "strace"})
+    EXPECT_NE(r.output.find(std::string("  ") + name + " "), std::string::npos) << name << "\n" << r.output;
+  EXPECT_NE(r.output.find("GPU: "), std::string::npos);
+}

@@ -1,0 +1,119 @@
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <thread>
+
+#include "harness/ledger_check.h"
+#include "ledger/ledger.h"
+#include "test_support.h"
+
+using namespace cudatrace;
+
+// The ledger is a process-wide singleton (it starts once per workload): one test drives
+// it, the checks on the file it wrote are separate tests on synthetic ledgers.
+TEST(Ledger, RecordsEveryThreadInProgramOrderAndChecksOut) {
+  auto dir = testsupport::temp_dir("ledger");
+  const auto path = dir / "ledger.jsonl";
+  setenv(ledger::kEnvVar, path.c_str(), 1);
+  char arg0[] = "unit";
+  char* argv[] = {arg0, nullptr};
+  ledger::start("unit", "static", 1, argv);
+  ASSERT_TRUE(ledger::enabled());
+
+  auto work = [](int n) {
+    for (int i = 0; i < n; ++i) {
+      int64_t t = ledger::now();
+      ledger::record("cudaGetDevice", t, ledger::now(), 0, {ledger::Arg::Int("device", i)});
+    }
+  };
+  std::thread a(work, 100), b(work, 50);
+  a.join();
+  b.join();  // the threads are gone before finish(): their records must survive them
+  int64_t t = ledger::now();
+  ledger::record("cudaLaunchKernel", t, ledger::now(), ledger::kNoRet,
+                 {ledger::Arg::Str("kernel", "k"), ledger::Arg::Dim3("grid", 2, 3, 4), ledger::Arg::Ptr("stream", nullptr)});
+  ledger::intend("cudaGetDevice", 150);
+  ledger::intend("cudaLaunchKernel", 1);
+  ASSERT_TRUE(ledger::finish());
+
+  EventStream s = read_events(path);
+  ASSERT_EQ(s.events.size(), 151u);
+  LedgerCheck c = check_ledger(s);
+  EXPECT_TRUE(c.consistent) << (c.problems.empty() ? "" : c.problems[0]);
+  EXPECT_EQ(c.threads, 3);
+  // Per thread, the device argument counts up: program order was kept.
+  std::map<int64_t, int64_t> last;
+  for (const auto& e : s.events) {
+    if (e.name != "cudaGetDevice") continue;
+    int64_t d = e.args["device"];
+    if (last.count(e.tid)) EXPECT_EQ(d, last[e.tid] + 1);
+    last[e.tid] = d;
+  }
+  const Event& launch = s.events.back();
+  EXPECT_FALSE(launch.ret.has_value());
+  EXPECT_EQ(launch.args["grid"], nlohmann::json({2, 3, 4}));
+  EXPECT_EQ(launch.args["stream"], "0x0");
+}
+
+namespace {
+
+EventStream ledger_with(nlohmann::json header_args, std::vector<std::pair<std::string, int>> calls) {
+  EventStream s;
+  Event h;
+  h.layer = layer::kMeta;
+  h.name = "ledger";
+  h.pid = 1;
+  h.args = std::move(header_args);
+  s.meta.push_back(h);
+  int64_t ts = 100;
+  for (auto& [name, ret] : calls) {
+    Event e;
+    e.layer = layer::kRuntime;
+    e.name = name;
+    e.pid = 1;
+    e.tid = 1;
+    e.ts = ts += 10;
+    e.dur = 5;
+    e.ret = ret;
+    s.events.push_back(e);
+  }
+  return s;
+}
+
+}  // namespace
+
+TEST(LedgerCheck, CountsMustMatchWhatWasIntended) {
+  auto good = ledger_with({{"records", 2}, {"intended", {{"cudaMalloc", 2}}}}, {{"cudaMalloc", 0}, {"cudaMalloc", 0}});
+  EXPECT_TRUE(check_ledger(good).consistent);
+
+  auto short_one = ledger_with({{"records", 1}, {"intended", {{"cudaMalloc", 2}}}}, {{"cudaMalloc", 0}});
+  auto c = check_ledger(short_one);
+  EXPECT_FALSE(c.consistent);
+  ASSERT_FALSE(c.problems.empty());
+  EXPECT_EQ(c.problems[0], "cudaMalloc: intended 2, recorded 1");
+
+  auto extra = ledger_with({{"records", 2}, {"intended", {{"cudaMalloc", 1}}}}, {{"cudaMalloc", 0}, {"cudaFree", 0}});
+  EXPECT_FALSE(check_ledger(extra).consistent);
+
+  auto truncated = ledger_with({{"records", 3}, {"intended", {{"cudaMalloc", 2}}}}, {{"cudaMalloc", 0}, {"cudaMalloc", 0}});
+  EXPECT_FALSE(check_ledger(truncated).consistent);
+
+  EXPECT_FALSE(check_ledger(EventStream{}).consistent);  // no header at all
+}
+
+TEST(LedgerCheck, InjectedFailuresMustReturnTheirCodes) {
+  nlohmann::json header = {{"records", 2},
+                           {"intended", {{"cudaMalloc", 1}, {"cudaSetDevice", 1}}},
+                           {"injected", {{{"step", "oom"}, {"name", "cudaMalloc"}, {"codes", {2}}},
+                                         {{"step", "invalid-device"}, {"name", "cudaSetDevice"}, {"codes", {101}}}}}};
+  auto right = ledger_with(header, {{"cudaMalloc", 2}, {"cudaSetDevice", 101}});
+  auto c = check_ledger(right);
+  EXPECT_TRUE(c.consistent);
+  EXPECT_EQ(c.injected_checked, 2);
+
+  auto wrong = ledger_with(header, {{"cudaMalloc", 2}, {"cudaSetDevice", 0}});
+  c = check_ledger(wrong);
+  EXPECT_FALSE(c.consistent);
+  ASSERT_FALSE(c.problems.empty());
+  EXPECT_NE(c.problems[0].find("invalid-device"), std::string::npos) << c.problems[0];
+}

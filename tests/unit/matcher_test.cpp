@@ -1,0 +1,225 @@
+#include <gtest/gtest.h>
+
+#include "harness/matcher.h"
+
+using namespace cudatrace;
+using nlohmann::json;
+
+namespace {
+
+Event call(const std::string& layer, const std::string& name, int64_t tid, int64_t ts, int64_t dur,
+           std::optional<int64_t> ret, json args = json::object()) {
+  Event e;
+  e.layer = layer;
+  e.name = name;
+  e.tid = tid;
+  e.pid = 1;
+  e.ts = ts;
+  e.dur = dur;
+  e.ret = ret;
+  e.args = std::move(args);
+  return e;
+}
+
+// A ledger of three calls on thread 7, each 100 ns long, 1000 ns apart.
+std::vector<Event> ledger3() {
+  return {call("runtime", "cudaMalloc", 7, 1000, 100, 0, {{"bytes", 4096}, {"ptr", "0x7f00"}}),
+          call("runtime", "cudaMemcpy", 7, 2000, 100, 0, {{"bytes", 4096}, {"kind", "HtoD"}}),
+          call("runtime", "cudaFree", 7, 3000, 100, 1, {{"ptr", "0x7f00"}})};
+}
+
+// What a perfect tracer reports: the same calls, entered 10 ns after the ledger's begin.
+std::vector<Event> seen3() {
+  return {call("runtime", "cudaMalloc", 7, 1010, 80, 0, {{"bytes", 4096}, {"ptr", "0x7F00"}}),
+          call("runtime", "cudaMemcpy", 7, 2010, 80, 0, {{"bytes", 4096}, {"kind", "HtoD"}}),
+          call("runtime", "cudaFree", 7, 3010, 80, 1, {{"ptr", "0x7f00"}})};
+}
+
+LayerScore runtime_score(const std::vector<Event>& ledger, const std::vector<Event>& events) {
+  auto scores = match(ledger, events, {"runtime"});
+  EXPECT_EQ(scores.size(), 1u);
+  return scores.at(0);
+}
+
+}  // namespace
+
+TEST(Matcher, PerfectTracerScoresFull) {
+  LayerScore s = runtime_score(ledger3(), seen3());
+  EXPECT_EQ(s.expected, 3);
+  EXPECT_EQ(s.matched, 3);
+  EXPECT_EQ(s.missing, 0);
+  EXPECT_EQ(s.phantom, 0);
+  EXPECT_DOUBLE_EQ(s.recall(), 1.0);
+  EXPECT_EQ(s.args_compared, 5);
+  EXPECT_EQ(s.args_equal, 5);  // pointer hex compared without regard to case
+  EXPECT_EQ(s.ret_compared, 3);
+  EXPECT_EQ(s.ret_equal, 3);
+  EXPECT_EQ(s.order_violations, 0);
+  EXPECT_TRUE(s.examples.empty());
+}
+
+TEST(Matcher, MissingCallLowersRecall) {
+  auto seen = seen3();
+  seen.erase(seen.begin() + 1);
+  LayerScore s = runtime_score(ledger3(), seen);
+  EXPECT_EQ(s.matched, 2);
+  EXPECT_EQ(s.missing, 1);
+  EXPECT_EQ(s.phantom, 0);
+  EXPECT_NEAR(s.recall(), 2.0 / 3, 1e-9);
+  ASSERT_FALSE(s.examples.empty());
+  EXPECT_NE(s.examples[0].find("missing: cudaMemcpy"), std::string::npos) << s.examples[0];
+}
+
+TEST(Matcher, PhantomDoesNotShiftLaterPairs) {
+  auto ledger = ledger3();
+  ledger.push_back(call("runtime", "cudaMalloc", 7, 5000, 100, 0, {{"bytes", 8}}));
+  auto seen = seen3();
+  // A cudaMalloc the workload never made, between its two real ones.
+  seen.insert(seen.begin() + 1, call("runtime", "cudaMalloc", 7, 1500, 10, 0, {{"bytes", 99}}));
+  seen.push_back(call("runtime", "cudaMalloc", 7, 5010, 10, 0, {{"bytes", 8}}));
+  LayerScore s = runtime_score(ledger, seen);
+  EXPECT_EQ(s.matched, 4);
+  EXPECT_EQ(s.phantom, 1);
+  EXPECT_EQ(s.missing, 0);
+  EXPECT_EQ(s.args_equal, s.args_compared);  // the phantom's bytes=99 was never compared
+}
+
+TEST(Matcher, WrongArgumentIsCountedAndExplained) {
+  auto seen = seen3();
+  seen[1].args["bytes"] = 1024;
+  LayerScore s = runtime_score(ledger3(), seen);
+  EXPECT_EQ(s.matched, 3);
+  EXPECT_EQ(s.args_compared, 5);
+  EXPECT_EQ(s.args_equal, 4);
+  ASSERT_EQ(s.examples.size(), 1u);
+  EXPECT_NE(s.examples[0].find("argument bytes of cudaMemcpy"), std::string::npos) << s.examples[0];
+}
+
+TEST(Matcher, UndecodedArgumentsAreNotMismatches) {
+  auto seen = seen3();
+  seen[1].args = json::object();
+  LayerScore s = runtime_score(ledger3(), seen);
+  EXPECT_EQ(s.args_undecoded, 2);
+  EXPECT_EQ(s.args_compared, 3);
+  EXPECT_EQ(s.args_equal, 3);
+}
+
+TEST(Matcher, WrongReturnCodeIsCounted) {
+  auto seen = seen3();
+  seen[2].ret = 0;  // the ledger says cudaFree returned 1
+  LayerScore s = runtime_score(ledger3(), seen);
+  EXPECT_EQ(s.ret_compared, 3);
+  EXPECT_EQ(s.ret_equal, 2);
+  ASSERT_FALSE(s.examples.empty());
+  EXPECT_NE(s.examples[0].find("return code of cudaFree"), std::string::npos);
+}
+
+TEST(Matcher, ReorderedEventsAreOrderViolations) {
+  auto seen = seen3();
+  std::swap(seen[0], seen[2]);  // right timestamps, written out of program order
+  LayerScore s = runtime_score(ledger3(), seen);
+  EXPECT_EQ(s.matched, 3);
+  EXPECT_GE(s.order_violations, 1);
+}
+
+TEST(Matcher, WrongThreadIsMissingPlusPhantom) {
+  auto seen = seen3();
+  seen[0].tid = 8;
+  LayerScore s = runtime_score(ledger3(), seen);
+  EXPECT_EQ(s.matched, 2);
+  EXPECT_EQ(s.missing, 1);
+  EXPECT_EQ(s.phantom, 1);
+}
+
+TEST(Matcher, EventOutsideEveryWindowIsNotAMatch) {
+  auto seen = seen3();
+  seen[0].ts = 1200;  // after cudaMalloc returned at 1100
+  EXPECT_EQ(runtime_score(ledger3(), seen).matched, 2);
+  MatchOptions wide;
+  wide.slack_ns = 200;
+  EXPECT_EQ(match(ledger3(), seen, {"runtime"}, wide)[0].matched, 3);
+}
+
+TEST(Matcher, VariantNamesAndCudartInternals) {
+  std::vector<Event> ledger{call("runtime", "cudaLaunchKernel", 7, 1000, 500, std::nullopt,
+                                 {{"kernel", "k"}, {"grid", {4, 1, 1}}, {"via", "<<<>>>"}})};
+  std::vector<Event> seen{call("runtime", "__cudaPushCallConfiguration", 7, 1001, 5, 0),
+                          call("runtime", "__cudaLaunchKernel", 7, 1100, 50, 0, {{"grid", {4, 1, 1}}})};
+  LayerScore s = runtime_score(ledger, seen);
+  EXPECT_EQ(s.matched, 1);
+  EXPECT_EQ(s.phantom, 0);
+  EXPECT_EQ(s.unscored, 1);
+  EXPECT_EQ(s.ret_compared, 0);  // <<<>>> gives the ledger no code to compare
+  EXPECT_EQ(s.args_compared, 1);
+  EXPECT_EQ(s.args_undecoded, 1);  // kernel; "via" is not an argument
+}
+
+TEST(Matcher, DriverLayerExpectsOneLaunchPerRuntimeLaunch) {
+  std::vector<Event> ledger{call("runtime", "cudaLaunchKernel", 7, 1000, 500, std::nullopt, {{"kernel", "k"}}),
+                            call("runtime", "cudaLaunchKernel", 7, 2000, 500, std::nullopt, {{"kernel", "k"}}),
+                            call("runtime", "cudaMalloc", 7, 3000, 500, 0)};
+  std::vector<Event> seen{call("driver", "cuLaunchKernel", 7, 1200, 50, 0),
+                          call("driver", "cuMemAlloc_v2", 7, 3100, 50, 0),  // real, but nothing to score it against
+                          call("driver", "cuLaunchKernel_ptsz", 7, 9000, 50, 0)};  // in no ledger launch
+  auto scores = match(ledger, seen, {"driver"});
+  ASSERT_EQ(scores.size(), 1u);
+  EXPECT_EQ(scores[0].expected, 2);
+  EXPECT_EQ(scores[0].matched, 1);
+  EXPECT_EQ(scores[0].missing, 1);
+  EXPECT_EQ(scores[0].phantom, 1);
+  EXPECT_EQ(scores[0].unscored, 1);
+}
+
+TEST(Matcher, KernelLayersCountPerKernel) {
+  std::vector<Event> ledger{
+      call("runtime", "cudaLaunchKernel", 7, 1000, 10, std::nullopt, {{"kernel", "a"}, {"grid", {2, 2, 1}}, {"block", {32, 1, 1}}}),
+      call("runtime", "cudaLaunchKernel", 7, 2000, 10, std::nullopt, {{"kernel", "b"}, {"grid", {3, 1, 1}}, {"block", {64, 1, 1}}})};
+  std::vector<Event> seen{call("gpu-activity", "a", 0, 1500, 5, std::nullopt),
+                          call("gpu-activity", "a", 0, 2500, 5, std::nullopt)};
+  auto gpu = match(ledger, seen, {"gpu-activity"})[0];
+  EXPECT_EQ(gpu.expected, 2);
+  EXPECT_EQ(gpu.matched, 1);
+  EXPECT_EQ(gpu.missing, 1);  // b never ran, as far as the tracer knows
+  EXPECT_EQ(gpu.phantom, 1);  // a ran once too often
+
+  std::vector<Event> blocks;
+  for (int i = 0; i < 4; ++i) blocks.push_back(call("device", "entry", 0, 1, 0, std::nullopt, {{"kernel", "a"}}));
+  for (int i = 0; i < 3; ++i) blocks.push_back(call("device", "entry", 0, 1, 0, std::nullopt, {{"kernel", "b"}}));
+  auto dev = match(ledger, blocks, {"device"})[0];
+  EXPECT_EQ(dev.expected, 7);
+  EXPECT_EQ(dev.matched, 7);
+  MatchOptions per_thread;
+  per_thread.device_mode = "thread";
+  EXPECT_EQ(match(ledger, blocks, {"device"}, per_thread)[0].expected, 4 * 32 + 3 * 64);
+}
+
+TEST(Matcher, SyscallVisibilityIsPerLedgerCall) {
+  std::vector<Event> seen{call("syscall", "ioctl", 7, 1050, 10, 0),   // inside cudaMalloc
+                          call("syscall", "ioctl", 8, 2050, 10, 0),   // other thread, during cudaMemcpy
+                          call("syscall", "mmap", 7, 3150, 10, 0)};   // after cudaFree returned
+  auto s = match(ledger3(), seen, {"syscall"})[0];
+  EXPECT_EQ(s.expected, 3);
+  EXPECT_EQ(s.matched, 1);
+  EXPECT_EQ(s.by_name["cudaMalloc"].matched, 1);
+  EXPECT_EQ(s.by_name["cudaMemcpy"].matched, 0);
+}
+
+TEST(Matcher, OnlyObservedLayersAreScored) {
+  EXPECT_TRUE(match(ledger3(), seen3(), {}).empty());
+  auto scores = match(ledger3(), seen3(), {"driver"});
+  ASSERT_EQ(scores.size(), 1u);
+  EXPECT_EQ(scores[0].expected, 0);  // no launches in this ledger
+  EXPECT_EQ(scores[0].seen, 0);      // runtime events are not driver events
+}
+
+TEST(Matcher, ScoresAddUpAcrossRepetitions) {
+  LayerScore total;
+  total.add(runtime_score(ledger3(), seen3()));
+  auto seen = seen3();
+  seen.pop_back();
+  total.add(runtime_score(ledger3(), seen));
+  EXPECT_EQ(total.expected, 6);
+  EXPECT_EQ(total.matched, 5);
+  EXPECT_EQ(total.by_name["cudaFree"].expected, 2);
+  EXPECT_EQ(total.by_name["cudaFree"].matched, 1);
+}

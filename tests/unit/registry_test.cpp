@@ -1,0 +1,39 @@
+#include <gtest/gtest.h>
+
+#include "tracers/tracer.h"
+
+using namespace cudatrace;
+
+TEST(Registry, ListsAllSixMethodsOnce) {
+  std::vector<std::string> names;
+  for (const auto& m : methods()) names.push_back(m.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"none", "preload", "uprobe", "cupti", "devhook", "strace"}));
+  EXPECT_EQ(find_method("nope"), nullptr);
+}
+
+TEST(Registry, UnbuiltMethodsSaySoAndHaveNoFactory) {
+  HostFacts everything{.root = true, .gpu = true};
+  for (const auto& m : methods()) {
+    Availability a = availability(m, everything);
+    if (m.built) {
+      EXPECT_TRUE(m.make) << m.name;
+      continue;
+    }
+    EXPECT_FALSE(a.ok) << m.name;
+    EXPECT_EQ(a.reason, "not built yet (issue #" + std::to_string(m.issue) + ")");
+    EXPECT_FALSE(m.make) << m.name << " must not be runnable while unbuilt";
+  }
+}
+
+TEST(Registry, MissingPrivilegeGpuOrToolIsAReason) {
+  Method m{.name = "x", .built = true, .needs_root = true, .needs_gpu = true, .tools = {"no-such-tool-xyz"},
+           .tool_packages = {{"no-such-tool-xyz", "xyz-pkg"}}};
+  HostFacts bare{.root = false, .gpu = false, .gpu_reason = "no NVIDIA driver"};
+  EXPECT_EQ(availability(m, bare).reason, "needs root or CAP_BPF+CAP_PERFMON (run the harness with sudo)");
+  bare.root = true;
+  EXPECT_EQ(availability(m, bare).reason, "needs a GPU: no NVIDIA driver");
+  bare.gpu = true;
+  EXPECT_EQ(availability(m, bare).reason, "no-such-tool-xyz not found on PATH (apt-get install xyz-pkg)");
+  m.tools = {"sh"};
+  EXPECT_TRUE(availability(m, bare).ok);
+}

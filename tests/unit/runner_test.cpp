@@ -1,0 +1,139 @@
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "harness/runner.h"
+#include "test_support.h"
+#include "tracers/none/none_tracer.h"
+
+using namespace cudatrace;
+
+namespace {
+
+ChildSpec shell(const std::string& script, const std::filesystem::path& dir, double timeout = 30) {
+  ChildSpec s;
+  s.launch.argv = {"/bin/sh", "-c", script};
+  s.run_dir = dir;
+  s.timeout_s = timeout;
+  return s;
+}
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream f(p);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// Records when it was told the child exists, to prove attach() comes before exec.
+class AttachSpy : public Tracer {
+ public:
+  pid_t attached = 0;
+  bool fail = false;
+  void prepare(Launch&, const Target&, const std::filesystem::path&) override {}
+  void attach(pid_t child) override {
+    if (fail) throw std::runtime_error("no probe for you");
+    attached = child;
+  }
+  TracerReport finish(const std::filesystem::path&) override { return {}; }
+};
+
+}  // namespace
+
+TEST(Runner, ExitCodeOutputAndEnvironment) {
+  auto dir = testsupport::temp_dir("runner");
+  NoneTracer t;
+  auto spec = shell("echo out; echo err >&2; echo $CUDATRACE_TEST_VAR; exit 7", dir);
+  spec.launch.env["CUDATRACE_TEST_VAR"] = "from-the-tracer";
+  ChildResult r = run_child(spec, t);
+  EXPECT_EQ(r.status, ChildStatus::Exited);
+  EXPECT_EQ(r.exit_code, 7);
+  EXPECT_GT(r.wall_ns, 0);
+  EXPECT_EQ(slurp(dir / "stdout.txt"), "out\nfrom-the-tracer\n");
+  EXPECT_EQ(slurp(dir / "stderr.txt"), "err\n");
+}
+
+TEST(Runner, CrashIsReportedWithItsSignal) {
+  auto dir = testsupport::temp_dir("runner");
+  NoneTracer t;
+  ChildResult r = run_child(shell("kill -SEGV $$", dir), t);
+  EXPECT_EQ(r.status, ChildStatus::Signaled);
+  EXPECT_EQ(r.signal, SIGSEGV);
+  EXPECT_NE(r.detail.find("signal 11"), std::string::npos) << r.detail;
+}
+
+TEST(Runner, TimeoutKillsTheWholeProcessGroup) {
+  auto dir = testsupport::temp_dir("runner");
+  NoneTracer t;
+  // A grandchild that would outlive a plain kill of the child.
+  ChildResult r = run_child(shell("sleep 30 & echo $! > grandchild.pid; wait", dir, 0.5), t);
+  EXPECT_EQ(r.status, ChildStatus::TimedOut);
+  EXPECT_LT(r.wall_ns, 5'000'000'000);
+  std::ifstream pidfile(std::filesystem::current_path() / "grandchild.pid");
+  pid_t grandchild = 0;
+  ASSERT_TRUE(pidfile >> grandchild) << "the child did not start its grandchild";
+  usleep(100000);
+  // Dead, or a zombie waiting for init to reap it: either way no longer running.
+  std::ifstream stat("/proc/" + std::to_string(grandchild) + "/stat");
+  std::string pid, comm, state;
+  if (stat >> pid >> comm >> state) EXPECT_EQ(state, "Z") << "grandchild " << grandchild << " survived the timeout";
+  std::filesystem::remove("grandchild.pid");
+}
+
+TEST(Runner, MissingProgramIsExecFailedNotACrash) {
+  auto dir = testsupport::temp_dir("runner");
+  NoneTracer t;
+  ChildSpec s;
+  s.launch.argv = {"/no/such/binary"};
+  s.run_dir = dir;
+  ChildResult r = run_child(s, t);
+  EXPECT_EQ(r.status, ChildStatus::ExecFailed);
+  EXPECT_NE(r.detail.find("No such file"), std::string::npos) << r.detail;
+}
+
+TEST(Runner, AttachHappensBeforeTheTargetRuns) {
+  auto dir = testsupport::temp_dir("runner");
+  AttachSpy spy;
+  // The child reports its own pid once exec'd; the tracer must have seen that pid first.
+  ChildResult r = run_child(shell("echo $$", dir), spy);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(slurp(dir / "stdout.txt"), std::to_string(spy.attached) + "\n");
+}
+
+TEST(Runner, AFailingAttachStopsTheChild) {
+  auto dir = testsupport::temp_dir("runner");
+  AttachSpy spy;
+  spy.fail = true;
+  ChildResult r = run_child(shell("touch ran", dir), spy);
+  EXPECT_EQ(r.status, ChildStatus::TracerFailed);
+  EXPECT_NE(r.detail.find("no probe for you"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists("ran"));
+}
+
+TEST(Runner, InterruptStopsTheChildPromptly) {
+  auto dir = testsupport::temp_dir("runner");
+  NoneTracer t;
+  std::thread ctrl_c([] {
+    usleep(200000);
+    g_interrupted = true;
+  });
+  ChildResult r = run_child(shell("sleep 30", dir), t);
+  ctrl_c.join();
+  g_interrupted = false;
+  EXPECT_EQ(r.status, ChildStatus::Interrupted);
+  EXPECT_LT(r.wall_ns, 5'000'000'000);
+}
+
+TEST(RunnerPrivileged, WorkloadRunsAsTheInvokingUser) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to change user";
+  auto dir = testsupport::temp_dir("runner");
+  NoneTracer t;
+  auto spec = shell("id -u; id -g", dir);
+  spec.run_as = Credentials{65534, 65534, ""};  // nobody
+  ChildResult r = run_child(spec, t);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(slurp(dir / "stdout.txt"), "65534\n65534\n");
+}
