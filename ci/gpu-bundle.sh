@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Prepare a build tree small enough to carry to a GPU machine that has no compilers or
+# -dev packages: a stripped Release build in build-gpu/ (object files removed, ctest
+# files kept) plus dist-gpu/. On the GPU machine, the tree must sit at the same absolute
+# path as here (ctest records absolute paths): ln -sfn "$PWD" "<this checkout's path>".
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build-gpu --parallel "$(nproc)"
+cmake --install build-gpu --prefix dist-gpu --strip >/dev/null
+find build-gpu -name '*.o' -delete
+find build-gpu/bin build-gpu/libexec build-gpu/lib build-gpu/tests -type f -perm -u+x -exec strip --strip-unneeded {} + 2>/dev/null || true
+du -sh build-gpu dist-gpu
