@@ -126,14 +126,3 @@ TEST(Runner, InterruptStopsTheChildPromptly) {
   EXPECT_EQ(r.status, ChildStatus::Interrupted);
   EXPECT_LT(r.wall_ns, 5'000'000'000);
 }
-
-TEST(RunnerPrivileged, WorkloadRunsAsTheInvokingUser) {
-  if (geteuid() != 0) GTEST_SKIP() << "needs root to change user";
-  auto dir = testsupport::temp_dir("runner");
-  NoneTracer t;
-  auto spec = shell("id -u; id -g", dir);
-  spec.run_as = Credentials{65534, 65534, ""};  // nobody
-  ChildResult r = run_child(spec, t);
-  EXPECT_EQ(r.exit_code, 0);
-  EXPECT_EQ(slurp(dir / "stdout.txt"), "65534\n65534\n");
-}
