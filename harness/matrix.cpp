@@ -192,7 +192,9 @@ json run_one(const Combo& combo, int rep, const RunContext& ctx, ComboOutcome& o
   for (const auto& e : events.events) ++outcome.event_counts[e.layer][e.name];
   if (!combo.workload.empty() && !report.layers.empty()) {
     json scores = json::array();
-    for (const auto& s : match(ledger.events, events.events, report.layers)) {
+    MatchOptions match_opts;
+    match_opts.slack_ns = report.match_slack_ns;
+    for (const auto& s : match(ledger.events, events.events, report.layers, match_opts)) {
       scores.push_back(to_json(s));
       outcome.layers[s.layer].add(s);
     }

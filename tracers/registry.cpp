@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "tracers/none/none_tracer.h"
+#include "tracers/strace/strace_tracer.h"
 #include "tracers/tracer.h"
 
 namespace cudatrace {
@@ -33,9 +34,11 @@ const std::vector<Method>& methods() {
                  .needs_gpu = true});
     m.push_back({.name = "strace",
                  .summary = "the system's strace: syscalls (NVIDIA ioctls decoded) during each call",
+                 .built = true,
                  .issue = 7,
                  .tools = {"strace"},
-                 .tool_packages = {{"strace", "strace"}}});
+                 .tool_packages = {{"strace", "strace"}},
+                 .make = [](const HostFacts&) { return std::make_unique<StraceTracer>(find_on_path("strace")); }});
     return m;
   }();
   return all;

@@ -41,6 +41,9 @@ struct TracerReport {
   nlohmann::json loss = nlohmann::json::object();   // e.g. {"dropped": 0, "ring_full": 0}
   nlohmann::json notes = nlohmann::json::object();  // what was attached where, warnings
   std::string error;  // non-empty: the collector failed; the run is recorded as failed
+  // How far (ns) this tracer's timestamps may stray from the ledger's clock (a converted
+  // clock); the matcher widens each call's window by this much.
+  int64_t match_slack_ns = 0;
 };
 
 class Tracer {

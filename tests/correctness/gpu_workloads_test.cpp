@@ -50,3 +50,36 @@ INSTANTIATE_TEST_SUITE_P(Workloads, GpuWorkload,
                                            Case{"memheavy", "static"}, Case{"memheavy", "shared"},
                                            Case{"burst", "static"}, Case{"burst", "shared"}),
                          name_of);
+
+// strace on every GPU workload: the NVIDIA ioctls are decoded, no line is unreadable, and
+// the per-call visibility is printed (which API calls strace can and cannot see).
+class GpuStrace : public ::testing::TestWithParam<Case> {};
+
+TEST_P(GpuStrace, NvidiaIoctlsDecodedAndVisibilityScored) {
+  if (!host().gpu) GTEST_SKIP() << "no GPU: " << host().gpu_reason;
+  auto a = cudatrace::availability(*cudatrace::find_method("strace"), host());
+  if (!a.ok) GTEST_SKIP() << "strace unavailable: " << a.reason;
+  const Case c = GetParam();
+  HarnessRun r = run_harness("--workload " + c.workload + " --method strace --linkage " + c.linkage);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  nlohmann::json run = r.run_json(c.workload + "." + c.linkage + ".strace");
+  EXPECT_TRUE(run["ledger"]["consistent"].get<bool>()) << run["ledger"]["problems"].dump();
+  EXPECT_EQ(run["tracer"]["loss"]["unparsed_lines"], 0) << run["tracer"]["notes"]["unparsed_examples"].dump();
+  EXPECT_EQ(run["tracer"]["loss"]["orphan_resumed"], 0);
+  EXPECT_GT(run["tracer"]["notes"]["nvidia_ioctls"].get<int>(), 0);
+  const auto& score = run["match"].at(0);
+  EXPECT_EQ(score["expected"], run["ledger"]["records"]);
+  std::string table;
+  for (const auto& [name, n] : score["by_name"].items())
+    table += "  " + name + " " + std::to_string(n["matched"].get<int>()) + "/" + std::to_string(n["expected"].get<int>()) + "\n";
+  std::printf("%s.%s syscall visibility %.1f%%:\n%s", c.workload.c_str(), c.linkage.c_str(),
+              100 * score["recall"].get<double>(), table.c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(Workloads, GpuStrace,
+                         ::testing::Values(Case{"vecadd", "static"}, Case{"vecadd", "shared"},
+                                           Case{"streams", "static"}, Case{"streams", "shared"},
+                                           Case{"memheavy", "static"}, Case{"memheavy", "shared"},
+                                           Case{"burst", "static"}, Case{"burst", "shared"},
+                                           Case{"errors", "static"}, Case{"errors", "shared"}),
+                         name_of);

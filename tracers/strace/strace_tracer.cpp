@@ -1,0 +1,86 @@
+#include "tracers/strace/strace_tracer.h"
+
+#include <ctime>
+#include <fstream>
+
+#include "common/clock.h"
+#include "common/event_io.h"
+#include "tracers/strace/strace_parser.h"
+
+namespace cudatrace {
+
+namespace {
+
+int64_t realtime_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+}  // namespace
+
+std::vector<std::string> StraceTracer::strace_args(const std::filesystem::path& strace,
+                                                   const std::filesystem::path& output) {
+  return {strace.string(),
+          "-f",                               // children and threads
+          "-qq",                              // no attach/exit chatter in the file
+          "-y",                               // paths of file descriptors (/dev/nvidiactl)
+          "-X", "raw",                        // request codes as numbers: we decode NVIDIA's
+          "--absolute-timestamps=unix,ns",    // entry time, CLOCK_REALTIME, ns
+          "--syscall-times=ns",               // time spent in each syscall
+          "-o", output.string(),
+          "--"};
+}
+
+void StraceTracer::prepare(Launch& launch, const Target& target, const std::filesystem::path& run_dir) {
+  (void)target;
+  // strace stamps CLOCK_REALTIME; the ledger, CLOCK_MONOTONIC. Read one between two of
+  // the other: the offset is known to within half that gap.
+  const int64_t m1 = monotonic_ns(), r = realtime_ns(), m2 = monotonic_ns();
+  realtime_minus_monotonic_ = r - (m1 + m2) / 2;
+  offset_uncertainty_ns_ = (m2 - m1) / 2 + 1;
+  std::vector<std::string> argv = strace_args(strace_, run_dir / "strace.txt");
+  argv.insert(argv.end(), launch.argv.begin(), launch.argv.end());
+  launch.argv = std::move(argv);
+}
+
+TracerReport convert_strace_output(const std::filesystem::path& strace_file, const std::filesystem::path& events_file,
+                                   int64_t realtime_minus_monotonic_ns) {
+  TracerReport report;
+  report.layers = {layer::kSyscall};
+  std::ifstream in(strace_file);
+  if (!in) {
+    report.error = "strace wrote no output (" + strace_file.string() + ")";
+    return report;
+  }
+  StraceParser parser(realtime_minus_monotonic_ns);
+  std::string line;
+  while (std::getline(in, line)) parser.feed(line);
+  std::vector<Event> events = parser.finish();
+  EventWriter out(events_file);
+  int64_t nvidia_ioctls = 0;
+  for (const auto& e : events) {
+    out.write(e);
+    nvidia_ioctls += e.args.contains("nvidia");
+  }
+  out.close();
+  const StraceStats& s = parser.stats();
+  // ptrace stops the thread at every syscall, so strace itself drops nothing; what can
+  // go wrong is a line we could not read, or a call still open when the thread died.
+  report.loss = {{"unparsed_lines", s.unparsed}, {"unfinished_at_end", s.unfinished_at_end},
+                 {"orphan_resumed", s.orphan_resumed}};
+  report.notes = {{"lines", s.lines},         {"syscalls", s.syscalls}, {"signals", s.signals},
+                  {"nvidia_ioctls", nvidia_ioctls}, {"unparsed_examples", s.unparsed_examples}};
+  return report;
+}
+
+TracerReport StraceTracer::finish(const std::filesystem::path& run_dir) {
+  TracerReport report = convert_strace_output(run_dir / "strace.txt", run_dir / "events.jsonl", realtime_minus_monotonic_);
+  report.notes["strace"] = strace_.string();
+  report.notes["realtime_minus_monotonic_ns"] = realtime_minus_monotonic_;
+  report.notes["clock_offset_uncertainty_ns"] = offset_uncertainty_ns_;
+  report.match_slack_ns = offset_uncertainty_ns_;
+  return report;
+}
+
+}  // namespace cudatrace

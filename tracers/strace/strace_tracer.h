@@ -1,0 +1,30 @@
+#pragma once
+// Method `strace`: runs the target under the system's strace (following forks and
+// threads, ns timestamps and durations, fd paths), then parses strace's file into
+// syscall events on the harness's clock. strace sees syscalls, not CUDA calls: the
+// matcher scores, for each ledger call, whether its thread made a syscall during it.
+#include "tracers/tracer.h"
+
+namespace cudatrace {
+
+class StraceTracer final : public Tracer {
+ public:
+  explicit StraceTracer(std::filesystem::path strace) : strace_(std::move(strace)) {}
+  void prepare(Launch& launch, const Target& target, const std::filesystem::path& run_dir) override;
+  TracerReport finish(const std::filesystem::path& run_dir) override;
+
+  // strace's arguments, before the target's argv (exposed for the tests).
+  static std::vector<std::string> strace_args(const std::filesystem::path& strace, const std::filesystem::path& output);
+
+ private:
+  std::filesystem::path strace_;
+  int64_t realtime_minus_monotonic_ = 0;
+  int64_t offset_uncertainty_ns_ = 0;
+};
+
+// Converts a strace output file into run_dir/events.jsonl; the report's loss and notes
+// carry the parser's counters. Shared by the tracer and the fixture tests.
+TracerReport convert_strace_output(const std::filesystem::path& strace_file, const std::filesystem::path& events_file,
+                                   int64_t realtime_minus_monotonic_ns);
+
+}  // namespace cudatrace
