@@ -32,6 +32,8 @@ void LayerScore::add(const LayerScore& o) {
   }
   for (const auto& e : o.examples)
     if (examples.size() < 8) examples.push_back(e);
+  for (const auto& [call, syscalls] : o.seen_during)
+    for (const auto& [sc, n] : syscalls) seen_during[call][sc] += n;
 }
 
 namespace {
@@ -229,13 +231,16 @@ LayerScore score_syscall_visibility(const std::vector<Event>& ledger, const std:
   LayerScore score;
   score.layer = layer::kSyscall;
   score.expectation = "ledger calls during which their thread made at least one syscall";
-  std::unordered_map<int64_t, std::vector<int64_t>> by_thread;
+  // Per thread, (entry time, label) sorted by time; ioctls are labelled by request name.
+  std::unordered_map<int64_t, std::vector<std::pair<int64_t, std::string>>> by_thread;
   for (const auto& e : events) {
     if (e.layer != layer::kSyscall) continue;
     ++score.seen;
-    by_thread[e.tid].push_back(e.ts);
+    std::string label = e.name;
+    if (auto r = e.args.find("request"); r != e.args.end() && r->is_string()) label += ":" + r->get<std::string>();
+    by_thread[e.tid].push_back({e.ts, std::move(label)});
   }
-  for (auto& [tid, ts] : by_thread) std::sort(ts.begin(), ts.end());
+  for (auto& [tid, v] : by_thread) std::sort(v.begin(), v.end());
   for (const auto& t : ledger) {
     if (t.layer != layer::kRuntime) continue;
     std::string name = canonical_name(t.name);
@@ -244,8 +249,12 @@ LayerScore score_syscall_visibility(const std::vector<Event>& ledger, const std:
     auto it = by_thread.find(t.tid);
     bool visible = false;
     if (it != by_thread.end()) {
-      auto first = std::lower_bound(it->second.begin(), it->second.end(), t.ts - opts.slack_ns);
-      visible = first != it->second.end() && *first <= t.ts + t.dur.value_or(0) + opts.slack_ns;
+      const int64_t lo = t.ts - opts.slack_ns, hi = t.ts + t.dur.value_or(0) + opts.slack_ns;
+      auto sc = std::lower_bound(it->second.begin(), it->second.end(), std::pair<int64_t, std::string>{lo, ""});
+      for (; sc != it->second.end() && sc->first <= hi; ++sc) {
+        visible = true;
+        ++score.seen_during[name][sc->second];
+      }
     }
     if (visible) {
       ++score.matched;
@@ -324,6 +333,7 @@ nlohmann::json to_json(const LayerScore& s) {
           {"ret_equal", s.ret_equal},
           {"order_violations", s.order_violations},
           {"by_name", by_name},
+          {"seen_during", s.seen_during},
           {"examples", s.examples}};
 }
 

@@ -30,6 +30,8 @@ struct LayerScore {
   int64_t ret_compared = 0, ret_equal = 0;
   int64_t order_violations = 0;  // matched events out of the ledger's per-thread order
   std::map<std::string, NameScore> by_name;
+  // Syscall layer: which syscalls (ioctls by request name) ran during calls of each name.
+  std::map<std::string, std::map<std::string, int64_t>> seen_during;
   std::vector<std::string> examples;  // the first few disagreements, for a person to read
 
   double recall() const { return expected ? double(matched) / double(expected) : 1.0; }

@@ -202,6 +202,17 @@ TEST(Matcher, SyscallVisibilityIsPerLedgerCall) {
   EXPECT_EQ(s.matched, 1);
   EXPECT_EQ(s.by_name["cudaMalloc"].matched, 1);
   EXPECT_EQ(s.by_name["cudaMemcpy"].matched, 0);
+  EXPECT_EQ(s.seen_during["cudaMalloc"]["ioctl"], 1);
+  EXPECT_TRUE(s.seen_during["cudaMemcpy"].empty()) << "the other thread's ioctl is not cudaMemcpy's";
+}
+
+TEST(Matcher, SyscallsDuringACallAreNamedByIoctlRequest) {
+  std::vector<Event> seen{call("syscall", "ioctl", 7, 1010, 5, 0, {{"request", "NV_ESC_RM_ALLOC"}}),
+                          call("syscall", "ioctl", 7, 1020, 5, 0, {{"request", "NV_ESC_RM_ALLOC"}}),
+                          call("syscall", "mmap", 7, 1030, 5, 0)};
+  auto s = match(ledger3(), seen, {"syscall"})[0];
+  EXPECT_EQ(s.seen_during["cudaMalloc"]["ioctl:NV_ESC_RM_ALLOC"], 2);
+  EXPECT_EQ(s.seen_during["cudaMalloc"]["mmap"], 1);
 }
 
 TEST(Matcher, OnlyObservedLayersAreScored) {

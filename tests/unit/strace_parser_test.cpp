@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <set>
 
 #include "common/event_io.h"
 #include "test_support.h"
@@ -157,4 +158,24 @@ TEST(StraceTracer, CommandFollowsThreadsAndStampsNanoseconds) {
   for (const char* needed : {"-f", "-y", "--absolute-timestamps=unix,ns", "--syscall-times=ns", "--"})
     EXPECT_NE(std::find(args.begin(), args.end(), needed), args.end()) << needed;
   EXPECT_EQ(args.back(), "--");
+}
+
+// Captured on the H100 (driver 580.159.04): the streams workload, shared cudart.
+TEST(StraceParser, H100StreamsCaptureDecodesNvidiaIoctls) {
+  StraceStats st;
+  auto ev = parse_fixture("streams.shared.h100.txt", &st);
+  EXPECT_EQ(st.unparsed, 0);
+  EXPECT_EQ(st.orphan_resumed, 0);
+  std::map<std::string, int> requests;
+  std::set<int64_t> pids, tids;
+  for (const auto& e : ev) {
+    pids.insert(e.pid);
+    tids.insert(e.tid);
+    if (e.name == "ioctl" && e.args.value("nvidia", false)) ++requests[e.args.value("request", "?")];
+  }
+  EXPECT_EQ(pids.size(), 1u) << "all threads belong to the workload's one process";
+  EXPECT_GE(tids.size(), 3u) << "main + 2 host threads (and the driver's own)";
+  EXPECT_GT(requests["NV_ESC_RM_CONTROL"], 0);
+  EXPECT_GT(requests["NV_ESC_RM_ALLOC"], 0);
+  EXPECT_GT(requests["UVM_INITIALIZE"], 0);
 }
