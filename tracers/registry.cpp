@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "tracers/none/none_tracer.h"
+#include "tracers/preload/preload_tracer.h"
 #include "tracers/strace/strace_tracer.h"
 #include "tracers/tracer.h"
 
@@ -19,7 +20,11 @@ const std::vector<Method>& methods() {
                  .make = [](const HostFacts&) { return std::make_unique<NoneTracer>(); }});
     m.push_back({.name = "preload",
                  .summary = "LD_PRELOAD shim on the CUDA runtime and driver APIs",
-                 .issue = 3});
+                 .built = true,
+                 .issue = 3,
+                 .make = [](const HostFacts& host) {
+                   return std::make_unique<PreloadTracer>(preload_shim_path(host.prefix));
+                 }});
     m.push_back({.name = "uprobe",
                  .summary = "eBPF uprobes/uretprobes (libbpf) on libcudart, the executable and libcuda",
                  .issue = 4,

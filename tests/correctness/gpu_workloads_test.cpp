@@ -83,3 +83,47 @@ INSTANTIATE_TEST_SUITE_P(Workloads, GpuStrace,
                                            Case{"burst", "static"}, Case{"burst", "shared"},
                                            Case{"errors", "static"}, Case{"errors", "shared"}),
                          name_of);
+
+// preload on every GPU workload: shared cudart, every runtime call; both linkages, one
+// driver launch inside each ledger launch; nothing lost.
+class GpuPreload : public ::testing::TestWithParam<Case> {};
+
+TEST_P(GpuPreload, RuntimeCompleteAndDriverLaunchesOneToOne) {
+  if (!host().gpu) GTEST_SKIP() << "no GPU: " << host().gpu_reason;
+  const Case c = GetParam();
+  HarnessRun r = run_harness("--workload " + c.workload + " --method preload --linkage " + c.linkage);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  nlohmann::json run = r.run_json(c.workload + "." + c.linkage + ".preload");
+  EXPECT_TRUE(run["ledger"]["consistent"].get<bool>()) << run["ledger"]["problems"].dump();
+  for (const char* counter : {"dropped", "missing", "unterminated_files", "corrupt_records"})
+    EXPECT_EQ(run["tracer"]["loss"][counter], 0) << counter;
+  std::map<std::string, nlohmann::json> layers;
+  for (const auto& s : run["match"]) layers[s["layer"]] = s;
+  if (c.linkage == "shared") {
+    ASSERT_TRUE(layers.count("runtime"));
+    const auto& rt = layers["runtime"];
+    EXPECT_EQ(rt["matched"], rt["expected"]) << rt["examples"].dump();
+    EXPECT_EQ(rt["phantom"], 0) << rt["examples"].dump();
+    EXPECT_EQ(rt["args_equal"], rt["args_compared"]) << rt["examples"].dump();
+    EXPECT_EQ(rt["ret_equal"], rt["ret_compared"]) << rt["examples"].dump();
+    EXPECT_EQ(rt["order_violations"], 0);
+  } else {
+    EXPECT_FALSE(layers.count("runtime"));
+  }
+  ASSERT_TRUE(layers.count("driver")) << run["tracer"]["notes"].dump();
+  const auto& drv = layers["driver"];
+  EXPECT_EQ(drv["matched"], drv["expected"]) << drv["examples"].dump() << run["tracer"]["notes"].dump();
+  EXPECT_EQ(drv["phantom"], 0) << drv["examples"].dump();
+  std::printf("%s.%s: driver entry points resolved %d, hooked %d; records %d\n", c.workload.c_str(), c.linkage.c_str(),
+              run["tracer"]["notes"]["driver_entry_points_resolved"].get<int>(),
+              run["tracer"]["notes"]["driver_entry_points_hooked"].get<int>(),
+              run["tracer"]["notes"]["records"].get<int>());
+}
+
+INSTANTIATE_TEST_SUITE_P(Workloads, GpuPreload,
+                         ::testing::Values(Case{"vecadd", "static"}, Case{"vecadd", "shared"},
+                                           Case{"streams", "static"}, Case{"streams", "shared"},
+                                           Case{"memheavy", "static"}, Case{"memheavy", "shared"},
+                                           Case{"burst", "static"}, Case{"burst", "shared"},
+                                           Case{"errors", "static"}, Case{"errors", "shared"}),
+                         name_of);

@@ -1,0 +1,133 @@
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "common/event_io.h"
+#include "test_support.h"
+#include "tracers/preload/preload_format.h"
+#include "tracers/preload/preload_tracer.h"
+
+using namespace cudatrace;
+using namespace cudatrace::preload;
+
+namespace {
+
+Record rec(HookId hook, int32_t ret, int64_t ts, std::initializer_list<uint64_t> a) {
+  Record r{};
+  r.hook = hook;
+  r.ret = ret;
+  r.ts = ts;
+  r.dur = 10;
+  size_t i = 0;
+  for (uint64_t v : a) r.a[i++] = v;
+  return r;
+}
+
+Record trailer(uint64_t emitted, uint64_t dropped) {
+  Record r{};
+  r.hook = kTrailer;
+  r.a[0] = emitted;
+  r.a[1] = dropped;
+  r.a[2] = kMagic;
+  return r;
+}
+
+void write_records(const std::filesystem::path& p, std::vector<Record> rs) {
+  std::ofstream f(p, std::ios::binary);
+  f.write(reinterpret_cast<const char*>(rs.data()), std::streamsize(rs.size() * sizeof(Record)));
+}
+
+}  // namespace
+
+TEST(PreloadConvert, RecordsBecomeEventsWithDecodedArguments) {
+  auto dir = testsupport::temp_dir("preload");
+  write_records(dir / "preload.100.101.bin",
+                {rec(k_cudaMalloc, 0, 1000, {4096, 0x7f00}),
+                 rec(k_cudaMemcpyAsync, 0, 2000, {0xa, 0xb, 64, 1, 0x5}),
+                 rec(k___cudaLaunchKernel, 0, 3000, {0xfeed, pack_dim3(4096, 2, 1), pack_dim3(256, 1, 1), 0, 0}),
+                 rec(k_cudaGetDevice, 35, 4000, {uint64_t(int64_t(-1))}),
+                 rec(k_cuLaunchKernel_ptsz, 0, 3100, {0xbeef, pack_dim3(1, 1, 1), pack_dim3(32, 1, 1), 0, 0}),
+                 trailer(5, 0)});
+  std::ofstream(dir / "preload.100.kernels") << "0xfeed vecadd_kernel\n";
+  TracerReport r = convert_preload_output(dir, dir / "events.jsonl");
+  EXPECT_EQ(r.loss["dropped"], 0);
+  EXPECT_EQ(r.loss["missing"], 0);
+  EXPECT_EQ(r.loss["unterminated_files"], 0);
+  auto ev = read_events(dir / "events.jsonl").events;
+  ASSERT_EQ(ev.size(), 5u);
+  EXPECT_EQ(ev[0].name, "cudaMalloc");
+  EXPECT_EQ(ev[0].pid, 100);
+  EXPECT_EQ(ev[0].tid, 101);
+  EXPECT_EQ(ev[0].args["bytes"], 4096);
+  EXPECT_EQ(ev[0].args["ptr"], "0x7f00");
+  EXPECT_EQ(ev[1].args["kind"], "HtoD");
+  EXPECT_EQ(ev[1].args["stream"], "0x5");
+  EXPECT_EQ(ev[2].name, "__cudaLaunchKernel");
+  EXPECT_EQ(ev[2].layer, "runtime");
+  EXPECT_EQ(ev[2].args["kernel"], "vecadd_kernel");
+  EXPECT_EQ(ev[2].args["grid"], nlohmann::json({4096, 2, 1}));
+  EXPECT_EQ(ev[2].args["block"], nlohmann::json({256, 1, 1}));
+  EXPECT_EQ(ev[3].ret, 35);
+  EXPECT_EQ(ev[3].args["device"], -1);
+  EXPECT_EQ(ev[4].layer, "driver");
+  EXPECT_EQ(ev[4].args["kernel"], "0xbeef") << "an unnamed kernel keeps its handle";
+}
+
+TEST(PreloadConvert, LossIsCountedNeverSilent) {
+  auto dir = testsupport::temp_dir("preload");
+  // Thread 1: the trailer says 3 records were made and 1 dropped, but only 1 is here.
+  write_records(dir / "preload.7.1.bin", {rec(k_cudaFree, 0, 1, {0}), trailer(3, 1)});
+  // Thread 2: the process died before the trailer.
+  write_records(dir / "preload.7.2.bin", {rec(k_cudaFree, 0, 2, {0})});
+  // Thread 3: two segments (a flush before exec, then more calls), each closed.
+  write_records(dir / "preload.7.3.bin", {rec(k_cudaFree, 0, 3, {0}), trailer(1, 0), rec(k_cudaFree, 0, 4, {0}), trailer(1, 0)});
+  TracerReport r = convert_preload_output(dir, dir / "events.jsonl");
+  EXPECT_EQ(r.loss["dropped"], 1);
+  EXPECT_EQ(r.loss["missing"], 1);
+  EXPECT_EQ(r.loss["unterminated_files"], 1);
+  EXPECT_EQ(r.notes["records"], 4);
+}
+
+namespace {
+
+std::set<std::string> symbols(const std::string& nm_args, const std::string& file) {
+  auto out = testsupport::run_command("nm -D " + nm_args + " " + file + " | awk '{print $NF}' | sed 's/@.*//'");
+  std::set<std::string> s;
+  std::istringstream in(out.output);
+  std::string sym;
+  while (in >> sym) s.insert(sym);
+  return s;
+}
+
+}  // namespace
+
+// The shim must hook every CUDA runtime function the workloads call (cudart's fatbin
+// registration and <<<>>> call-configuration plumbing aside).
+TEST(PreloadShim, CoversEveryCudaFunctionTheWorkloadsCall) {
+  auto exported = symbols("--defined-only", CUDATRACE_PRELOAD_SHIM);
+  ASSERT_FALSE(exported.empty()) << "nm found nothing in " << CUDATRACE_PRELOAD_SHIM;
+  for (const char* wl : {"vecadd", "streams", "memheavy", "errors", "burst"}) {
+    const std::string bin = std::string(CUDATRACE_WORKLOAD_DIR) + "/" + wl + ".shared";
+    auto used = symbols("--undefined-only", bin);
+    int cuda_calls = 0;
+    for (const auto& sym : used) {
+      if (sym.rfind("cuda", 0) != 0 && sym != "__cudaLaunchKernel") continue;
+      ++cuda_calls;
+      EXPECT_TRUE(exported.count(sym)) << wl << " calls " << sym << ", which the shim does not hook";
+    }
+    EXPECT_GT(cuda_calls, 3) << wl;
+  }
+}
+
+// In a program that never touches CUDA, and across fork, the shim stays out of the way.
+TEST(PreloadShim, HarmlessInAnyProcessAndAcrossFork) {
+  auto dir = testsupport::temp_dir("preload");
+  auto r = testsupport::run_command("LD_PRELOAD=" + std::string(CUDATRACE_PRELOAD_SHIM) + " " + kDirEnv + "=" +
+                                    dir.string() + " /bin/sh -c 'echo parent; (echo child) & wait; exit 3'");
+  EXPECT_EQ(r.exit_code, 3) << "exit status passes through";
+  EXPECT_EQ(r.output, "parent\nchild\n");
+  TracerReport rep = convert_preload_output(dir, dir / "events.jsonl");
+  EXPECT_EQ(rep.notes["records"], 0);
+}

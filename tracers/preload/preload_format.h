@@ -1,0 +1,38 @@
+#pragma once
+// What the preload shim writes and the harness reads back: per thread, a file
+// preload.<pid>.<tid>.bin of fixed-size records, closed by one trailer record that says
+// how many records the thread made and how many it could not keep. Per process, a text
+// file preload.<pid>.kernels mapping kernel handles to names.
+#include <cstdint>
+
+namespace cudatrace::preload {
+
+inline constexpr const char* kDirEnv = "CUDATRACE_PRELOAD_DIR";
+inline constexpr uint32_t kMagic = 0x43545052;  // "RPTC"
+
+enum HookId : uint16_t {
+#define HOOK(layer, symbol, args) k_##symbol,
+#include "tracers/preload/hooks.def"
+#undef HOOK
+  kHookCount
+};
+inline constexpr uint16_t kTrailer = 0xFFFF;
+
+struct Record {
+  uint16_t hook;      // HookId, or kTrailer
+  uint16_t flags;     // reserved
+  int32_t ret;        // cudaError_t / CUresult
+  int64_t ts;         // CLOCK_MONOTONIC ns at entry
+  int64_t dur;        // ns
+  uint64_t a[5];      // argument slots, as hooks.def lays them out
+};
+static_assert(sizeof(Record) == 64, "records are one cache line");
+
+// The trailer reuses a record: a[0] records emitted by the thread (trailer excluded),
+// a[1] records dropped, a[2] kMagic, ts = the thread's id.
+
+inline uint64_t pack_dim3(uint32_t x, uint32_t y, uint32_t z) {
+  return uint64_t(x) | uint64_t(y & 0xFFFF) << 32 | uint64_t(z & 0xFFFF) << 48;
+}
+
+}  // namespace cudatrace::preload

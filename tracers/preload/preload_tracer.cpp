@@ -1,0 +1,201 @@
+#include "tracers/preload/preload_tracer.h"
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+
+#include "common/event_io.h"
+#include "tracers/preload/preload_format.h"
+
+namespace cudatrace {
+
+namespace fs = std::filesystem;
+using namespace cudatrace::preload;
+
+namespace {
+
+struct HookInfo {
+  const char* layer;
+  const char* name;
+  std::vector<std::pair<std::string, char>> slots;  // (argument name, kind)
+};
+
+const std::vector<HookInfo>& hook_table() {
+  static const std::vector<HookInfo> table = [] {
+    std::vector<HookInfo> t;
+    auto add = [&](const char* layer, const char* name, const char* spec) {
+      HookInfo h{layer, name, {}};
+      std::istringstream in(spec);
+      std::string slot;
+      while (in >> slot) h.slots.emplace_back(slot.substr(0, slot.find(':')), slot.back());
+      t.push_back(std::move(h));
+    };
+#define HOOK(layer, symbol, args) add(#layer, #symbol, args);
+#include "tracers/preload/hooks.def"
+#undef HOOK
+    return t;
+  }();
+  return table;
+}
+
+std::string hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+const char* memcpy_kind(uint64_t k) {
+  static const char* names[] = {"HtoH", "HtoD", "DtoH", "DtoD", "Default"};
+  return k < 5 ? names[k] : "invalid";
+}
+
+using KernelTable = std::map<uint64_t, std::string>;
+
+nlohmann::json decode_args(const HookInfo& h, const Record& r, const KernelTable& kernels) {
+  nlohmann::json args = nlohmann::json::object();
+  for (size_t i = 0; i < h.slots.size() && i < 5; ++i) {
+    const auto& [name, kind] = h.slots[i];
+    const uint64_t v = r.a[i];
+    switch (kind) {
+      case 'i': args[name] = int64_t(v); break;
+      case 'p': args[name] = hex(v); break;
+      case 'k': args[name] = memcpy_kind(v); break;
+      case 'd': args[name] = {uint32_t(v), uint32_t(v >> 32 & 0xFFFF), uint32_t(v >> 48)}; break;
+      case 'n': {
+        auto it = kernels.find(v);
+        args[name] = it != kernels.end() ? it->second : hex(v);
+        break;
+      }
+    }
+  }
+  return args;
+}
+
+KernelTable read_kernel_table(const fs::path& path) {
+  KernelTable t;
+  std::ifstream in(path);
+  std::string handle, name;
+  while (in >> handle >> name) t[std::stoull(handle, nullptr, 16)] = name;
+  return t;
+}
+
+}  // namespace
+
+fs::path preload_shim_path(const fs::path& prefix) {
+  return prefix / CUDATRACE_LIB_SUBDIR / "libcudatrace_preload.so";
+}
+
+void PreloadTracer::prepare(Launch& launch, const Target& target, const fs::path& run_dir) {
+  if (!fs::exists(shim_)) throw std::runtime_error("preload shim not found at " + shim_.string());
+  cudart_ = target.cudart;
+  const char* existing = std::getenv("LD_PRELOAD");
+  launch.env["LD_PRELOAD"] = shim_.string() + (existing && *existing ? std::string(":") + existing : "");
+  launch.env[kDirEnv] = run_dir.string();
+}
+
+TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_file) {
+  TracerReport report;
+  static const std::regex bin_name(R"(preload\.(\d+)\.(\d+)\.bin)");
+  std::map<std::pair<int64_t, int64_t>, fs::path> files;  // (pid, tid) -> file
+  std::map<int64_t, KernelTable> kernels;
+  int64_t hooked = 0, unhooked = 0;
+  std::vector<std::string> unhooked_names;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    std::smatch m;
+    if (std::regex_match(name, m, bin_name)) {
+      files[{std::stoll(m[1]), std::stoll(m[2])}] = entry.path();
+    } else if (name.rfind("preload.", 0) == 0 && entry.path().extension() == ".kernels") {
+      kernels[std::stoll(name.substr(8))] = read_kernel_table(entry.path());
+    } else if (name.rfind("preload.", 0) == 0 && entry.path().extension() == ".resolved") {
+      std::ifstream in(entry.path());
+      int flag;
+      std::string sym;
+      while (in >> flag >> sym) {
+        (flag ? hooked : unhooked)++;
+        if (!flag) unhooked_names.push_back(sym);
+      }
+    }
+  }
+
+  EventWriter out(events_file);
+  int64_t records = 0, driver_records = 0, dropped = 0, missing = 0, unterminated = 0, bad = 0;
+  const auto& table = hook_table();
+  for (const auto& [key, path] : files) {
+    const auto [pid, tid] = key;
+    std::ifstream in(path, std::ios::binary);
+    Record r;
+    bool terminated = false;
+    int64_t in_file = 0, announced_here = 0, dropped_here = 0;
+    while (in.read(reinterpret_cast<char*>(&r), sizeof r)) {
+      if (r.hook == kTrailer) {
+        if (r.a[2] != kMagic) {
+          ++bad;
+          continue;
+        }
+        announced_here += int64_t(r.a[0]);
+        dropped_here += int64_t(r.a[1]);
+        terminated = true;
+        continue;
+      }
+      terminated = false;  // a later segment (after an exec that failed, or a flush) must close again
+      if (r.hook >= table.size()) {
+        ++bad;
+        continue;
+      }
+      const HookInfo& h = table[r.hook];
+      Event e;
+      e.layer = h.layer;
+      e.name = h.name;
+      e.ts = r.ts;
+      e.dur = r.dur;
+      e.pid = pid;
+      e.tid = tid;
+      e.ret = r.ret;
+      e.args = decode_args(h, r, kernels[pid]);
+      out.write(e);
+      ++in_file;
+      driver_records += e.layer == layer::kDriver;
+    }
+    records += in_file;
+    dropped += dropped_here;
+    // Per file: a file cut short cannot vouch for its count, nor hide another's shortfall.
+    if (terminated)
+      missing += std::max<int64_t>(0, announced_here - dropped_here - in_file);
+    else
+      ++unterminated;
+  }
+  out.close();
+
+  // Every record the shim made is either here or counted as dropped; anything else is
+  // loss we can only detect: a shortfall against the trailers, or a file with no trailer.
+  report.loss = {{"dropped", dropped},
+                 {"missing", missing},
+                 {"unterminated_files", unterminated},
+                 {"corrupt_records", bad}};
+  std::sort(unhooked_names.begin(), unhooked_names.end());
+  report.notes = {{"records", records},
+                  {"driver_records", driver_records},
+                  {"thread_files", files.size()},
+                  {"driver_entry_points_resolved", hooked + unhooked},
+                  {"driver_entry_points_hooked", hooked},
+                  {"driver_entry_points_not_hooked", unhooked_names}};
+  return report;
+}
+
+TracerReport PreloadTracer::finish(const fs::path& run_dir) {
+  TracerReport report = convert_preload_output(run_dir, run_dir / "events.jsonl");
+  if (cudart_ != "static") report.layers.push_back(layer::kRuntime);
+  // Without a driver, cudart never loads libcuda: no driver call can happen, so there is
+  // nothing to score the driver layer on (rather than a 0% the tracer did not earn).
+  if (report.notes["driver_entry_points_resolved"].get<int64_t>() > 0 || report.notes["driver_records"].get<int64_t>() > 0)
+    report.layers.push_back(layer::kDriver);
+  else
+    report.notes["driver_layer"] = "not scored: the program never reached libcuda.so.1";
+  report.notes["shim"] = shim_.string();
+  return report;
+}
+
+}  // namespace cudatrace
