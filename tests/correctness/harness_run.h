@@ -24,10 +24,11 @@ struct HarnessRun {
   }
 };
 
-inline HarnessRun run_harness(const std::string& args) {
+// `env`: assignments put before the command, e.g. "PATH=/nonexistent".
+inline HarnessRun run_harness(const std::string& args, const std::string& env = "") {
   HarnessRun r;
   auto out = testsupport::temp_dir("harness");
-  auto res = testsupport::run_command(std::string(HARNESS_PATH) + " --out " + out.string() + " " + args);
+  auto res = testsupport::run_command(env + (env.empty() ? "" : " ") + HARNESS_PATH + " --out " + out.string() + " " + args);
   r.exit_code = res.exit_code;
   r.output = res.output;
   for (const auto& entry : std::filesystem::directory_iterator(out)) r.root = entry.path();

@@ -8,6 +8,7 @@
 #include "test_support.h"
 #include "tracers/preload/preload_format.h"
 #include "tracers/preload/preload_tracer.h"
+#include "tracers/preload/shim/generic_hooks.h"
 
 using namespace cudatrace;
 using namespace cudatrace::preload;
@@ -73,6 +74,25 @@ TEST(PreloadConvert, RecordsBecomeEventsWithDecodedArguments) {
   EXPECT_EQ(ev[3].args["device"], -1);
   EXPECT_EQ(ev[4].layer, "driver");
   EXPECT_EQ(ev[4].args["kernel"], "0xbeef") << "an unnamed kernel keeps its handle";
+}
+
+TEST(PreloadConvert, GenericDriverRecordsAreNamedFromTheSlotTable) {
+  auto dir = testsupport::temp_dir("preload");
+  write_records(dir / "preload.9.9.bin", {rec(HookId(kGenericBase + 3), 0, 5, {}), rec(HookId(kGenericBase + 4), 1, 6, {}),
+                                          trailer(2, 0)});
+  std::ofstream(dir / "preload.9.generic") << "3 cuCtxGetCurrent\n";
+  std::ofstream(dir / "preload.9.resolved") << "1 cuLaunchKernel\n2 cuCtxGetCurrent\n0 cuTexRefSetBorderColor\n";
+  TracerReport r = convert_preload_output(dir, dir / "events.jsonl");
+  auto ev = read_events(dir / "events.jsonl").events;
+  ASSERT_EQ(ev.size(), 2u);
+  EXPECT_EQ(ev[0].layer, "driver");
+  EXPECT_EQ(ev[0].name, "cuCtxGetCurrent");
+  EXPECT_EQ(ev[1].name, "cu?generic4") << "a slot with no name is still a record, never dropped";
+  EXPECT_EQ(ev[1].ret, 1);
+  EXPECT_EQ(r.notes["driver_entry_points_resolved"], 3);
+  EXPECT_EQ(r.notes["driver_entry_points_hooked"], 2);
+  EXPECT_EQ(r.notes["driver_entry_points_with_arguments"], 1);
+  EXPECT_EQ(r.notes["driver_entry_points_not_hooked"], nlohmann::json({"cuTexRefSetBorderColor"}));
 }
 
 TEST(PreloadConvert, LossIsCountedNeverSilent) {

@@ -8,6 +8,7 @@
 
 #include "common/event_io.h"
 #include "tracers/preload/preload_format.h"
+#include "tracers/preload/shim/generic_hooks.h"
 
 namespace cudatrace {
 
@@ -100,7 +101,8 @@ TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_
   static const std::regex bin_name(R"(preload\.(\d+)\.(\d+)\.bin)");
   std::map<std::pair<int64_t, int64_t>, fs::path> files;  // (pid, tid) -> file
   std::map<int64_t, KernelTable> kernels;
-  int64_t hooked = 0, unhooked = 0;
+  std::map<int64_t, std::map<uint64_t, std::string>> generic_names;  // pid -> slot -> name
+  int64_t decoded = 0, generic = 0, unhooked = 0;
   std::vector<std::string> unhooked_names;
   for (const auto& entry : fs::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
@@ -109,13 +111,22 @@ TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_
       files[{std::stoll(m[1]), std::stoll(m[2])}] = entry.path();
     } else if (name.rfind("preload.", 0) == 0 && entry.path().extension() == ".kernels") {
       kernels[std::stoll(name.substr(8))] = read_kernel_table(entry.path());
+    } else if (name.rfind("preload.", 0) == 0 && entry.path().extension() == ".generic") {
+      std::ifstream in(entry.path());
+      uint64_t slot;
+      std::string sym;
+      while (in >> slot >> sym) generic_names[std::stoll(name.substr(8))][slot] = sym;
     } else if (name.rfind("preload.", 0) == 0 && entry.path().extension() == ".resolved") {
       std::ifstream in(entry.path());
-      int flag;
+      int how;  // 0 not hooked, 1 hooked with arguments, 2 hooked generically (no arguments)
       std::string sym;
-      while (in >> flag >> sym) {
-        (flag ? hooked : unhooked)++;
-        if (!flag) unhooked_names.push_back(sym);
+      while (in >> how >> sym) {
+        if (how == 1) ++decoded;
+        else if (how == 2) ++generic;
+        else {
+          ++unhooked;
+          unhooked_names.push_back(sym);
+        }
       }
     }
   }
@@ -141,20 +152,27 @@ TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_
         continue;
       }
       terminated = false;  // a later segment (after an exec that failed, or a flush) must close again
-      if (r.hook >= table.size()) {
+      Event e;
+      if (r.hook >= kGenericBase) {  // a driver entry point recorded without its arguments
+        const uint64_t slot = r.hook - kGenericBase;
+        auto& names = generic_names[pid];
+        auto it = names.find(slot);
+        e.layer = layer::kDriver;
+        e.name = it != names.end() ? it->second : "cu?generic" + std::to_string(slot);
+      } else if (r.hook < table.size()) {
+        const HookInfo& h = table[r.hook];
+        e.layer = h.layer;
+        e.name = h.name;
+        e.args = decode_args(h, r, kernels[pid]);
+      } else {
         ++bad;
         continue;
       }
-      const HookInfo& h = table[r.hook];
-      Event e;
-      e.layer = h.layer;
-      e.name = h.name;
       e.ts = r.ts;
       e.dur = r.dur;
       e.pid = pid;
       e.tid = tid;
       e.ret = r.ret;
-      e.args = decode_args(h, r, kernels[pid]);
       out.write(e);
       ++in_file;
       driver_records += e.layer == layer::kDriver;
@@ -179,8 +197,9 @@ TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_
   report.notes = {{"records", records},
                   {"driver_records", driver_records},
                   {"thread_files", files.size()},
-                  {"driver_entry_points_resolved", hooked + unhooked},
-                  {"driver_entry_points_hooked", hooked},
+                  {"driver_entry_points_resolved", decoded + generic + unhooked},
+                  {"driver_entry_points_hooked", decoded + generic},
+                  {"driver_entry_points_with_arguments", decoded},
                   {"driver_entry_points_not_hooked", unhooked_names}};
   return report;
 }

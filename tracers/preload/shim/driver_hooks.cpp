@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "tracers/preload/shim/generic_hooks.h"
 #include "tracers/preload/shim/real_symbols.h"
 #include "tracers/preload/shim/recorder.h"
 
@@ -57,14 +58,20 @@ Fn real_driver(std::atomic<void*>& slot, const char* name) {
   return reinterpret_cast<Fn>(p);
 }
 
-// Kernel names for driver launches: asked of the driver once per function and thread.
+// Kernel names for driver launches: asked of the driver once per handle and thread.
+// cudart hands cuLaunchKernel a CUkernel (library kernel) as often as a CUfunction, and
+// each has its own name query.
 uint64_t kernel_of(CUfunction f) {
   thread_local std::unordered_set<CUfunction> named;
   if (f && named.insert(f).second) {
-    using GetName = CUresult (*)(const char**, CUfunction);
-    static auto get_name = reinterpret_cast<GetName>(driver_symbol("cuFuncGetName"));
+    using FuncName = CUresult (*)(const char**, CUfunction);
+    using KernelName = CUresult (*)(const char**, CUkernel);
+    static auto func_name = reinterpret_cast<FuncName>(driver_symbol("cuFuncGetName"));
+    static auto kernel_name = reinterpret_cast<KernelName>(driver_symbol("cuKernelGetName"));
     const char* name = nullptr;
-    if (get_name && get_name(&name, f) == CUDA_SUCCESS) note_kernel(u64(f), name);
+    if ((func_name && func_name(&name, f) == CUDA_SUCCESS && name) ||
+        (kernel_name && kernel_name(&name, reinterpret_cast<CUkernel>(f)) == CUDA_SUCCESS && name))
+      note_kernel(u64(f), name);
   }
   return u64(f);
 }
@@ -159,7 +166,8 @@ namespace {
 
 // What cuGetProcAddress handed out, hooked or not, for the run's notes (a coverage check).
 std::mutex g_resolved_mu;
-std::unordered_map<std::string, bool>* g_resolved = new std::unordered_map<std::string, bool>;
+enum class Coverage { None = 0, Decoded = 1, Generic = 2 };
+std::unordered_map<std::string, Coverage>* g_resolved = new std::unordered_map<std::string, Coverage>;
 
 const std::unordered_map<void*, void*>& wrapper_by_real_address() {
   static const std::unordered_map<void*, void*> table = [] {
@@ -214,12 +222,18 @@ void* swap_for_wrapper(const char* name, void* real) {
   if (real == driver_symbol("cuGetProcAddress")) return reinterpret_cast<void*>(&cuGetProcAddress);
   const auto& table = wrapper_by_real_address();
   auto it = table.find(real);
-  void* out = it == table.end() ? real : it->second;
-  if (name && recording()) {
-    std::lock_guard lk(g_resolved_mu);
-    (*g_resolved)[name] = it != table.end();
+  if (it != table.end()) {
+    if (name && recording()) {
+      std::lock_guard lk(g_resolved_mu);
+      (*g_resolved)[name] = Coverage::Decoded;
+    }
+    return it->second;
   }
-  return out;
+  if (!recording() || !name) return real;
+  void* generic = generic_wrapper_for(name, real);
+  std::lock_guard lk(g_resolved_mu);
+  (*g_resolved)[name] = generic ? Coverage::Generic : Coverage::None;
+  return generic ? generic : real;
 }
 
 // The list of entry points cudart asked for, hooked (1) or not (0), next to the records.
@@ -230,7 +244,7 @@ __attribute__((destructor)) void write_resolved() {
   if (g_resolved->empty()) return;
   std::string path = std::string(dir) + "/preload." + std::to_string(getpid()) + ".resolved";
   if (FILE* f = std::fopen(path.c_str(), "w")) {
-    for (const auto& [name, hooked] : *g_resolved) std::fprintf(f, "%d %s\n", hooked ? 1 : 0, name.c_str());
+    for (const auto& [name, how] : *g_resolved) std::fprintf(f, "%d %s\n", int(how), name.c_str());
     std::fclose(f);
   }
 }

@@ -1,5 +1,7 @@
 #include "tracers/preload/shim/recorder.h"
 
+#include "tracers/preload/shim/generic_hooks.h"
+
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -220,6 +222,7 @@ void flush_all() {
   }
   for (ThreadBuffer* b : buffers) close_buffer(b);
   write_kernel_table();
+  write_generic_table();
   // Any thread that calls CUDA after this starts a new segment of its file.
   g_generation.fetch_add(1);
 }
