@@ -64,6 +64,10 @@ Options parse_cli(const std::vector<std::string>& args, const std::vector<std::s
       o.list = true;
       continue;
     }
+    if (a == "--bench") {
+      o.bench = true;
+      continue;
+    }
     std::string flag = a, value;
     bool inline_value = false;
     if (auto eq = a.find('='); a.rfind("--", 0) == 0 && eq != std::string::npos) {
@@ -91,6 +95,7 @@ Options parse_cli(const std::vector<std::string>& args, const std::vector<std::s
       double r = positive_number(flag, value);
       if (r != int(r) || r > 1000) throw UsageError("--reps wants a whole number from 1 to 1000, got '" + value + "'");
       o.reps = int(r);
+      o.reps_given = true;
     } else if (flag == "--out") {
       if (value.empty()) throw UsageError("--out needs a folder");
       o.out = value;
@@ -106,6 +111,8 @@ Options parse_cli(const std::vector<std::string>& args, const std::vector<std::s
       o.workload_args[wl].push_back("--" + value.substr(dot + 1));
     }
   }
+  if (o.bench && (!o.command.empty() || workload_given))
+    throw UsageError("--bench runs the per-call benchmark: it takes no --workload and no command");
   if (!o.command.empty() && (workload_given || linkage_given))
     throw UsageError("--workload and --linkage do not apply when tracing a command after '--'");
   o.workloads = o.command.empty() ? name_list("workload", workload_arg, workload_names) : std::vector<std::string>{};
@@ -140,6 +147,12 @@ options:
                                as timed out, and the matrix carries on (default: 600)
   --set WORKLOAD.FLAG=VALUE    pass --FLAG=VALUE to one workload (repeatable), e.g.
                                --set burst.threads=16 --set vecadd.iters=1000
+  --bench                      per-call overhead instead of the workloads: single CUDA calls
+                               (empty launch three ways, 4-byte async copy, 1 MiB malloc+free,
+                               event record, idle stream sync, cudaGetDevice) timed under each
+                               method; --reps is the benchmark's repetitions (default 5).
+                               Writes bench.json (Google Benchmark; compare.py works on it) and
+                               bench_summary.json (median, delta to none with 95% interval)
   --list                       list workloads and methods, and whether each can run here
   -h, --help                   this text
   -- COMMAND [ARGS...]         trace any program instead of the workloads. There is no
@@ -150,6 +163,7 @@ examples:
   harness --list
   harness --workload all --method none --linkage both --reps 3
   sudo harness --workload vecadd,errors --method all
+  harness --bench --method none,preload --linkage shared --reps 10
   harness --method none -- ./my_cuda_app --size 1024
 
 Methods that use eBPF need root (or CAP_BPF and CAP_PERFMON); under sudo the workloads

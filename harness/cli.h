@@ -18,6 +18,8 @@ struct Options {
   std::vector<std::string> methods;
   std::vector<std::string> linkages;
   int reps = 1;
+  bool reps_given = false;
+  bool bench = false;  // run the per-call benchmark instead of the workloads
   std::filesystem::path out = "results";
   double timeout_s = 600;
   bool list = false;

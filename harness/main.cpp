@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/bench.h"
 #include "harness/catalog.h"
 #include "harness/cli.h"
 #include "harness/host.h"
@@ -64,7 +65,7 @@ int main(int argc, char** argv) {
   install_interrupt_handler();
   try {
     std::vector<std::string> command_line(argv, argv + argc);
-    return run_matrix(opts, host, command_line);
+    return opts.bench ? run_bench(opts, host, command_line) : run_matrix(opts, host, command_line);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "harness: %s\n", e.what());
     return 1;

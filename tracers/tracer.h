@@ -56,6 +56,9 @@ class Tracer {
   // The child is gone (exited, crashed, killed): stop collecting, write
   // run_dir/events.jsonl (absent = no events), and report layers and loss.
   virtual TracerReport finish(const std::filesystem::path& run_dir) = 0;
+  // Like finish(), for runs whose events nobody will read (the per-call benchmark makes
+  // millions of calls): stop collecting and delete the raw output instead of converting it.
+  virtual void abandon(const std::filesystem::path& run_dir) { (void)run_dir; }
 };
 
 struct Method {

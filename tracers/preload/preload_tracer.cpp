@@ -217,4 +217,9 @@ TracerReport PreloadTracer::finish(const fs::path& run_dir) {
   return report;
 }
 
+void PreloadTracer::abandon(const fs::path& run_dir) {
+  for (const auto& entry : fs::directory_iterator(run_dir))
+    if (entry.path().filename().string().rfind("preload.", 0) == 0) fs::remove(entry.path());
+}
+
 }  // namespace cudatrace

@@ -12,6 +12,7 @@ class PreloadTracer final : public Tracer {
   explicit PreloadTracer(std::filesystem::path shim) : shim_(std::move(shim)) {}
   void prepare(Launch& launch, const Target& target, const std::filesystem::path& run_dir) override;
   TracerReport finish(const std::filesystem::path& run_dir) override;
+  void abandon(const std::filesystem::path& run_dir) override;
 
  private:
   std::filesystem::path shim_;

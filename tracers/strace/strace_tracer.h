@@ -12,6 +12,7 @@ class StraceTracer final : public Tracer {
   explicit StraceTracer(std::filesystem::path strace) : strace_(std::move(strace)) {}
   void prepare(Launch& launch, const Target& target, const std::filesystem::path& run_dir) override;
   TracerReport finish(const std::filesystem::path& run_dir) override;
+  void abandon(const std::filesystem::path& run_dir) override { std::filesystem::remove(run_dir / "strace.txt"); }
 
   // strace's arguments, before the target's argv (exposed for the tests).
   static std::vector<std::string> strace_args(const std::filesystem::path& strace, const std::filesystem::path& output);

@@ -1,0 +1,119 @@
+// percall: single CUDA calls timed one at a time (Google Benchmark), to be run under
+// every tracing method. Benchmarks are named <call>/<cudart linkage>/method:<method>
+// (the method from CUDATRACE_METHOD), so the runs of all methods merge into one JSON
+// file that Google Benchmark's tools/compare.py can compare with its `filters` mode.
+//
+// Asynchronous calls are timed in batches of kBatch with a synchronisation after each
+// batch, outside the timed region: the per-call time is the batch time / kBatch, without
+// the launch queue ever filling up and without a sync inside the measurement.
+#include <benchmark/benchmark.h>
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "common/clock.h"
+
+#ifndef CUDATRACE_CUDART
+#define CUDATRACE_CUDART "unknown"
+#endif
+
+extern "C" __global__ void empty_kernel() {}
+
+namespace {
+
+constexpr int kBatch = 64;
+
+void must(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "percall: %s failed with CUDA error %d\n", what, int(e));
+    std::exit(3);
+  }
+}
+
+// Times `body` kBatch times per iteration; `after` runs untimed after each batch.
+template <class Body, class After>
+void batched(benchmark::State& state, Body&& body, After&& after) {
+  for (auto _ : state) {
+    const int64_t t0 = cudatrace::monotonic_ns();
+    for (int i = 0; i < kBatch; ++i) body();
+    const int64_t t1 = cudatrace::monotonic_ns();
+    after();
+    state.SetIterationTime(double(t1 - t0) / 1e9 / kBatch);
+  }
+}
+
+cudaStream_t g_stream;
+void* g_pinned;
+void* g_device;
+cudaEvent_t g_event;
+CUfunction g_function;
+CUresult (*g_cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
+                             void**, void**);
+
+void sync() { must(cudaStreamSynchronize(g_stream), "cudaStreamSynchronize"); }
+void nothing() {}
+
+void setup() {
+  must(cudaSetDevice(0), "cudaSetDevice");
+  must(cudaStreamCreate(&g_stream), "cudaStreamCreate");
+  must(cudaMallocHost(&g_pinned, 4096), "cudaMallocHost");
+  must(cudaMalloc(&g_device, 4096), "cudaMalloc");
+  must(cudaEventCreate(&g_event), "cudaEventCreate");
+  must(cudaGetFuncBySymbol(reinterpret_cast<cudaFunction_t*>(&g_function), reinterpret_cast<const void*>(&empty_kernel)),
+       "cudaGetFuncBySymbol");
+  cudaDriverEntryPointQueryResult found;
+  must(cudaGetDriverEntryPointByVersion("cuLaunchKernel", reinterpret_cast<void**>(&g_cuLaunchKernel), 12000,
+                                        cudaEnableDefault, &found),
+       "cudaGetDriverEntryPointByVersion(cuLaunchKernel)");
+  // Warm up: module loading, first launch.
+  empty_kernel<<<1, 1, 0, g_stream>>>();
+  sync();
+}
+
+void register_all(const std::string& suffix) {
+  auto add = [&](const std::string& call, void (*fn)(benchmark::State&)) {
+    benchmark::RegisterBenchmark((call + suffix).c_str(), fn)->UseManualTime()->Unit(benchmark::kNanosecond);
+  };
+  add("launch<<<>>>", [](benchmark::State& s) { batched(s, [] { empty_kernel<<<1, 1, 0, g_stream>>>(); }, sync); });
+  add("cudaLaunchKernel", [](benchmark::State& s) {
+    batched(s, [] { cudaLaunchKernel(reinterpret_cast<const void*>(&empty_kernel), dim3(1), dim3(1), nullptr, 0, g_stream); },
+            sync);
+  });
+  add("cuLaunchKernel", [](benchmark::State& s) {
+    batched(s, [] { g_cuLaunchKernel(g_function, 1, 1, 1, 1, 1, 1, 0, g_stream, nullptr, nullptr); }, sync);
+  });
+  add("cudaMemcpyAsync_4B_HtoD", [](benchmark::State& s) {
+    batched(s, [] { cudaMemcpyAsync(g_device, g_pinned, 4, cudaMemcpyHostToDevice, g_stream); }, sync);
+  });
+  add("cudaMalloc+cudaFree_1MiB", [](benchmark::State& s) {
+    batched(s, [] {
+      void* p = nullptr;
+      cudaMalloc(&p, 1 << 20);
+      cudaFree(p);
+    }, nothing);
+  });
+  add("cudaEventRecord", [](benchmark::State& s) { batched(s, [] { cudaEventRecord(g_event, g_stream); }, sync); });
+  add("cudaStreamSynchronize_idle", [](benchmark::State& s) { batched(s, [] { cudaStreamSynchronize(g_stream); }, nothing); });
+  add("cudaGetDevice", [](benchmark::State& s) {
+    batched(s, [] {
+      int d;
+      cudaGetDevice(&d);
+    }, nothing);
+  });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const char* method = std::getenv("CUDATRACE_METHOD");
+  setup();
+  register_all(std::string("/") + CUDATRACE_CUDART + "/method:" + (method && *method ? method : "unknown"));
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

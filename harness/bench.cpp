@@ -1,0 +1,147 @@
+#include "harness/bench.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <map>
+
+#include "harness/bench_stats.h"
+#include "harness/host.h"
+#include "harness/runner.h"
+
+namespace cudatrace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+std::string utc_now(const char* fmt) {
+  char buf[64];
+  std::time_t t = std::time(nullptr);
+  std::strftime(buf, sizeof buf, fmt, std::gmtime(&t));
+  return buf;
+}
+
+void write_json(const fs::path& path, const json& j) {
+  std::ofstream f(path);
+  f << j.dump(2) << "\n";
+  if (!f) throw std::runtime_error("cannot write " + path.string());
+}
+
+// "cudaGetDevice/shared/method:preload" -> call, linkage, method
+bool split_name(const std::string& name, std::string& call, std::string& linkage, std::string& method) {
+  size_t m = name.rfind("/method:");
+  if (m == std::string::npos) return false;
+  method = name.substr(m + 8);
+  size_t l = name.rfind('/', m - 1);
+  if (l == std::string::npos) return false;
+  linkage = name.substr(l + 1, m - l - 1);
+  call = name.substr(0, l);
+  return true;
+}
+
+}  // namespace
+
+int run_bench(const Options& opts, const HostFacts& host, const std::vector<std::string>& command_line) {
+  if (!host.gpu) {
+    std::fprintf(stderr, "harness: --bench needs a GPU: %s\n", host.gpu_reason.c_str());
+    return 3;
+  }
+  const int reps = opts.reps_given ? opts.reps : 5;
+  const std::string run_id = utc_now("%Y%m%d-%H%M%S") + "-" + std::to_string(getpid()) + "-bench";
+  const fs::path root = opts.out / run_id;
+  fs::create_directories(root / "runs");
+  write_json(root / "manifest.json", {{"v", 1}, {"run_id", run_id}, {"started", utc_now("%Y-%m-%dT%H:%M:%SZ")},
+                                      {"command_line", command_line}, {"environment", environment_manifest(host)}});
+
+  json merged = {{"context", json::object()}, {"benchmarks", json::array()}};
+  json skipped = json::array(), failures = json::array();
+  std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> samples;
+  for (const auto& linkage : opts.linkages) {
+    const fs::path bin = host.prefix / CUDATRACE_LIBEXEC_SUBDIR / ("percall." + linkage);
+    for (const auto& method : opts.methods) {
+      const Availability a = availability(*find_method(method), host);
+      if (!a.ok) {
+        skipped.push_back({{"linkage", linkage}, {"method", method}, {"reason", a.reason}});
+        continue;
+      }
+      const fs::path dir = root / "runs" / ("percall." + linkage + "." + method);
+      fs::create_directories(dir);
+      Target target{{bin.string(), "--benchmark_repetitions=" + std::to_string(reps),
+                     "--benchmark_out=" + (dir / "bench.json").string(), "--benchmark_out_format=json",
+                     "--benchmark_min_time=0.1"},
+                    linkage};
+      Launch launch{target.argv, {{"CUDATRACE_METHOD", method}}};
+      auto tracer = find_method(method)->make(host);
+      std::fprintf(stderr, "harness: bench %s cudart under %s (%d repetitions)...\n", linkage.c_str(), method.c_str(), reps);
+      ChildResult child;
+      try {
+        tracer->prepare(launch, target, dir);
+        child = run_child(ChildSpec{launch, dir, opts.timeout_s, invoking_user()}, *tracer);
+      } catch (const std::exception& e) {
+        child.status = ChildStatus::TracerFailed;
+        child.detail = e.what();
+      }
+      tracer->abandon(dir);  // millions of calls: the overhead is the point, not the events
+      if (child.status != ChildStatus::Exited || child.exit_code != 0 || !fs::exists(dir / "bench.json")) {
+        failures.push_back({{"linkage", linkage}, {"method", method}, {"detail", child.detail}});
+        std::fprintf(stderr, "harness: bench %s/%s FAILED: %s (see %s)\n", linkage.c_str(), method.c_str(),
+                     child.detail.c_str(), (dir / "stderr.txt").c_str());
+        continue;
+      }
+      std::ifstream in(dir / "bench.json");
+      json out = json::parse(in);
+      if (merged["context"].empty()) merged["context"] = out["context"];
+      for (const auto& b : out["benchmarks"]) {
+        merged["benchmarks"].push_back(b);
+        std::string call, l, m;
+        if (b.value("run_type", "") == "iteration" && split_name(b.value("name", ""), call, l, m))
+          samples[{call, l, m}].push_back(b.value("real_time", 0.0));
+      }
+      if (g_interrupted) break;
+    }
+  }
+  write_json(root / "bench.json", merged);
+
+  json rows = json::array();
+  std::fprintf(stderr, "\n%-28s %-7s %-8s %10s %10s %22s %7s\n", "call", "cudart", "method", "median ns", "delta ns",
+               "95% interval", "ratio");
+  for (const auto& [key, values] : samples) {
+    const auto& [call, linkage, method] = key;
+    json row = {{"call", call}, {"linkage", linkage}, {"method", method}, {"reps", values.size()},
+                {"median_ns", median_of(values)}, {"values_ns", values}};
+    auto base = samples.find({call, linkage, "none"});
+    std::string delta = "", interval = "", ratio = "";
+    if (base != samples.end() && method != "none") {
+      Difference d = median_difference(base->second, values);
+      row["delta_ns"] = d.delta;
+      row["delta_ci95_ns"] = {d.lo, d.hi};
+      row["ratio"] = median_of(values) / median_of(base->second);
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%+.1f", d.delta);
+      delta = buf;
+      std::snprintf(buf, sizeof buf, "[%+.1f, %+.1f]", d.lo, d.hi);
+      interval = buf;
+      std::snprintf(buf, sizeof buf, "%.2fx", row["ratio"].get<double>());
+      ratio = buf;
+    }
+    std::fprintf(stderr, "%-28s %-7s %-8s %10.1f %10s %22s %7s\n", call.c_str(), linkage.c_str(), method.c_str(),
+                 median_of(values), delta.c_str(), interval.c_str(), ratio.c_str());
+    rows.push_back(row);
+  }
+  write_json(root / "bench_summary.json", {{"v", 1}, {"run_id", run_id}, {"repetitions", reps}, {"rows", rows},
+                                            {"skipped", skipped}, {"failures", failures},
+                                            {"finished", utc_now("%Y-%m-%dT%H:%M:%SZ")}});
+  if (auto who = invoking_user())
+    for (auto it = fs::recursive_directory_iterator(root); it != fs::recursive_directory_iterator(); ++it)
+      (void)!lchown(it->path().c_str(), who->uid, who->gid);
+  std::fprintf(stderr, "harness: bench results in %s (bench.json for compare.py, bench_summary.json)\n", root.c_str());
+  if (g_interrupted) return 130;
+  if (!failures.empty()) return 1;
+  return samples.empty() ? 3 : 0;
+}
+
+}  // namespace cudatrace

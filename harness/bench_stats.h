@@ -1,0 +1,20 @@
+#pragma once
+// Statistics for per-call overhead: medians of repetitions, and the difference of two
+// medians with a bootstrap 95% interval (timings are skewed; no normality assumed).
+#include <cstdint>
+#include <vector>
+
+namespace cudatrace {
+
+double median_of(std::vector<double> v);
+
+struct Difference {
+  double delta = 0;  // median(b) - median(a)
+  double lo = 0, hi = 0;  // 95% interval of delta
+};
+
+// Resamples both sets `rounds` times with a fixed seed: the same data, the same interval.
+Difference median_difference(const std::vector<double>& a, const std::vector<double>& b, int rounds = 2000,
+                             uint64_t seed = 42);
+
+}  // namespace cudatrace

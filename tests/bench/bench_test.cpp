@@ -1,0 +1,35 @@
+// harness --bench end to end on a GPU: every call measured under each method, merged
+// into one Google Benchmark file, deltas against `none` with intervals.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <set>
+
+#include "../correctness/harness_run.h"
+
+using namespace correctness;
+
+TEST(Bench, PerCallOverheadUnderNoneAndPreload) {
+  if (!host().gpu) GTEST_SKIP() << "no GPU: " << host().gpu_reason;
+  HarnessRun r = run_harness("--bench --method none,preload --linkage shared --reps 3");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream f(r.root / "bench_summary.json");
+  ASSERT_TRUE(f) << r.output;
+  nlohmann::json s = nlohmann::json::parse(f);
+  std::set<std::string> calls;
+  for (const auto& row : s["rows"]) {
+    calls.insert(row["call"]);
+    EXPECT_EQ(row["reps"], 3) << row.dump();
+    EXPECT_GT(row["median_ns"].get<double>(), 0) << row.dump();
+    if (row["method"] == "preload") {
+      ASSERT_TRUE(row.contains("delta_ns")) << row.dump();
+      EXPECT_LE(row["delta_ci95_ns"][0].get<double>(), row["delta_ns"].get<double>());
+    }
+  }
+  EXPECT_EQ(calls.size(), 8u) << s.dump(2);
+  std::ifstream g(r.root / "bench.json");
+  nlohmann::json merged = nlohmann::json::parse(g);
+  bool named = false;
+  for (const auto& b : merged["benchmarks"]) named = named || b["name"] == "cudaGetDevice/shared/method:preload";
+  EXPECT_TRUE(named) << "benchmarks are named <call>/<linkage>/method:<method>";
+}

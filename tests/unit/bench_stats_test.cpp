@@ -1,0 +1,44 @@
+#include <gtest/gtest.h>
+
+#include "harness/bench_stats.h"
+#include "harness/cli.h"
+
+using namespace cudatrace;
+
+TEST(BenchStats, Median) {
+  EXPECT_DOUBLE_EQ(median_of({3, 1, 2}), 2);
+  EXPECT_DOUBLE_EQ(median_of({4, 1, 3, 2}), 2.5);
+  EXPECT_DOUBLE_EQ(median_of({}), 0);
+}
+
+TEST(BenchStats, DifferenceOfMediansWithItsInterval) {
+  std::vector<double> none{100, 101, 99, 100, 102}, traced{150, 149, 151, 150, 152};
+  Difference d = median_difference(none, traced);
+  EXPECT_DOUBLE_EQ(d.delta, 50);
+  EXPECT_LE(d.lo, 50);
+  EXPECT_GE(d.hi, 50);
+  EXPECT_GT(d.lo, 40) << "well-separated samples give a tight interval";
+  EXPECT_LT(d.hi, 60);
+  // Same data, same interval: the bootstrap is seeded.
+  Difference again = median_difference(none, traced);
+  EXPECT_DOUBLE_EQ(d.lo, again.lo);
+  EXPECT_DOUBLE_EQ(d.hi, again.hi);
+  // Identical constant samples: no difference, zero width.
+  Difference zero = median_difference({5, 5, 5}, {5, 5, 5});
+  EXPECT_DOUBLE_EQ(zero.lo, 0);
+  EXPECT_DOUBLE_EQ(zero.hi, 0);
+}
+
+TEST(BenchStats, NoisyOverlappingSamplesGiveAnIntervalAcrossZero) {
+  Difference d = median_difference({100, 140, 90, 130, 95, 120}, {105, 135, 92, 125, 99, 118});
+  EXPECT_LT(d.lo, 0);
+  EXPECT_GT(d.hi, 0);
+}
+
+TEST(Cli, BenchTakesNoWorkloadAndDefaultsItsRepetitions) {
+  Options o = parse_cli({"--bench", "--method", "none"}, {"vecadd"}, {"none", "preload"});
+  EXPECT_TRUE(o.bench);
+  EXPECT_FALSE(o.reps_given);
+  EXPECT_THROW(parse_cli({"--bench", "--workload", "vecadd"}, {"vecadd"}, {"none"}), UsageError);
+  EXPECT_TRUE(parse_cli({"--bench", "--reps", "9"}, {"vecadd"}, {"none"}).reps_given);
+}
