@@ -25,6 +25,10 @@ extern "C" __global__ void empty_kernel() {}
 namespace {
 
 constexpr int kBatch = 64;
+// A fixed number of batches per repetition: with manual per-call times, Google Benchmark's
+// own stopping rule would run ~kBatch times longer than it thinks (and a tracer would
+// record hundreds of millions of calls). 400 x 64 calls per repetition.
+constexpr int kIterations = 400;
 
 void must(cudaError_t e, const char* what) {
   if (e != cudaSuccess) {
@@ -75,7 +79,10 @@ void setup() {
 
 void register_all(const std::string& suffix) {
   auto add = [&](const std::string& call, void (*fn)(benchmark::State&)) {
-    benchmark::RegisterBenchmark((call + suffix).c_str(), fn)->UseManualTime()->Unit(benchmark::kNanosecond);
+    benchmark::RegisterBenchmark((call + suffix).c_str(), fn)
+        ->UseManualTime()
+        ->Iterations(kIterations)
+        ->Unit(benchmark::kNanosecond);
   };
   add("launch<<<>>>", [](benchmark::State& s) { batched(s, [] { empty_kernel<<<1, 1, 0, g_stream>>>(); }, sync); });
   add("cudaLaunchKernel", [](benchmark::State& s) {

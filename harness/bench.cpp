@@ -71,8 +71,7 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
       const fs::path dir = root / "runs" / ("percall." + linkage + "." + method);
       fs::create_directories(dir);
       Target target{{bin.string(), "--benchmark_repetitions=" + std::to_string(reps),
-                     "--benchmark_out=" + (dir / "bench.json").string(), "--benchmark_out_format=json",
-                     "--benchmark_min_time=0.1"},
+                     "--benchmark_out=" + (dir / "bench.json").string(), "--benchmark_out_format=json"},
                     linkage};
       Launch launch{target.argv, {{"CUDATRACE_METHOD", method}}};
       auto tracer = find_method(method)->make(host);
