@@ -31,11 +31,13 @@ void write_json(const fs::path& path, const json& j) {
   if (!f) throw std::runtime_error("cannot write " + path.string());
 }
 
-// "cudaGetDevice/shared/method:preload" -> call, linkage, method
+// "cudaGetDevice/shared/method:preload[/iterations:400/manual_time]" -> call, linkage,
+// method (Google Benchmark appends its own run settings after our name).
 bool split_name(const std::string& name, std::string& call, std::string& linkage, std::string& method) {
   size_t m = name.rfind("/method:");
   if (m == std::string::npos) return false;
   method = name.substr(m + 8);
+  method = method.substr(0, method.find('/'));
   size_t l = name.rfind('/', m - 1);
   if (l == std::string::npos) return false;
   linkage = name.substr(l + 1, m - l - 1);
@@ -60,22 +62,29 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
   json merged = {{"context", json::object()}, {"benchmarks", json::array()}};
   json skipped = json::array(), failures = json::array();
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> samples;
-  for (const auto& linkage : opts.linkages) {
-    const fs::path bin = host.prefix / CUDATRACE_LIBEXEC_SUBDIR / ("percall." + linkage);
+  std::vector<std::pair<std::string, std::string>> plan;  // (linkage, method) that can run
+  for (const auto& linkage : opts.linkages)
     for (const auto& method : opts.methods) {
       const Availability a = availability(*find_method(method), host);
-      if (!a.ok) {
+      if (a.ok)
+        plan.push_back({linkage, method});
+      else
         skipped.push_back({{"linkage", linkage}, {"method", method}, {"reason", a.reason}});
-        continue;
-      }
-      const fs::path dir = root / "runs" / ("percall." + linkage + "." + method);
+    }
+  // Repetitions are rounds over every (linkage, method), one process each: whatever drifts
+  // on the machine during the run (clocks, neighbours) lands on every method alike, where
+  // running one method's repetitions back to back would bill it to that method alone.
+  for (int rep = 1; rep <= reps && !g_interrupted; ++rep) {
+    std::fprintf(stderr, "harness: bench round %d/%d\n", rep, reps);
+    for (const auto& [linkage, method] : plan) {
+      if (g_interrupted) break;
+      const fs::path bin = host.prefix / CUDATRACE_LIBEXEC_SUBDIR / ("percall." + linkage);
+      const fs::path dir = root / "runs" / ("percall." + linkage + "." + method + ".r" + std::to_string(rep));
       fs::create_directories(dir);
-      Target target{{bin.string(), "--benchmark_repetitions=" + std::to_string(reps),
-                     "--benchmark_out=" + (dir / "bench.json").string(), "--benchmark_out_format=json"},
+      Target target{{bin.string(), "--benchmark_out=" + (dir / "bench.json").string(), "--benchmark_out_format=json"},
                     linkage};
       Launch launch{target.argv, {{"CUDATRACE_METHOD", method}}};
       auto tracer = find_method(method)->make(host);
-      std::fprintf(stderr, "harness: bench %s cudart under %s (%d repetitions)...\n", linkage.c_str(), method.c_str(), reps);
       ChildResult child;
       try {
         tracer->prepare(launch, target, dir);
@@ -86,21 +95,21 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
       }
       tracer->abandon(dir);  // millions of calls: the overhead is the point, not the events
       if (child.status != ChildStatus::Exited || child.exit_code != 0 || !fs::exists(dir / "bench.json")) {
-        failures.push_back({{"linkage", linkage}, {"method", method}, {"detail", child.detail}});
-        std::fprintf(stderr, "harness: bench %s/%s FAILED: %s (see %s)\n", linkage.c_str(), method.c_str(),
+        failures.push_back({{"linkage", linkage}, {"method", method}, {"rep", rep}, {"detail", child.detail}});
+        std::fprintf(stderr, "harness: bench %s/%s round %d FAILED: %s (see %s)\n", linkage.c_str(), method.c_str(), rep,
                      child.detail.c_str(), (dir / "stderr.txt").c_str());
         continue;
       }
       std::ifstream in(dir / "bench.json");
       json out = json::parse(in);
       if (merged["context"].empty()) merged["context"] = out["context"];
-      for (const auto& b : out["benchmarks"]) {
+      for (auto b : out["benchmarks"]) {
+        b["repetition_index"] = rep - 1;
         merged["benchmarks"].push_back(b);
         std::string call, l, m;
         if (b.value("run_type", "") == "iteration" && split_name(b.value("name", ""), call, l, m))
           samples[{call, l, m}].push_back(b.value("real_time", 0.0));
       }
-      if (g_interrupted) break;
     }
   }
   write_json(root / "bench.json", merged);

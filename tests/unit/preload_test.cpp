@@ -26,12 +26,24 @@ Record rec(HookId hook, int32_t ret, int64_t ts, std::initializer_list<uint64_t>
   return r;
 }
 
+// Trailers close with a calibration point at tick 1e6 = 1e6 ns: with the one at 0 that
+// calib() gives, ticks convert to ns one to one.
 Record trailer(uint64_t emitted, uint64_t dropped) {
   Record r{};
   r.hook = kTrailer;
   r.a[0] = emitted;
   r.a[1] = dropped;
   r.a[2] = kMagic;
+  r.a[3] = 1000000;
+  r.a[4] = 1000000;
+  return r;
+}
+
+Record calib(uint64_t tsc, uint64_t mono) {
+  Record r{};
+  r.hook = kCalibration;
+  r.a[0] = tsc;
+  r.a[1] = mono;
   return r;
 }
 
@@ -45,7 +57,7 @@ void write_records(const std::filesystem::path& p, std::vector<Record> rs) {
 TEST(PreloadConvert, RecordsBecomeEventsWithDecodedArguments) {
   auto dir = testsupport::temp_dir("preload");
   write_records(dir / "preload.100.101.bin",
-                {rec(k_cudaMalloc, 0, 1000, {4096, 0x7f00}),
+                {calib(0, 0), rec(k_cudaMalloc, 0, 1000, {4096, 0x7f00}),
                  rec(k_cudaMemcpyAsync, 0, 2000, {0xa, 0xb, 64, 1, 0x5}),
                  rec(k___cudaLaunchKernel, 0, 3000, {0xfeed, pack_dim3(4096, 2, 1), pack_dim3(256, 1, 1), 0, 0}),
                  rec(k_cudaGetDevice, 35, 4000, {uint64_t(int64_t(-1))}),
@@ -93,6 +105,27 @@ TEST(PreloadConvert, GenericDriverRecordsAreNamedFromTheSlotTable) {
   EXPECT_EQ(r.notes["driver_entry_points_hooked"], 2);
   EXPECT_EQ(r.notes["driver_entry_points_with_arguments"], 1);
   EXPECT_EQ(r.notes["driver_entry_points_not_hooked"], nlohmann::json({"cuTexRefSetBorderColor"}));
+}
+
+TEST(PreloadConvert, TicksBecomeMonotonicNanosecondsBetweenCalibrationPoints) {
+  auto dir = testsupport::temp_dir("preload");
+  // 3 ticks per ns, monotonic clock starting at 5000 ns; a flush point in the middle.
+  Record t = trailer(3, 0);
+  t.a[3] = 3000 + 3 * 1000;
+  t.a[4] = 5000 + 1000 + 1000;
+  write_records(dir / "preload.1.1.bin", {calib(3000, 5000), rec(k_cudaFree, 0, 3000 + 300, {0}),
+                                          calib(3000 + 3000, 5000 + 1000), rec(k_cudaFree, 0, 3000 + 3600, {0}), t});
+  // A file cut short after its start point: the process's average rate still applies.
+  write_records(dir / "preload.1.2.bin", {calib(30000, 14000), rec(k_cudaFree, 0, 30000 + 30, {0})});
+  TracerReport r = convert_preload_output(dir, dir / "events.jsonl");
+  auto ev = read_events(dir / "events.jsonl").events;
+  ASSERT_EQ(ev.size(), 3u);
+  EXPECT_EQ(ev[0].ts, 5100);
+  EXPECT_EQ(ev[0].dur, 3) << "10 ticks";
+  EXPECT_EQ(ev[1].ts, 6200);
+  EXPECT_EQ(ev[2].ts, 14010);
+  EXPECT_EQ(r.notes["untimed_records"], 0);
+  EXPECT_EQ(r.loss["unterminated_files"], 1);
 }
 
 TEST(PreloadConvert, LossIsCountedNeverSilent) {

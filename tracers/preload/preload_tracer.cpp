@@ -1,6 +1,8 @@
 #include "tracers/preload/preload_tracer.h"
 
+#include <cmath>
 #include <cstdio>
+#include <optional>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -53,6 +55,23 @@ const char* memcpy_kind(uint64_t k) {
 }
 
 using KernelTable = std::map<uint64_t, std::string>;
+
+struct Calibration {
+  int64_t tsc = 0, mono = 0;
+};
+
+// (record index, point) for every calibration record and trailer of one file, in order.
+std::vector<std::pair<size_t, Calibration>> calibration_points(const std::vector<Record>& recs) {
+  std::vector<std::pair<size_t, Calibration>> points;
+  for (size_t i = 0; i < recs.size(); ++i) {
+    const Record& r = recs[i];
+    if (r.hook == kCalibration)
+      points.push_back({i, {int64_t(r.a[0]), int64_t(r.a[1])}});
+    else if (r.hook == kTrailer && r.a[2] == kMagic && r.a[3])
+      points.push_back({i, {int64_t(r.a[3]), int64_t(r.a[4])}});
+  }
+  return points;
+}
 
 nlohmann::json decode_args(const HookInfo& h, const Record& r, const KernelTable& kernels) {
   nlohmann::json args = nlohmann::json::object();
@@ -131,16 +150,36 @@ TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_
     }
   }
 
-  EventWriter out(events_file);
-  int64_t records = 0, driver_records = 0, dropped = 0, missing = 0, unterminated = 0, bad = 0;
-  const auto& table = hook_table();
+  // Read every file, and each process's average TSC rate (for a file cut short, whose
+  // last records have no calibration point after them).
+  std::map<std::pair<int64_t, int64_t>, std::vector<Record>> contents;
+  std::map<int64_t, std::pair<Calibration, Calibration>> process_span;  // pid -> (first, last)
   for (const auto& [key, path] : files) {
-    const auto [pid, tid] = key;
     std::ifstream in(path, std::ios::binary);
+    auto& recs = contents[key];
     Record r;
+    while (in.read(reinterpret_cast<char*>(&r), sizeof r)) recs.push_back(r);
+    for (const auto& c : calibration_points(recs)) {
+      auto [it, fresh] = process_span.try_emplace(key.first, c.second, c.second);
+      if (c.second.tsc < it->second.first.tsc) it->second.first = c.second;
+      if (c.second.tsc > it->second.second.tsc) it->second.second = c.second;
+    }
+  }
+
+  EventWriter out(events_file);
+  int64_t records = 0, driver_records = 0, dropped = 0, missing = 0, unterminated = 0, bad = 0, untimed = 0;
+  const auto& table = hook_table();
+  for (const auto& [key, recs] : contents) {
+    const auto [pid, tid] = key;
+    const auto points = calibration_points(recs);
+    const auto span = process_span.find(pid);
+    size_t next_point = 0;  // first calibration point after the current record
     bool terminated = false;
     int64_t in_file = 0, announced_here = 0, dropped_here = 0;
-    while (in.read(reinterpret_cast<char*>(&r), sizeof r)) {
+    for (size_t index = 0; index < recs.size(); ++index) {
+      const Record& r = recs[index];
+      while (next_point < points.size() && points[next_point].first <= index) ++next_point;
+      if (r.hook == kCalibration) continue;
       if (r.hook == kTrailer) {
         if (r.a[2] != kMagic) {
           ++bad;
@@ -168,8 +207,23 @@ TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_
         ++bad;
         continue;
       }
-      e.ts = r.ts;
-      e.dur = r.dur;
+      // Ticks to CLOCK_MONOTONIC: between the calibration points around the record, or
+      // (file cut short) from the last one at the process's average rate.
+      const Calibration* before = next_point > 0 ? &points[next_point - 1].second : nullptr;
+      const Calibration* after = next_point < points.size() ? &points[next_point].second : nullptr;
+      std::optional<double> rate;
+      if (before && after && after->tsc > before->tsc)
+        rate = double(after->mono - before->mono) / double(after->tsc - before->tsc);
+      else if (span != process_span.end() && span->second.second.tsc > span->second.first.tsc)
+        rate = double(span->second.second.mono - span->second.first.mono) /
+               double(span->second.second.tsc - span->second.first.tsc);
+      const Calibration* anchor = before ? before : after;
+      if (rate && anchor) {
+        e.ts = anchor->mono + int64_t(std::llround(double(r.ts - anchor->tsc) * *rate));
+        e.dur = int64_t(std::llround(double(r.dur) * *rate));
+      } else {
+        ++untimed;  // no calibration at all: order is still known, time is not
+      }
       e.pid = pid;
       e.tid = tid;
       e.ret = r.ret;
@@ -200,7 +254,8 @@ TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_
                   {"driver_entry_points_resolved", decoded + generic + unhooked},
                   {"driver_entry_points_hooked", decoded + generic},
                   {"driver_entry_points_with_arguments", decoded},
-                  {"driver_entry_points_not_hooked", unhooked_names}};
+                  {"driver_entry_points_not_hooked", unhooked_names},
+                  {"untimed_records", untimed}};
   return report;
 }
 

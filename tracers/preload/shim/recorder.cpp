@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -45,7 +46,29 @@ std::mutex g_kernels_mu;
 std::unordered_map<uint64_t, std::string>* g_kernels;      // handle -> name
 std::unordered_map<uint64_t, std::string>* g_stub_names;   // host stub -> name
 
-thread_local ThreadBuffer* t_buffer = nullptr;
+// initial-exec: a preloaded library gets static TLS, and %fs-relative access avoids a
+// __tls_get_addr call on every record.
+__attribute__((tls_model("initial-exec"))) thread_local ThreadBuffer* t_buffer = nullptr;
+
+// A (TSC, CLOCK_MONOTONIC) pair. The clock read is bracketed by two TSC reads and the
+// midpoint kept; of three tries, the tightest bracket wins (a first clock_gettime in a
+// thread can take microseconds, which would shift every converted timestamp by as much).
+Record calibration() {
+  Record c{};
+  c.hook = kCalibration;
+  int64_t best_span = INT64_MAX;
+  for (int i = 0; i < 3; ++i) {
+    const int64_t t0 = now_ns();
+    const int64_t mono = monotonic_ns();
+    const int64_t t1 = now_ns();
+    if (t1 - t0 < best_span) {
+      best_span = t1 - t0;
+      c.a[0] = uint64_t(t0 + (t1 - t0) / 2);
+      c.a[1] = uint64_t(mono);
+    }
+  }
+  return c;
+}
 
 void write_all(ThreadBuffer* b, const void* data, size_t bytes) {
   if (b->fd < 0) {
@@ -64,9 +87,13 @@ void write_all(ThreadBuffer* b, const void* data, size_t bytes) {
   if (bytes > 0) b->dropped += bytes / sizeof(Record);
 }
 
+// The buffer keeps one slot spare for the calibration point that ends each flush.
 void flush(ThreadBuffer* b) {
   const uint32_t n = b->count.load(std::memory_order_acquire);
-  if (n) write_all(b, b->records, n * sizeof(Record));
+  if (n) {
+    b->records[n] = calibration();
+    write_all(b, b->records, (n + 1) * sizeof(Record));
+  }
   b->count.store(0, std::memory_order_release);
 }
 
@@ -80,6 +107,9 @@ void close_buffer(ThreadBuffer* b) {
   trailer.a[0] = b->emitted;
   trailer.a[1] = b->dropped;
   trailer.a[2] = kMagic;
+  const Record c = calibration();
+  trailer.a[3] = c.a[0];
+  trailer.a[4] = c.a[1];
   write_all(b, &trailer, sizeof trailer);
   if (b->fd >= 0) close(b->fd);
   b->fd = -1;
@@ -96,7 +126,9 @@ thread_local ThreadExit t_exit;
 
 ThreadBuffer* attach_thread() {
   auto* b = new ThreadBuffer;
-  b->records = static_cast<Record*>(std::malloc(kCapacity * sizeof(Record)));
+  b->records = static_cast<Record*>(std::malloc((kCapacity + 1) * sizeof(Record)));
+  b->records[0] = calibration();  // every segment of the file starts from a known point
+  b->count.store(1, std::memory_order_relaxed);
   b->tid = int64_t(syscall(SYS_gettid));
   b->generation = g_generation.load(std::memory_order_relaxed);
   (void)&t_exit;  // instantiate the thread's exit hook

@@ -13,11 +13,14 @@ namespace cudatrace::preload {
 // False when CUDATRACE_PRELOAD_DIR is unset: the hooks then only forward.
 bool recording();
 
-inline int64_t now_ns() {
+inline int64_t monotonic_ns() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
+
+// The hot-path clock: TSC ticks, converted to CLOCK_MONOTONIC ns after the run.
+inline int64_t now_ns() { return int64_t(__builtin_ia32_rdtsc()); }
 
 void emit(HookId hook, int32_t ret, int64_t t0, int64_t t1, uint64_t a0 = 0, uint64_t a1 = 0, uint64_t a2 = 0,
           uint64_t a3 = 0, uint64_t a4 = 0);
