@@ -9,6 +9,7 @@
 
 #include "harness/bench_stats.h"
 #include "harness/host.h"
+#include "harness/results_io.h"
 #include "harness/runner.h"
 
 namespace cudatrace {
@@ -17,19 +18,6 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 namespace {
-
-std::string utc_now(const char* fmt) {
-  char buf[64];
-  std::time_t t = std::time(nullptr);
-  std::strftime(buf, sizeof buf, fmt, std::gmtime(&t));
-  return buf;
-}
-
-void write_json(const fs::path& path, const json& j) {
-  std::ofstream f(path);
-  f << j.dump(2) << "\n";
-  if (!f) throw std::runtime_error("cannot write " + path.string());
-}
 
 // "cudaGetDevice/shared/method:preload[/iterations:400/manual_time]" -> call, linkage,
 // method (Google Benchmark appends its own run settings after our name).

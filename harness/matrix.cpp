@@ -12,6 +12,7 @@
 #include "harness/catalog.h"
 #include "harness/elf_deps.h"
 #include "harness/host.h"
+#include "harness/results_io.h"
 #include "harness/ledger_check.h"
 #include "harness/matcher.h"
 #include "harness/runner.h"
@@ -42,23 +43,6 @@ struct ComboOutcome {
   json loss = json::object();
   std::map<std::string, std::map<std::string, int64_t>> event_counts;  // layer -> name -> count
 };
-
-std::string utc_now(const char* fmt) {
-  char buf[64];
-  std::time_t t = std::time(nullptr);
-  std::strftime(buf, sizeof buf, fmt, std::gmtime(&t));
-  return buf;
-}
-
-void write_json(const fs::path& path, const json& j) {
-  const fs::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream f(tmp);
-    f << j.dump(2) << "\n";
-    if (!f) throw std::runtime_error("cannot write " + tmp.string());
-  }
-  fs::rename(tmp, path);  // readers never see half a file
-}
 
 int64_t median(std::vector<int64_t> v) {
   if (v.empty()) return 0;

@@ -12,6 +12,16 @@ struct Case {
 
 std::string name_of(const ::testing::TestParamInfo<Case>& info) { return info.param.workload + "_" + info.param.linkage; }
 
+// Every workload that needs a GPU, and errors too, on both linkages.
+std::vector<Case> cases(bool with_errors) {
+  std::vector<Case> out;
+  for (const char* wl : {"vecadd", "streams", "memheavy", "burst", "errors"}) {
+    if (!with_errors && std::string(wl) == "errors") continue;
+    for (const char* linkage : {"static", "shared"}) out.push_back({wl, linkage});
+  }
+  return out;
+}
+
 }  // namespace
 
 class GpuWorkload : public ::testing::TestWithParam<Case> {};
@@ -44,12 +54,7 @@ TEST_P(GpuWorkload, LedgerIsCompleteAndResultsAreRight) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Workloads, GpuWorkload,
-                         ::testing::Values(Case{"vecadd", "static"}, Case{"vecadd", "shared"},
-                                           Case{"streams", "static"}, Case{"streams", "shared"},
-                                           Case{"memheavy", "static"}, Case{"memheavy", "shared"},
-                                           Case{"burst", "static"}, Case{"burst", "shared"}),
-                         name_of);
+INSTANTIATE_TEST_SUITE_P(Workloads, GpuWorkload, ::testing::ValuesIn(cases(false)), name_of);
 
 // strace on every GPU workload: the NVIDIA ioctls are decoded, no line is unreadable, and
 // the per-call visibility is printed (which API calls strace can and cannot see).
@@ -76,13 +81,7 @@ TEST_P(GpuStrace, NvidiaIoctlsDecodedAndVisibilityScored) {
               100 * score["recall"].get<double>(), table.c_str());
 }
 
-INSTANTIATE_TEST_SUITE_P(Workloads, GpuStrace,
-                         ::testing::Values(Case{"vecadd", "static"}, Case{"vecadd", "shared"},
-                                           Case{"streams", "static"}, Case{"streams", "shared"},
-                                           Case{"memheavy", "static"}, Case{"memheavy", "shared"},
-                                           Case{"burst", "static"}, Case{"burst", "shared"},
-                                           Case{"errors", "static"}, Case{"errors", "shared"}),
-                         name_of);
+INSTANTIATE_TEST_SUITE_P(Workloads, GpuStrace, ::testing::ValuesIn(cases(true)), name_of);
 
 // preload on every GPU workload: shared cudart, every runtime call; both linkages, one
 // driver launch inside each ledger launch; nothing lost.
@@ -120,10 +119,4 @@ TEST_P(GpuPreload, RuntimeCompleteAndDriverLaunchesOneToOne) {
               run["tracer"]["notes"]["records"].get<int>());
 }
 
-INSTANTIATE_TEST_SUITE_P(Workloads, GpuPreload,
-                         ::testing::Values(Case{"vecadd", "static"}, Case{"vecadd", "shared"},
-                                           Case{"streams", "static"}, Case{"streams", "shared"},
-                                           Case{"memheavy", "static"}, Case{"memheavy", "shared"},
-                                           Case{"burst", "static"}, Case{"burst", "shared"},
-                                           Case{"errors", "static"}, Case{"errors", "shared"}),
-                         name_of);
+INSTANTIATE_TEST_SUITE_P(Workloads, GpuPreload, ::testing::ValuesIn(cases(true)), name_of);
