@@ -67,13 +67,6 @@ std::string exit_meaning(const Combo& c, int code) {
   return "exit " + std::to_string(code);
 }
 
-void chown_tree(const fs::path& root, const Credentials& who) {
-  std::error_code ec;
-  (void)!chown(root.c_str(), who.uid, who.gid);
-  for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
-    (void)!lchown(it->path().c_str(), who.uid, who.gid);
-}
-
 struct RunContext {
   const Options& opts;
   const HostFacts& host;
@@ -343,7 +336,7 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
                   {"skipped", skipped}};
   if (!opts.command.empty()) summary["agreement"] = agreement(outcomes);
   write_json(root / "summary.json", summary);
-  if (ctx.run_as) chown_tree(root, *ctx.run_as);
+  if (ctx.run_as) chown_tree(root, ctx.run_as->uid, ctx.run_as->gid);
 
   std::fprintf(stderr, "harness: %d run(s) ok, %d failed, %zu combination(s) skipped%s; summary: %s\n", ok, failed,
                skipped.size(), g_interrupted ? ", INTERRUPTED (partial results kept)" : "",

@@ -1,6 +1,8 @@
 #pragma once
 // Small pieces every results writer uses: UTC time stamps and whole-file JSON writes
 // that a reader never sees half-done.
+#include <sys/types.h>
+
 #include <filesystem>
 #include <string>
 
@@ -12,5 +14,8 @@ std::string utc_now(const char* strftime_format);
 
 // Writes to PATH.tmp and renames over PATH. Throws with the path on failure.
 void write_json(const std::filesystem::path& path, const nlohmann::json& j);
+
+// Hands a results folder to the user who ran the harness through sudo (best effort).
+void chown_tree(const std::filesystem::path& root, uid_t uid, gid_t gid);
 
 }  // namespace cudatrace
