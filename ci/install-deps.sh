@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install the Debian/Ubuntu packages the project builds and tests with, only those missing.
 # Safe to re-run; needs root (or sudo). The CUDA toolkit itself is a prerequisite, not installed here.
+#   usage: ci/install-deps.sh [--test]
 set -euo pipefail
 
 packages=(
@@ -11,6 +12,11 @@ packages=(
   python3 python3-matplotlib                                          # the HTML report
   strace                                                              # the strace method
 )
+
+# Only the tests need a browser (the report check): `install-deps.sh --test` adds it.
+if [[ "${1:-}" == "--test" ]]; then
+  packages+=(chromium)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

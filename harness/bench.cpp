@@ -131,6 +131,7 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
   write_json(root / "bench_summary.json", {{"v", 1}, {"run_id", run_id}, {"repetitions", reps}, {"rows", rows},
                                             {"skipped", skipped}, {"failures", failures},
                                             {"finished", utc_now("%Y-%m-%dT%H:%M:%SZ")}});
+  write_report(host.prefix, root);
   if (auto who = invoking_user()) chown_tree(root, who->uid, who->gid);
   std::fprintf(stderr, "harness: bench results in %s (bench.json for compare.py, bench_summary.json)\n", root.c_str());
   if (g_interrupted) return 130;

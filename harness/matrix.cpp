@@ -336,6 +336,7 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
                   {"skipped", skipped}};
   if (!opts.command.empty()) summary["agreement"] = agreement(outcomes);
   write_json(root / "summary.json", summary);
+  write_report(host.prefix, root);
   if (ctx.run_as) chown_tree(root, ctx.run_as->uid, ctx.run_as->gid);
 
   std::fprintf(stderr, "harness: %d run(s) ok, %d failed, %zu combination(s) skipped%s; summary: %s\n", ok, failed,

@@ -15,6 +15,10 @@ std::string utc_now(const char* strftime_format);
 // Writes to PATH.tmp and renames over PATH. Throws with the path on failure.
 void write_json(const std::filesystem::path& path, const nlohmann::json& j);
 
+// Runs share/cudatrace/report/generate_report.py on `results` (writes results/overhead.html).
+// A missing Python or matplotlib is reported on stderr, never a failed run.
+void write_report(const std::filesystem::path& prefix, const std::filesystem::path& results);
+
 // Hands a results folder to the user who ran the harness through sudo (best effort).
 void chown_tree(const std::filesystem::path& root, uid_t uid, gid_t gid);
 

@@ -1,0 +1,230 @@
+#!/usr/bin/env python3
+"""Writes one self-contained HTML report (charts embedded) from harness results folders.
+
+usage: generate_report.py RESULTS_DIR [RESULTS_DIR ...] [-o reports/overhead.html]
+
+Each RESULTS_DIR is a results/<run-id>/ folder: a matrix run (summary.json) and/or a
+per-call benchmark run (bench_summary.json); manifest.json gives the environment.
+Needs Debian's python3-matplotlib.
+"""
+import argparse
+import base64
+import html
+import io
+import json
+import os
+import sys
+
+try:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+except ImportError:
+    sys.exit("generate_report: python3-matplotlib is missing (apt-get install python3-matplotlib)")
+
+
+def load(folder, name):
+    path = os.path.join(folder, name)
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def png(fig):
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def esc(x):
+    return html.escape(str(x))
+
+
+def table(headers, rows, table_id):
+    out = [f'<table id="{table_id}"><thead><tr>' + "".join(f"<th>{esc(h)}</th>" for h in headers) + "</tr></thead><tbody>"]
+    for r in rows:
+        out.append("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>")
+    out.append("</tbody></table>")
+    return "\n".join(out)
+
+
+def per_call_section(bench_rows):
+    """Median ns per call and method (log scale), whiskers from min to max repetition."""
+    if not bench_rows:
+        return "<p>No per-call benchmark in these results (run <code>harness --bench</code>).</p>", ""
+    linkages = sorted({r["linkage"] for r in bench_rows})
+    methods = sorted({r["method"] for r in bench_rows}, key=lambda m: (m != "none", m))
+    calls = sorted({r["call"] for r in bench_rows})
+    fig, axes = plt.subplots(len(linkages), 1, figsize=(11, 3.6 * len(linkages)), squeeze=False)
+    width = 0.8 / max(1, len(methods))
+    for ax, linkage in zip(axes[:, 0], linkages):
+        for i, m in enumerate(methods):
+            xs, ys, lo, hi = [], [], [], []
+            for j, c in enumerate(calls):
+                row = next((r for r in bench_rows if r["call"] == c and r["method"] == m and r["linkage"] == linkage), None)
+                if not row:
+                    continue
+                xs.append(j + (i - (len(methods) - 1) / 2) * width)
+                ys.append(row["median_ns"])
+                lo.append(row["median_ns"] - min(row["values_ns"]))
+                hi.append(max(row["values_ns"]) - row["median_ns"])
+            ax.bar(xs, ys, width, yerr=[lo, hi], capsize=2, label=m)
+        ax.set_yscale("log")
+        ax.set_ylabel("ns per call (median)")
+        ax.set_title(f"{linkage} cudart")
+        ax.set_xticks(range(len(calls)))
+        ax.set_xticklabels(calls, rotation=20, ha="right", fontsize=8)
+        ax.legend(fontsize=8)
+    fig.tight_layout(h_pad=2.5)
+    chart = f'<img id="per-call-chart" alt="per-call overhead" src="{png(fig)}">'
+    rows = []
+    for r in sorted(bench_rows, key=lambda r: (r["call"], r["linkage"], r["method"])):
+        if r["method"] == "none":
+            continue
+        ci = r.get("delta_ci95_ns", [None, None])
+        delta = f'{r["delta_ns"]:+.1f}' if "delta_ns" in r else "—"
+        interval = f"[{ci[0]:+.1f}, {ci[1]:+.1f}]" if ci[0] is not None else "—"
+        ratio = f'{r["ratio"]:.2f}×' if "ratio" in r else "—"
+        rows.append([esc(r["call"]), esc(r["linkage"]), esc(r["method"]), f'{r["median_ns"]:.1f}', delta, interval, ratio, r["reps"]])
+    return chart, table(["call", "cudart", "method", "median ns", "Δ vs none ns", "95% interval", "ratio", "reps"], rows, "per-call-table")
+
+
+def completeness_section(combos):
+    cells = {}
+    for c in combos:
+        if not c.get("workload"):
+            continue
+        for layer in c.get("layers", []):
+            if layer["expected"] == 0:
+                continue
+            cells[(f'{c["workload"]}.{c["linkage"]}', f'{c["method"]}:{layer["layer"]}')] = layer
+    if not cells:
+        return "<p>No scored layers in these results (only the baseline ran).</p>"
+    rows = sorted({k[0] for k in cells})
+    cols = sorted({k[1] for k in cells})
+    fig, ax = plt.subplots(figsize=(1.4 + 1.2 * len(cols), 0.8 + 0.45 * len(rows)))
+    grid = [[(cells[(r, c)]["matched"] / cells[(r, c)]["expected"]) if (r, c) in cells else float("nan") for c in cols] for r in rows]
+    im = ax.imshow(grid, cmap="RdYlGn", vmin=0, vmax=1, aspect="auto")
+    for i, r in enumerate(rows):
+        for j, c in enumerate(cols):
+            if (r, c) in cells:
+                ax.text(j, i, f"{100 * grid[i][j]:.0f}%", ha="center", va="center", fontsize=8)
+    ax.set_xticks(range(len(cols)))
+    ax.set_xticklabels(cols, rotation=30, ha="right", fontsize=8)
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels(rows, fontsize=8)
+    fig.colorbar(im, ax=ax, label="recall")
+    ax.set_title("recall: matched / expected, per workload x method:layer")
+    return (f'<img id="completeness-heatmap" alt="completeness heatmap" src="{png(fig)}">'
+            "<p>Blank: the method does not observe that layer for that linkage, or the workload gives it "
+            "nothing to expect (burst makes no launch). Driver: one launch inside each runtime launch; "
+            "syscall: ledger calls during which their thread made a syscall.</p>")
+
+
+def fidelity_table(combos):
+    rows = []
+    for c in combos:
+        for l in c.get("layers", []):
+            args = f'{l["args_equal"]}/{l["args_compared"]}' if l["args_compared"] else "—"
+            rets = f'{l["ret_equal"]}/{l["ret_compared"]}' if l["ret_compared"] else "—"
+            rows.append([esc(c.get("workload") or "command"), esc(c.get("linkage") or ""), esc(c["method"]), esc(l["layer"]),
+                         f'{l["matched"]}/{l["expected"]}', l["phantom"], l["unscored"], args, rets, l["order_violations"]])
+    return table(["workload", "cudart", "method", "layer", "matched/expected", "phantom", "unscored", "args equal",
+                  "codes equal", "order violations"], rows, "fidelity-table")
+
+
+def loss_table(combos):
+    rows = []
+    for c in combos:
+        if c["method"] == "none":
+            continue
+        loss = c.get("loss", {})
+        total = sum(v for v in loss.values() if isinstance(v, int))
+        detail = ", ".join(f"{esc(k)} {v}" for k, v in sorted(loss.items())) or "—"
+        rows.append([esc(c.get("workload") or "command"), esc(c.get("linkage") or ""), esc(c["method"]),
+                     f'<b class="{"bad" if total else "good"}">{total}</b>', detail])
+    return table(["workload", "cudart", "method", "lost (all counters)", "counters"], rows, "loss-table")
+
+
+def slowdown_section(combos):
+    rows = []
+    for c in combos:
+        if c["method"] == "none" or "wall_ratio_vs_none" not in c:
+            continue
+        w = c["wall_ns"]
+        rows.append([esc(c["workload"]), esc(c["linkage"]), esc(c["method"]), f'{c["wall_ratio_vs_none"]:.2f}×',
+                     f'{w["median"] / 1e6:.0f}', f'{w["min"] / 1e6:.0f}–{w["max"] / 1e6:.0f}', c["reps"]])
+    return table(["workload", "cudart", "method", "wall time vs none", "median ms", "range ms", "reps"], rows, "slowdown-table")
+
+
+def skipped_section(summaries):
+    by_reason = {}
+    for s in summaries:
+        for k in s.get("skipped", []):
+            by_reason.setdefault(k["reason"], []).append(
+                ".".join(x for x in (k.get("workload"), k.get("linkage"), k.get("method")) if x))
+    if not by_reason:
+        return '<p id="skipped">Nothing was skipped.</p>'
+    items = "".join(f"<li><b>{esc(r)}</b>: {esc(', '.join(sorted(set(w))))}</li>" for r, w in sorted(by_reason.items()))
+    return f'<ul id="skipped">{items}</ul>'
+
+
+def environment_section(manifests):
+    env = next((m["environment"] for m in manifests if m and "environment" in m), None)
+    if not env:
+        return '<p id="environment">No manifest.json found.</p>'
+    gpu = env.get("gpu", {})
+    devices = ", ".join(f'{d["name"]} (cc {d["compute_capability"]}, {d["multiprocessors"]} SMs)' for d in gpu.get("devices", []))
+    host = env.get("host", {})
+    rows = [["GPU", esc(devices or gpu.get("reason", "none"))],
+            ["driver", esc(f'{gpu.get("driver_version", "?")} (CUDA {gpu.get("driver_cuda_version", "?")})')],
+            ["CUDA toolkit (build)", esc(env.get("cuda", {}).get("toolkit_version_at_build", "?"))],
+            ["kernel", esc(host.get("kernel", "?"))], ["OS", esc(host.get("os", "?"))],
+            ["CPU", esc(f'{host.get("cpu", "?")} x {host.get("cpus", "?")}')],
+            ["harness", esc(f'{env.get("harness", {}).get("version", "?")} ({env.get("harness", {}).get("revision", "?")})')]]
+    return table(["", ""], rows, "environment")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("results", nargs="+", help="results/<run-id> folders")
+    ap.add_argument("-o", "--output", default="reports/overhead.html")
+    args = ap.parse_args()
+    summaries, benches, manifests, ids = [], [], [], []
+    for folder in args.results:
+        s, b, m = load(folder, "summary.json"), load(folder, "bench_summary.json"), load(folder, "manifest.json")
+        if not s and not b:
+            sys.exit(f"generate_report: {folder} has neither summary.json nor bench_summary.json")
+        summaries += [s] if s else []
+        benches += [b] if b else []
+        manifests.append(m)
+        ids.append((s or b)["run_id"])
+    combos = [c for s in summaries for c in s.get("combos", [])]
+    bench_rows = [r for b in benches for r in b.get("rows", [])]
+    chart, per_call = per_call_section(bench_rows)
+    failed = sum(s["counts"]["failed"] for s in summaries)
+    page = f"""<!doctype html>
+<html><head><meta charset="utf-8"><title>CUDA tracing methods: overhead and completeness</title>
+<style>body{{font-family:sans-serif;max-width:1200px;margin:2em auto;color:#222}}table{{border-collapse:collapse;margin:1em 0;font-size:13px}}
+td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}th{{background:#eee}}td:first-child{{text-align:left}}
+img{{max-width:100%}}.good{{color:#070}}.bad{{color:#b00}}</style></head><body>
+<h1>CUDA tracing methods: what each one sees, and what it costs</h1>
+<p>Runs: {esc(", ".join(ids))}. {failed} failed run(s).</p>
+<h2>Per-call overhead</h2>{chart}{per_call}
+<h2>Completeness</h2>{completeness_section(combos)}{fidelity_table(combos)}
+<h2>Loss</h2><p>Every counter a tracer reports about events it could not keep; 0 is the only good value.</p>{loss_table(combos)}
+<h2>Whole-workload slowdown</h2>{slowdown_section(combos)}
+<h2>Skipped, and why</h2>{skipped_section(summaries + benches)}
+<h2>Environment</h2>{environment_section(manifests)}
+</body></html>
+"""
+    os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
+    with open(args.output, "w") as f:
+        f.write(page)
+    print(f"generate_report: wrote {args.output}")
+
+
+if __name__ == "__main__":
+    main()

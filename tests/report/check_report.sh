@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Renders the report from real H100 results and opens it in headless Chromium: the charts
+# must be there as images that decoded, and the tables must be filled.
+#   usage: check_report.sh GENERATOR FIXTURES OUT_DIR      (exit 77 = skipped, with the reason)
+set -euo pipefail
+generator=$1 fixtures=$2 out=$3
+/usr/bin/python3 -c "import matplotlib" 2>/dev/null || { echo "SKIP: python3-matplotlib missing"; exit 77; }
+browser=$(command -v chromium || command -v chromium-browser || true)
+[[ -n "$browser" ]] || { echo "SKIP: chromium missing (ci/install-deps.sh --test installs it)"; exit 77; }
+mkdir -p "$out"
+/usr/bin/python3 "$generator" "$fixtures/matrix" "$fixtures/bench" -o "$out/overhead.html"
+
+# Let the page load, then ask the browser itself what it rendered.
+flags=(--headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking
+       --disable-component-update --disable-sync --user-data-dir="$out/profile" --virtual-time-budget=3000)
+probe='<script>window.onload=()=>{const r=[];for(const i of document.images)r.push(i.id+"="+i.naturalWidth+"x"+i.naturalHeight);
+for(const t of document.querySelectorAll("table"))r.push(t.id+":rows="+t.tBodies[0].rows.length);
+document.title="PROBE "+r.join(" ");}</script>'
+PROBE="$probe" /usr/bin/python3 -c 'import os,sys; p=open(sys.argv[1]).read(); open(sys.argv[2],"w").write(p.replace("</body>", os.environ["PROBE"]+"</body>"))' \
+  "$out/overhead.html" "$out/probed.html"
+dom=$(timeout 60 "$browser" "${flags[@]}" --dump-dom "file://$out/probed.html" 2>/dev/null)
+title=$(grep -o '<title>PROBE [^<]*' <<<"$dom" | sed 's/<title>PROBE //')
+echo "rendered: $title"
+timeout 60 "$browser" "${flags[@]}" --window-size=1300,2400 --screenshot="$out/overhead.png" "file://$out/overhead.html" >/dev/null 2>&1 || true
+
+fail=0
+expect() { grep -Eq "$1" <<<"$title" || { echo "FAIL: $2"; fail=1; }; }
+expect 'per-call-chart=[0-9]{3,}x[0-9]{3,}' "per-call chart did not render"
+expect 'completeness-heatmap=[0-9]{3,}x[0-9]{3,}' "completeness heatmap did not render"
+expect 'per-call-table:rows=32' "per-call table should have 32 rows (8 calls x 2 linkages x preload, strace)"
+expect 'fidelity-table:rows=[1-9]' "fidelity table is empty"
+expect 'loss-table:rows=[1-9]' "loss table is empty"
+expect 'slowdown-table:rows=[1-9]' "slowdown table is empty"
+expect 'environment:rows=7' "environment table incomplete"
+grep -q 'id="skipped"' "$out/overhead.html" || { echo "FAIL: no skipped section"; fail=1; }
+grep -q 'NVIDIA H100 80GB HBM3' "$out/overhead.html" || { echo "FAIL: GPU missing from the environment"; fail=1; }
+exit $fail
