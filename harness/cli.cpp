@@ -76,7 +76,7 @@ Options parse_cli(const std::vector<std::string>& args, const std::vector<std::s
       inline_value = true;
     }
     static const std::vector<std::string> with_value{"--workload", "--method", "--linkage", "--reps",
-                                                     "--out",      "--timeout", "--set"};
+                                                     "--out",      "--timeout", "--set",     "--export-trace"};
     if (std::find(with_value.begin(), with_value.end(), flag) == with_value.end())
       throw UsageError("unknown option '" + a + "'");
     if (!inline_value) {
@@ -99,6 +99,9 @@ Options parse_cli(const std::vector<std::string>& args, const std::vector<std::s
     } else if (flag == "--out") {
       if (value.empty()) throw UsageError("--out needs a folder");
       o.out = value;
+    } else if (flag == "--export-trace") {
+      if (value.empty()) throw UsageError("--export-trace needs a run folder (results/<run-id>/runs/<combo>)");
+      o.export_trace = value;
     } else if (flag == "--timeout") {
       o.timeout_s = positive_number(flag, value);
     } else if (flag == "--set") {
@@ -153,6 +156,8 @@ options:
                                method; --reps is the benchmark's repetitions (default 5).
                                Writes bench.json (Google Benchmark; compare.py works on it) and
                                bench_summary.json (median, delta to none with 95% interval)
+  --export-trace RUN_FOLDER    write RUN_FOLDER/trace.json (Chrome/Perfetto: open it in
+                               ui.perfetto.dev) from that run's events and ledger, then stop
   --list                       list workloads and methods, and whether each can run here
   -h, --help                   this text
   -- COMMAND [ARGS...]         trace any program instead of the workloads. There is no

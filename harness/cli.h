@@ -20,6 +20,7 @@ struct Options {
   int reps = 1;
   bool reps_given = false;
   bool bench = false;  // run the per-call benchmark instead of the workloads
+  std::filesystem::path export_trace;  // a run folder to write as trace.json, then stop
   std::filesystem::path out = "results";
   double timeout_s = 600;
   bool list = false;

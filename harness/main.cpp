@@ -10,6 +10,7 @@
 #include "harness/host.h"
 #include "harness/matrix.h"
 #include "harness/runner.h"
+#include "harness/trace_export.h"
 
 using namespace cudatrace;
 
@@ -48,6 +49,18 @@ int main(int argc, char** argv) {
   if (opts.help) {
     std::fputs(help_text().c_str(), stdout);
     return 0;
+  }
+  if (!opts.export_trace.empty()) {
+    try {
+      if (!std::filesystem::is_directory(opts.export_trace))
+        throw std::runtime_error("no such run folder: " + opts.export_trace.string());
+      size_t n = export_trace(opts.export_trace);
+      std::printf("harness: wrote %s (%zu trace events)\n", (opts.export_trace / "trace.json").c_str(), n);
+      return 0;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "harness: %s\n", e.what());
+      return 2;
+    }
   }
   HostFacts host = probe_host(self_prefix());
   if (opts.list) {

@@ -1,0 +1,13 @@
+#pragma once
+// A run as a Chrome/Perfetto trace (chrome://tracing, ui.perfetto.dev): the tracer's
+// events and the workload's ledger side by side, one track per thread, so what a method
+// missed or invented is visible on the timeline.
+#include <filesystem>
+
+namespace cudatrace {
+
+// Reads RUN_DIR/events.jsonl and RUN_DIR/ledger.jsonl (either may be absent), writes
+// RUN_DIR/trace.json; returns the number of trace events written. Throws on bad input.
+size_t export_trace(const std::filesystem::path& run_dir);
+
+}  // namespace cudatrace

@@ -1,0 +1,57 @@
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "common/event_io.h"
+#include "harness/trace_export.h"
+#include "test_support.h"
+
+using namespace cudatrace;
+
+TEST(TraceExport, EventsAndLedgerSideBySideInMicroseconds) {
+  auto dir = testsupport::temp_dir("trace");
+  {
+    EventWriter ev(dir / "events.jsonl");
+    Event e;
+    e.layer = "runtime";
+    e.name = "__cudaLaunchKernel";
+    e.ts = 2'000'000;
+    e.dur = 1'500;
+    e.pid = 7;
+    e.tid = 8;
+    e.ret = 0;
+    ev.write(e);
+    Event open_ended = e;  // exit never seen
+    open_ended.dur.reset();
+    ev.write(open_ended);
+    ev.close();
+    EventWriter led(dir / "ledger.jsonl");
+    e.name = "cudaLaunchKernel";
+    e.ts = 1'999'000;
+    e.dur = 3'000;
+    led.write(e);
+    led.close();
+  }
+  EXPECT_EQ(export_trace(dir), 5u);  // 3 slices + 2 process names
+  std::ifstream f(dir / "trace.json");
+  auto j = nlohmann::json::parse(f);
+  const auto& t = j["traceEvents"];
+  EXPECT_EQ(t[0]["ph"], "X");
+  EXPECT_DOUBLE_EQ(t[0]["ts"].get<double>(), 2000.0);
+  EXPECT_DOUBLE_EQ(t[0]["dur"].get<double>(), 1.5);
+  EXPECT_EQ(t[0]["args"]["ret"], 0);
+  EXPECT_EQ(t[1]["ph"], "i");
+  EXPECT_EQ(t[2]["cat"], "ledger");
+  EXPECT_NE(t[2]["pid"], t[0]["pid"]) << "the ledger is its own process on the timeline";
+  EXPECT_EQ(t[2]["tid"], 8);
+}
+
+TEST(TraceExport, HarnessFlagWritesTheFileOrSaysWhy) {
+  auto dir = testsupport::temp_dir("trace");
+  auto r = testsupport::run_command(std::string(HARNESS_PATH) + " --export-trace " + dir.string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(dir / "trace.json"));
+  r = testsupport::run_command(std::string(HARNESS_PATH) + " --export-trace /no/such/run");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.output, "harness: no such run folder: /no/such/run\n");
+}
