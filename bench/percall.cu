@@ -10,7 +10,9 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <vector>
 #include <cstdlib>
 #include <string>
 
@@ -37,16 +39,28 @@ void must(cudaError_t e, const char* what) {
   }
 }
 
-// Times `body` kBatch times per iteration; `after` runs untimed after each batch.
+// Times `body` kBatch times per iteration; `after` runs untimed after each batch. Before
+// timing, the same loop runs untimed (GPU and caches awake). Besides Google Benchmark's
+// mean, each repetition reports the median batch as counter median_ns: one preempted batch
+// (this runs in a VM) moves a mean by hundreds of ns, a median not.
 template <class Body, class After>
 void batched(benchmark::State& state, Body&& body, After&& after) {
+  for (int w = 0; w < kIterations / 4; ++w) {
+    for (int i = 0; i < kBatch; ++i) body();
+    after();
+  }
+  std::vector<double> per_call;
+  per_call.reserve(kIterations);
   for (auto _ : state) {
     const int64_t t0 = cudatrace::monotonic_ns();
     for (int i = 0; i < kBatch; ++i) body();
     const int64_t t1 = cudatrace::monotonic_ns();
     after();
-    state.SetIterationTime(double(t1 - t0) / 1e9 / kBatch);
+    per_call.push_back(double(t1 - t0) / kBatch);
+    state.SetIterationTime(per_call.back() / 1e9);
   }
+  std::nth_element(per_call.begin(), per_call.begin() + long(per_call.size() / 2), per_call.end());
+  state.counters["median_ns"] = per_call.empty() ? 0.0 : per_call[per_call.size() / 2];
 }
 
 cudaStream_t g_stream;

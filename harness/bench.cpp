@@ -96,7 +96,8 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
         merged["benchmarks"].push_back(b);
         std::string call, l, m;
         if (b.value("run_type", "") == "iteration" && split_name(b.value("name", ""), call, l, m))
-          samples[{call, l, m}].push_back(b.value("real_time", 0.0));
+          samples[{call, l, m}].push_back(b.contains("median_ns") ? b["median_ns"].get<double>()
+                                                                  : b.value("real_time", 0.0));
       }
     }
   }

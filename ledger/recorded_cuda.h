@@ -102,6 +102,7 @@ inline cudaError_t EventDestroy(cudaEvent_t e) {
 }
 inline cudaError_t DeviceSynchronize() { return RT_RECORD("cudaDeviceSynchronize", cudaDeviceSynchronize()); }
 inline cudaError_t GetLastError() { return RT_RECORD("cudaGetLastError", cudaGetLastError()); }
+inline cudaError_t PeekAtLastError() { return RT_RECORD("cudaPeekAtLastError", cudaPeekAtLastError()); }
 
 #undef RT_RECORD
 
