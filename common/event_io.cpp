@@ -6,22 +6,6 @@
 
 namespace cudatrace {
 
-nlohmann::json event_to_json(const Event& e) {
-  // nlohmann::json keeps keys sorted; EventWriter restores the schema's order ("v" first).
-  nlohmann::json j;
-  j["v"] = kEventVersion;
-  j["layer"] = e.layer;
-  j["name"] = e.name;
-  j["ts"] = e.ts;
-  if (e.dur) j["dur"] = *e.dur;
-  j["pid"] = e.pid;
-  j["tid"] = e.tid;
-  if (e.ret) j["ret"] = *e.ret;
-  j["args"] = e.args.is_null() ? nlohmann::json::object() : e.args;
-  if (e.corr) j["corr"] = *e.corr;
-  return j;
-}
-
 namespace {
 
 template <class T>
@@ -80,17 +64,18 @@ EventWriter::~EventWriter() {
 }
 
 void EventWriter::write(const Event& e) {
-  // "v" first, as the schema asks, then the rest in a fixed order for diff-able files.
+  // Serialised field by field, "v" first as the schema asks, in a fixed order (diff-able
+  // files); only the free-form fields go through the JSON library, for their escaping.
   std::string line = "{\"v\":" + std::to_string(kEventVersion);
-  nlohmann::json j = event_to_json(e);
-  for (const char* key : {"layer", "name", "ts", "dur", "pid", "tid", "ret", "args", "corr"}) {
-    auto it = j.find(key);
-    if (it == j.end()) continue;
-    line += ",\"";
-    line += key;
-    line += "\":";
-    line += it->dump();
-  }
+  line += ",\"layer\":" + nlohmann::json(e.layer).dump();
+  line += ",\"name\":" + nlohmann::json(e.name).dump();
+  line += ",\"ts\":" + std::to_string(e.ts);
+  if (e.dur) line += ",\"dur\":" + std::to_string(*e.dur);
+  line += ",\"pid\":" + std::to_string(e.pid);
+  line += ",\"tid\":" + std::to_string(e.tid);
+  if (e.ret) line += ",\"ret\":" + std::to_string(*e.ret);
+  line += ",\"args\":" + (e.args.is_object() ? e.args.dump() : std::string("{}"));
+  if (e.corr) line += ",\"corr\":" + std::to_string(*e.corr);
   line += "}\n";
   if (std::fwrite(line.data(), 1, line.size(), f_) != line.size())
     throw std::runtime_error("write failed on " + path_.string() + ": " + std::strerror(errno));

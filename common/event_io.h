@@ -10,7 +10,6 @@
 
 namespace cudatrace {
 
-nlohmann::json event_to_json(const Event& e);
 // Throws EventFormatError naming what is wrong (missing field, wrong version, bad type).
 Event event_from_json(const nlohmann::json& j);
 

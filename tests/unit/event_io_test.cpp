@@ -71,13 +71,37 @@ TEST(EventIo, WriterFollowsTheSchemaFile) {
   std::ifstream f(CUDATRACE_SCHEMA_FILE);
   ASSERT_TRUE(f) << CUDATRACE_SCHEMA_FILE;
   nlohmann::json schema = nlohmann::json::parse(f);
-  nlohmann::json written = event_to_json(sample());
+  auto dir = testsupport::temp_dir("eventio");
+  {
+    EventWriter w(dir / "e.jsonl");
+    w.write(sample());
+    w.close();
+  }
+  std::ifstream in(dir / "e.jsonl");
+  std::string line;
+  std::getline(in, line);
+  nlohmann::json written = nlohmann::json::parse(line);  // what the writer really wrote
   for (const auto& req : schema["required"]) EXPECT_TRUE(written.contains(req.get<std::string>())) << req;
   for (const auto& [key, v] : written.items()) EXPECT_TRUE(schema["properties"].contains(key)) << key;
   for (const char* l : {layer::kRuntime, layer::kDriver, layer::kDevice, layer::kGpuActivity, layer::kSyscall, layer::kMeta})
     EXPECT_NE(std::find(schema["properties"]["layer"]["enum"].begin(), schema["properties"]["layer"]["enum"].end(), l),
               schema["properties"]["layer"]["enum"].end())
         << l;
+}
+
+TEST(EventIo, StringsAreEscaped) {
+  auto dir = testsupport::temp_dir("eventio");
+  Event e = sample();
+  e.name = "odd \"name\"\n";
+  e.args = {{"text", "a\\b \"c\""}};
+  {
+    EventWriter w(dir / "e.jsonl");
+    w.write(e);
+    w.close();
+  }
+  auto back = read_events(dir / "e.jsonl").events.at(0);
+  EXPECT_EQ(back.name, e.name);
+  EXPECT_EQ(back.args, e.args);
 }
 
 TEST(EventIo, BadLinesNameFileLineAndReason) {
