@@ -218,8 +218,11 @@ extern "C" CUresult CUDAAPI cuGetProcAddress(const char* symbol, void** pfn, int
 namespace {
 
 void* swap_for_wrapper(const char* name, void* real) {
-  if (real == driver_symbol("cuGetProcAddress_v2")) return reinterpret_cast<void*>(&cuGetProcAddress_v2);
-  if (real == driver_symbol("cuGetProcAddress")) return reinterpret_cast<void*>(&cuGetProcAddress);
+  // Resolved once: this runs for every entry point cudart asks for, and every cu* dlsym.
+  static void* const real_v2 = driver_symbol("cuGetProcAddress_v2");
+  static void* const real_v1 = driver_symbol("cuGetProcAddress");
+  if (real == real_v2) return reinterpret_cast<void*>(&cuGetProcAddress_v2);
+  if (real == real_v1) return reinterpret_cast<void*>(&cuGetProcAddress);
   const auto& table = wrapper_by_real_address();
   auto it = table.find(real);
   if (it != table.end()) {
