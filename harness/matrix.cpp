@@ -17,6 +17,7 @@
 #include "harness/matcher.h"
 #include "harness/runner.h"
 #include "ledger/ledger.h"
+#include "workloads/exit_codes.h"
 
 namespace cudatrace {
 
@@ -59,9 +60,9 @@ void add_loss(json& total, const json& more) {
 std::string exit_meaning(const Combo& c, int code) {
   if (c.workload.empty()) return "exit " + std::to_string(code);
   switch (code) {
-    case 1: return "exit 1: the workload's result check failed";
-    case 2: return "exit 2: the workload rejected its arguments";
-    case 3: return "exit 3: a CUDA call the workload needs failed";
+    case workload::kWrongResult: return "exit 1: the workload's result check failed";
+    case workload::kUsage: return "exit 2: the workload rejected its arguments";
+    case workload::kCudaFailed: return "exit 3: a CUDA call the workload needs failed";
     case 127: return "exit 127: could not start";
   }
   return "exit " + std::to_string(code);

@@ -8,18 +8,13 @@
 #include <string>
 
 #include "ledger/recorded_cuda.h"
+#include "workloads/exit_codes.h"
 
 #ifndef CUDATRACE_CUDART
 #define CUDATRACE_CUDART "unknown"
 #endif
 
 namespace workload {
-
-// Exit codes (the harness reports them by name).
-inline constexpr int kOk = 0;
-inline constexpr int kWrongResult = 1;   // the GPU computed something wrong
-inline constexpr int kUsage = 2;         // bad flags
-inline constexpr int kCudaFailed = 3;    // a call that must succeed failed (no GPU, OOM, ...)
 
 struct Flag {
   const char* help;
