@@ -22,6 +22,18 @@ std::vector<Case> cases(bool with_errors) {
   return out;
 }
 
+// One case under one method through the real harness: it must exit 0 with a consistent
+// ledger (a tracer must not change what the program does). Null after a failure.
+nlohmann::json run_case(const Case& c, const std::string& method) {
+  HarnessRun r = run_harness("--workload " + c.workload + " --method " + method + " --linkage " + c.linkage);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  nlohmann::json run = r.run_json(c.workload + "." + c.linkage + "." + method);
+  EXPECT_TRUE(run.contains("ledger")) << r.output;
+  if (r.exit_code != 0 || !run.contains("ledger")) return nullptr;
+  EXPECT_TRUE(run["ledger"]["consistent"].get<bool>()) << run["ledger"]["problems"].dump();
+  return run;
+}
+
 }  // namespace
 
 class GpuWorkload : public ::testing::TestWithParam<Case> {};
@@ -29,13 +41,10 @@ class GpuWorkload : public ::testing::TestWithParam<Case> {};
 TEST_P(GpuWorkload, LedgerIsCompleteAndResultsAreRight) {
   if (!host().gpu) GTEST_SKIP() << "no GPU: " << host().gpu_reason;
   const Case c = GetParam();
-  HarnessRun r = run_harness("--workload " + c.workload + " --method none --linkage " + c.linkage);
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  nlohmann::json run = r.run_json(c.workload + "." + c.linkage + ".none");
-  ASSERT_TRUE(run.contains("ledger")) << r.output;
+  nlohmann::json run = run_case(c, "none");
+  ASSERT_FALSE(run.is_null());
   EXPECT_EQ(run["exit_code"], 0) << "the workload's own result check";
   const auto& ledger = run["ledger"];
-  EXPECT_TRUE(ledger["consistent"].get<bool>()) << ledger["problems"].dump();
 
   const auto& counts = ledger["counts"];
   if (c.workload == "vecadd") {
@@ -65,10 +74,8 @@ TEST_P(GpuStrace, NvidiaIoctlsDecodedAndVisibilityScored) {
   auto a = cudatrace::availability(*cudatrace::find_method("strace"), host());
   if (!a.ok) GTEST_SKIP() << "strace unavailable: " << a.reason;
   const Case c = GetParam();
-  HarnessRun r = run_harness("--workload " + c.workload + " --method strace --linkage " + c.linkage);
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  nlohmann::json run = r.run_json(c.workload + "." + c.linkage + ".strace");
-  EXPECT_TRUE(run["ledger"]["consistent"].get<bool>()) << run["ledger"]["problems"].dump();
+  nlohmann::json run = run_case(c, "strace");
+  ASSERT_FALSE(run.is_null());
   EXPECT_EQ(run["tracer"]["loss"]["unparsed_lines"], 0) << run["tracer"]["notes"]["unparsed_examples"].dump();
   EXPECT_EQ(run["tracer"]["loss"]["orphan_resumed"], 0);
   EXPECT_GT(run["tracer"]["notes"]["nvidia_ioctls"].get<int>(), 0);
@@ -90,10 +97,8 @@ class GpuPreload : public ::testing::TestWithParam<Case> {};
 TEST_P(GpuPreload, RuntimeCompleteAndDriverLaunchesOneToOne) {
   if (!host().gpu) GTEST_SKIP() << "no GPU: " << host().gpu_reason;
   const Case c = GetParam();
-  HarnessRun r = run_harness("--workload " + c.workload + " --method preload --linkage " + c.linkage);
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  nlohmann::json run = r.run_json(c.workload + "." + c.linkage + ".preload");
-  EXPECT_TRUE(run["ledger"]["consistent"].get<bool>()) << run["ledger"]["problems"].dump();
+  nlohmann::json run = run_case(c, "preload");
+  ASSERT_FALSE(run.is_null());
   for (const char* counter : {"dropped", "missing", "unterminated_files", "corrupt_records"})
     EXPECT_EQ(run["tracer"]["loss"][counter], 0) << counter;
   std::map<std::string, nlohmann::json> layers;
