@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "common/event_io.h"
+#include "tracers/call_args.h"
 #include "tracers/preload/preload_format.h"
 #include "tracers/preload/shim/generic_hooks.h"
 
@@ -19,42 +20,7 @@ using namespace cudatrace::preload;
 
 namespace {
 
-struct HookInfo {
-  const char* layer;
-  const char* name;
-  std::vector<std::pair<std::string, char>> slots;  // (argument name, kind)
-};
-
-const std::vector<HookInfo>& hook_table() {
-  static const std::vector<HookInfo> table = [] {
-    std::vector<HookInfo> t;
-    auto add = [&](const char* layer, const char* name, const char* spec) {
-      HookInfo h{layer, name, {}};
-      std::istringstream in(spec);
-      std::string slot;
-      while (in >> slot) h.slots.emplace_back(slot.substr(0, slot.find(':')), slot.back());
-      t.push_back(std::move(h));
-    };
-#define HOOK(layer, symbol, args) add(#layer, #symbol, args);
-#include "tracers/preload/hooks.def"
-#undef HOOK
-    return t;
-  }();
-  return table;
-}
-
-std::string hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
-const char* memcpy_kind(uint64_t k) {
-  static const char* names[] = {"HtoH", "HtoD", "DtoH", "DtoD", "Default"};
-  return k < 5 ? names[k] : "invalid";
-}
-
-using KernelTable = std::map<uint64_t, std::string>;
+using KernelTable = KernelNames;
 
 struct Calibration {
   int64_t tsc = 0, mono = 0;
@@ -71,26 +37,6 @@ std::vector<std::pair<size_t, Calibration>> calibration_points(const std::vector
       points.push_back({i, {int64_t(r.a[3]), int64_t(r.a[4])}});
   }
   return points;
-}
-
-nlohmann::json decode_args(const HookInfo& h, const Record& r, const KernelTable& kernels) {
-  nlohmann::json args = nlohmann::json::object();
-  for (size_t i = 0; i < h.slots.size() && i < 5; ++i) {
-    const auto& [name, kind] = h.slots[i];
-    const uint64_t v = r.a[i];
-    switch (kind) {
-      case 'i': args[name] = int64_t(v); break;
-      case 'p': args[name] = hex(v); break;
-      case 'k': args[name] = memcpy_kind(v); break;
-      case 'd': args[name] = {uint32_t(v), uint32_t(v >> 32 & 0xFFFF), uint32_t(v >> 48)}; break;
-      case 'n': {
-        auto it = kernels.find(v);
-        args[name] = it != kernels.end() ? it->second : hex(v);
-        break;
-      }
-    }
-  }
-  return args;
 }
 
 KernelTable read_kernel_table(const fs::path& path) {
@@ -168,7 +114,7 @@ TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_
 
   EventWriter out(events_file);
   int64_t records = 0, driver_records = 0, dropped = 0, missing = 0, unterminated = 0, bad = 0, untimed = 0;
-  const auto& table = hook_table();
+  const auto& table = call_table();
   for (const auto& [key, recs] : contents) {
     const auto [pid, tid] = key;
     const auto points = calibration_points(recs);
@@ -199,10 +145,10 @@ TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_
         e.layer = layer::kDriver;
         e.name = it != names.end() ? it->second : "cu?generic" + std::to_string(slot);
       } else if (r.hook < table.size()) {
-        const HookInfo& h = table[r.hook];
+        const CallInfo& h = table[r.hook];
         e.layer = h.layer;
         e.name = h.name;
-        e.args = decode_args(h, r, kernels[pid]);
+        e.args = decode_args(h, r.a, kernels[pid]);
       } else {
         ++bad;
         continue;
