@@ -10,7 +10,7 @@
 
 #include "common/event_io.h"
 #include "harness/catalog.h"
-#include "harness/elf_deps.h"
+#include "common/elf_file.h"
 #include "harness/host.h"
 #include "harness/results_io.h"
 #include "harness/ledger_check.h"
