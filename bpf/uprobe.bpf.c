@@ -199,6 +199,16 @@ int call_exit(struct pt_regs* ctx) {
   if (f->has_blob) {
     __builtin_memcpy(c->blob, f->blob, sizeof(c->blob));
     c->flags |= UPROBE_F_BLOB;
+  } else {
+    // The entry read can fail on a page not yet faulted in (a probe cannot fault pages in):
+    // a kernel name read by cudart at registration is resident once the call returns.
+    int b = UPROBE_COOKIE_BLOB(cookie);
+    if (b >= 0 && b < UPROBE_ARGS) {
+      const void* src = (const void*)f->args[b & 0xF];
+      long got = UPROBE_COOKIE_BLOB_STR(cookie) ? bpf_probe_read_user_str(c->blob, UPROBE_BLOB, src)
+                                                : bpf_probe_read_user(c->blob, UPROBE_BLOB, src);
+      if (got >= 0) c->flags |= UPROBE_F_BLOB;
+    }
   }
   c->out = 0;
   int o = UPROBE_COOKIE_OUT(cookie);

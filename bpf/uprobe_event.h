@@ -4,6 +4,8 @@
 #ifndef CUDATRACE_UPROBE_EVENT_H
 #define CUDATRACE_UPROBE_EVENT_H
 
+#include <linux/types.h>
+
 #define UPROBE_REG_ARGS 6   /* x86-64 SysV: rdi rsi rdx rcx r8 r9 */
 #define UPROBE_STACK_ARGS 5 /* the 7th argument onwards, read from the caller's stack */
 #define UPROBE_ARGS (UPROBE_REG_ARGS + UPROBE_STACK_ARGS)

@@ -113,7 +113,7 @@ std::vector<FunctionSymbol> function_symbols(const std::filesystem::path& elf, b
         if (name.empty() || !seen.insert(name).second) continue;
         for (const auto& ph : loads) {
           if (s.st_value >= ph.p_vaddr && s.st_value < ph.p_vaddr + ph.p_filesz) {
-            out.push_back({name, s.st_value - ph.p_vaddr + ph.p_offset, local});
+            out.push_back({name, s.st_value - ph.p_vaddr + ph.p_offset, s.st_value, local});
             break;
           }
         }
@@ -122,6 +122,21 @@ std::vector<FunctionSymbol> function_symbols(const std::filesystem::path& elf, b
   }
   if (out.empty()) error = "no function symbols (stripped?)";
   return out;
+}
+
+std::string string_at_vaddr(const std::filesystem::path& elf, uint64_t vaddr) {
+  std::string data;
+  Elf64_Ehdr eh;
+  if (!open_elf64(elf, data, eh)) return {};
+  for (unsigned i = 0; i < eh.e_phnum; ++i) {
+    Elf64_Phdr ph;
+    if (!view(data, eh.e_phoff + uint64_t(i) * eh.e_phentsize, ph) || ph.p_type != PT_LOAD) continue;
+    if (vaddr < ph.p_vaddr || vaddr >= ph.p_vaddr + ph.p_filesz) continue;
+    const uint64_t off = vaddr - ph.p_vaddr + ph.p_offset;
+    if (off >= data.size()) return {};
+    return std::string(data.c_str() + off, strnlen(data.c_str() + off, data.size() - off));
+  }
+  return {};
 }
 
 }  // namespace cudatrace

@@ -27,11 +27,16 @@ std::string cudart_linkage(const std::filesystem::path& elf);
 struct FunctionSymbol {
   std::string name;      // without a @VERSION suffix
   uint64_t file_offset;  // where the code lies in the file: what a uprobe is attached at
+  uint64_t vaddr;        // st_value: the address relative to the load base
   bool local;            // from .symtab with STB_LOCAL binding
 };
 
 // Defined functions from .dynsym and .symtab (local ones too, when `with_local`),
 // one entry per name. Empty with `error` set when the file cannot be read as ELF64.
 std::vector<FunctionSymbol> function_symbols(const std::filesystem::path& elf, bool with_local, std::string& error);
+
+// The NUL-terminated string at virtual address `vaddr` of the file (any loadable segment);
+// empty when there is none.
+std::string string_at_vaddr(const std::filesystem::path& elf, uint64_t vaddr);
 
 }  // namespace cudatrace

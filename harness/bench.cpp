@@ -72,7 +72,8 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
       Target target{{bin.string(), "--benchmark_out=" + (dir / "bench.json").string(), "--benchmark_out_format=json"},
                     linkage};
       Launch launch{target.argv, {{"CUDATRACE_METHOD", method}}};
-      auto tracer = find_method(method)->make(host);
+      auto options = opts.method_options.find(method);
+      auto tracer = find_method(method)->make(host, options == opts.method_options.end() ? MethodOptions{} : options->second);
       ChildResult child;
       try {
         tracer->prepare(launch, target, dir);

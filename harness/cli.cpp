@@ -107,11 +107,16 @@ Options parse_cli(const std::vector<std::string>& args, const std::vector<std::s
     } else if (flag == "--set") {
       auto dot = value.find('.'), eq = value.find('=');
       if (dot == std::string::npos || eq == std::string::npos || eq < dot || dot == 0 || eq == dot + 1)
-        throw UsageError("--set wants WORKLOAD.FLAG=VALUE, e.g. --set vecadd.iters=1000, got '" + value + "'");
-      std::string wl = value.substr(0, dot);
-      if (std::find(workload_names.begin(), workload_names.end(), wl) == workload_names.end())
-        throw UsageError("--set: unknown workload '" + wl + "' (valid: " + join(workload_names) + ")");
-      o.workload_args[wl].push_back("--" + value.substr(dot + 1));
+        throw UsageError("--set wants WORKLOAD.FLAG=VALUE or METHOD.KEY=VALUE, e.g. --set vecadd.iters=1000, got '" +
+                         value + "'");
+      std::string owner = value.substr(0, dot);
+      if (std::find(workload_names.begin(), workload_names.end(), owner) != workload_names.end())
+        o.workload_args[owner].push_back("--" + value.substr(dot + 1));
+      else if (std::find(method_names.begin(), method_names.end(), owner) != method_names.end())
+        o.method_options[owner][value.substr(dot + 1, eq - dot - 1)] = value.substr(eq + 1);
+      else
+        throw UsageError("--set: '" + owner + "' is neither a workload (" + join(workload_names) + ") nor a method (" +
+                         join(method_names) + ")");
     }
   }
   if (o.bench && (!o.command.empty() || workload_given))
@@ -150,6 +155,8 @@ options:
                                as timed out, and the matrix carries on (default: 600)
   --set WORKLOAD.FLAG=VALUE    pass --FLAG=VALUE to one workload (repeatable), e.g.
                                --set burst.threads=16 --set vecadd.iters=1000
+  --set METHOD.KEY=VALUE       a method's setting (--list shows them), e.g.
+                               --set uprobe.ring_mb=16
   --bench                      per-call overhead instead of the workloads: single CUDA calls
                                (empty launch three ways, 4-byte async copy, 1 MiB malloc+free,
                                event record, idle stream sync, cudaGetDevice) timed under each

@@ -28,6 +28,8 @@ struct Options {
   std::vector<std::string> command;  // after "--": trace this program instead of the workloads
   // --set WORKLOAD.FLAG=VALUE -> extra "--FLAG=VALUE" for that workload
   std::map<std::string, std::vector<std::string>> workload_args;
+  // --set METHOD.KEY=VALUE -> that method's settings (checked by the method when it is made)
+  std::map<std::string, std::map<std::string, std::string>> method_options;
 };
 
 // `workload_names`, `method_names`: what "all" expands to and what is valid.

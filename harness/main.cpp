@@ -20,12 +20,14 @@ void print_list(const HostFacts& host) {
   std::printf("workloads (each built with static and shared cudart):\n");
   for (const auto& w : workloads()) {
     std::string state = !w.needs_gpu || host.gpu ? "ok" : "skip: needs a GPU";
-    std::printf("  %-10s %-88s %s\n", w.name.c_str(), w.summary.c_str(), state.c_str());
+    std::printf("  %-13s %-88s %s\n", w.name.c_str(), w.summary.c_str(), state.c_str());
   }
   std::printf("\nmethods:\n");
   for (const auto& m : methods()) {
     Availability a = availability(m, host);
-    std::printf("  %-10s %-88s %s\n", m.name.c_str(), m.summary.c_str(), a.ok ? "ok" : ("unavailable: " + a.reason).c_str());
+    std::printf("  %-13s %-88s %s\n", m.name.c_str(), m.summary.c_str(), a.ok ? "ok" : ("unavailable: " + a.reason).c_str());
+    for (const auto& [key, help] : m.options)
+      std::printf("  %-13s   --set %s.%s=VALUE: %s\n", "", m.name.c_str(), key.c_str(), help.c_str());
   }
   std::printf("\nGPU: %s\n", host.gpu ? "yes" : ("no (" + host.gpu_reason + ")").c_str());
   std::printf("privileges for eBPF: %s\n", host.root ? "yes" : "no (run with sudo)");
@@ -49,6 +51,25 @@ int main(int argc, char** argv) {
   if (opts.help) {
     std::fputs(help_text().c_str(), stdout);
     return 0;
+  }
+  // Method settings are checked now, not when the first run of that method comes up.
+  for (const auto& [name, settings] : opts.method_options) {
+    const Method& m = *find_method(name);
+    for (const auto& [key, value] : settings) {
+      if (!m.options.count(key)) {
+        std::string valid;
+        for (const auto& [k, help] : m.options) valid += (valid.empty() ? "" : ", ") + k;
+        std::fprintf(stderr, "harness: --set: method %s has no setting '%s' (%s) (see --help)\n", name.c_str(),
+                     key.c_str(), valid.empty() ? "it takes none" : ("valid: " + valid).c_str());
+        return 2;
+      }
+    }
+    try {
+      if (m.make) (void)m.make(HostFacts{}, settings);
+    } catch (const std::invalid_argument& e) {
+      std::fprintf(stderr, "harness: --set: %s (see --help)\n", e.what());
+      return 2;
+    }
   }
   if (!opts.export_trace.empty()) {
     try {

@@ -106,7 +106,9 @@ json run_one(const Combo& combo, int rep, const RunContext& ctx, ComboOutcome& o
   run["cudart"] = target.cudart;
 
   const Method& method = *find_method(combo.method);
-  std::unique_ptr<Tracer> tracer = method.make(ctx.host);
+  auto options = ctx.opts.method_options.find(method.name);
+  std::unique_ptr<Tracer> tracer =
+      method.make(ctx.host, options == ctx.opts.method_options.end() ? MethodOptions{} : options->second);
   ChildResult child;
   try {
     tracer->prepare(launch, target, dir);

@@ -8,8 +8,17 @@
 #include "tracers/preload/preload_tracer.h"
 #include "tracers/strace/strace_tracer.h"
 #include "tracers/tracer.h"
+#ifdef CUDATRACE_HAVE_BPF
+#include "tracers/uprobe/uprobe_tracer.h"
+#endif
 
 namespace cudatrace {
+
+namespace {
+// The uprobe modes, without needing the BPF headers where the method is not built.
+using uprobe_mode_t = int;
+constexpr uprobe_mode_t kUprobeFull = 0, kUprobeEnter = 1, kUprobeEmpty = 2;
+}  // namespace
 
 const std::vector<Method>& methods() {
   static const std::vector<Method> all = [] {
@@ -17,18 +26,44 @@ const std::vector<Method>& methods() {
     m.push_back({.name = "none",
                  .summary = "no tracing: the baseline every overhead is measured against",
                  .built = true,
-                 .make = [](const HostFacts&) { return std::make_unique<NoneTracer>(); }});
+                 .make = [](const HostFacts&, const MethodOptions&) { return std::make_unique<NoneTracer>(); }});
     m.push_back({.name = "preload",
                  .summary = "LD_PRELOAD shim on the CUDA runtime and driver APIs",
                  .built = true,
                  .issue = 3,
-                 .make = [](const HostFacts& host) {
+                 .make = [](const HostFacts& host, const MethodOptions&) {
                    return std::make_unique<PreloadTracer>(preload_shim_path(host.prefix));
                  }});
-    m.push_back({.name = "uprobe",
-                 .summary = "eBPF uprobes/uretprobes (libbpf) on libcudart, the executable and libcuda",
-                 .issue = 4,
-                 .needs_root = true});
+    // The uprobe method and its two cost references for the per-call benchmark: the same
+    // probes with entry-only programs, and with programs that return at once.
+    const std::map<std::string, std::string> ring_option{
+        {"ring_mb", "BPF ring buffer size in MiB, a power of two (default 64)"}};
+    struct UprobeVariant {
+      const char* name;
+      const char* summary;
+      uprobe_mode_t mode;
+    };
+    for (const UprobeVariant& v : std::initializer_list<UprobeVariant>{
+             {"uprobe", "eBPF uprobes+uretprobes (libbpf) on libcudart or the executable's cudart, and libcuda",
+              kUprobeFull},
+             {"uprobe-enter", "the uprobe method with entry probes only (no return codes): its cost reference",
+              kUprobeEnter},
+             {"uprobe-empty", "the uprobe method's probes running empty BPF programs: the cost floor, sees nothing",
+              kUprobeEmpty}}) {
+      Method m_{.name = v.name, .summary = v.summary, .issue = 4, .needs_root = true, .options = ring_option};
+#ifdef CUDATRACE_HAVE_BPF
+      static_assert(kUprobeFull == UPROBE_MODE_FULL && kUprobeEnter == UPROBE_MODE_ENTER && kUprobeEmpty == UPROBE_MODE_EMPTY);
+      m_.built = true;
+      const uprobe_mode_t mode = v.mode;
+      m_.make = [mode](const HostFacts&, const MethodOptions& o) {
+        return std::make_unique<UprobeTracer>(static_cast<uprobe_mode>(mode), uprobe_ring_bytes(o));
+      };
+#else
+      (void)v.mode;
+      m_.not_built_reason = "built without clang/bpftool/libbpf (ci/install-deps.sh installs them; rebuild)";
+#endif
+      m.push_back(std::move(m_));
+    }
     m.push_back({.name = "cupti",
                  .summary = "CUPTI callbacks re-emitted as USDT probes, collected by eBPF",
                  .issue = 5,
@@ -43,7 +78,7 @@ const std::vector<Method>& methods() {
                  .issue = 7,
                  .tools = {"strace"},
                  .tool_packages = {{"strace", "strace"}},
-                 .make = [](const HostFacts&) { return std::make_unique<StraceTracer>(find_on_path("strace")); }});
+                 .make = [](const HostFacts&, const MethodOptions&) { return std::make_unique<StraceTracer>(find_on_path("strace")); }});
     return m;
   }();
   return all;
@@ -73,6 +108,7 @@ std::filesystem::path find_on_path(const std::string& program) {
 }
 
 Availability availability(const Method& m, const HostFacts& host) {
+  if (!m.built && !m.not_built_reason.empty()) return {false, "not built: " + m.not_built_reason};
   if (!m.built) return {false, "not built yet (issue #" + std::to_string(m.issue) + ")"};
   if (m.needs_root && !host.root)
     return {false, "needs root or CAP_BPF+CAP_PERFMON (run the harness with sudo)"};

@@ -61,6 +61,9 @@ class Tracer {
   virtual void abandon(const std::filesystem::path& run_dir) { (void)run_dir; }
 };
 
+// Per-method settings from the command line (`--set uprobe.ring_mb=16`): key -> value.
+using MethodOptions = std::map<std::string, std::string>;
+
 struct Method {
   std::string name;
   std::string summary;
@@ -70,7 +73,10 @@ struct Method {
   bool needs_gpu = false;  // the method itself cannot work without a GPU
   std::vector<std::string> tools;  // programs it needs on PATH (with the Debian package)
   std::map<std::string, std::string> tool_packages;
-  std::function<std::unique_ptr<Tracer>(const HostFacts&)> make;
+  std::map<std::string, std::string> options;  // what --set METHOD.KEY=VALUE accepts: key -> help
+  std::string not_built_reason;  // when !built although it has an issue (e.g. built without libbpf)
+  // Throws std::invalid_argument for options it cannot take.
+  std::function<std::unique_ptr<Tracer>(const HostFacts&, const MethodOptions&)> make;
 };
 
 struct Availability {

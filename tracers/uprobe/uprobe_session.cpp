@@ -1,0 +1,249 @@
+#include "tracers/uprobe/uprobe_session.h"
+
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include <cerrno>
+#include <cstdarg>
+#include <cstring>
+#include <algorithm>
+#include <mutex>
+#include <stdexcept>
+
+#include "uprobe.skel.h"
+
+namespace cudatrace {
+
+namespace {
+
+std::mutex g_log_mu;
+std::string g_log;
+
+int collect_libbpf_output(enum libbpf_print_level level, const char* fmt, va_list args) {
+  if (level == LIBBPF_DEBUG) return 0;
+  char buf[1024];
+  int n = vsnprintf(buf, sizeof buf, fmt, args);
+  std::lock_guard lk(g_log_mu);
+  if (g_log.size() < 16384) g_log += buf;
+  return n;
+}
+
+std::string take_log() {
+  std::lock_guard lk(g_log_mu);
+  std::string s;
+  s.swap(g_log);
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  if (auto nl = s.rfind('\n'); nl != std::string::npos) s = s.substr(nl + 1);  // the last line says most
+  return s;
+}
+
+// Every attachment holds a file descriptor or two: a thousand functions need more than
+// the usual soft limit of 1024.
+void raise_fd_limit() {
+  rlimit r;
+  if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+    r.rlim_cur = r.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &r);
+  }
+}
+
+}  // namespace
+
+std::string last_libbpf_message() { return take_log(); }
+
+namespace {
+
+// uprobe_multi (Linux 6.6): one link probes many offsets of one file, and detaching it
+// waits for the kernel's grace period once, not once per probe (with per-probe links, 800
+// probes took ~50 s to detach on 6.18). This libbpf (1.1) predates it: the link is made
+// with the bpf syscall directly, the layout as in the kernel's uapi bpf.h.
+constexpr uint32_t kTraceUprobeMulti = 48;  // enum bpf_attach_type BPF_TRACE_UPROBE_MULTI
+constexpr uint32_t kUprobeMultiReturn = 1;  // BPF_F_UPROBE_MULTI_RETURN
+
+struct LinkCreateUprobeMulti {
+  uint32_t prog_fd;
+  uint32_t target_fd;
+  uint32_t attach_type;
+  uint32_t flags;
+  uint64_t path;
+  uint64_t offsets;
+  uint64_t ref_ctr_offsets;
+  uint64_t cookies;
+  uint32_t cnt;
+  uint32_t multi_flags;
+  uint32_t pid;
+  uint32_t pad;
+};
+static_assert(sizeof(LinkCreateUprobeMulti) == 64);
+
+}  // namespace
+
+void UprobeSession::open_and_load(bool multi) {
+  skel_ = uprobe_bpf__open();
+  if (!skel_) throw std::runtime_error(std::string("cannot open the BPF object: ") + std::strerror(errno));
+  skel_->rodata->mode = mode_;
+  if (int err = bpf_map__set_max_entries(skel_->maps.calls, uint32_t(ring_bytes_)); err)
+    throw std::runtime_error("ring buffer size " + std::to_string(ring_bytes_) + ": " + std::strerror(-err));
+  if (multi) {
+    bpf_program__set_expected_attach_type(skel_->progs.call_enter, static_cast<bpf_attach_type>(kTraceUprobeMulti));
+    bpf_program__set_expected_attach_type(skel_->progs.call_exit, static_cast<bpf_attach_type>(kTraceUprobeMulti));
+  }
+  if (int err = uprobe_bpf__load(skel_); err) {
+    std::string why = take_log();
+    uprobe_bpf__destroy(skel_);
+    skel_ = nullptr;
+    throw std::runtime_error(std::string("cannot load the BPF programs (") + std::strerror(-err) + ")" +
+                             (why.empty() ? "" : ": " + why));
+  }
+  multi_ = multi;
+}
+
+UprobeSession::UprobeSession(uprobe_mode mode, uint64_t ring_bytes) : mode_(mode), ring_bytes_(ring_bytes) {
+  libbpf_set_print(collect_libbpf_output);
+  raise_fd_limit();
+  try {
+    open_and_load(true);
+  } catch (const std::runtime_error&) {
+    take_log();
+    open_and_load(false);  // a kernel before 6.6: per-probe links
+  }
+  // Children and thread exits: the process-tree filter and the per-thread frame stacks.
+  skel_->links.on_fork = bpf_program__attach(skel_->progs.on_fork);
+  skel_->links.on_exit = bpf_program__attach(skel_->progs.on_exit);
+  if (!skel_->links.on_fork || !skel_->links.on_exit) {
+    std::string why = take_log();
+    uprobe_bpf__destroy(skel_);
+    skel_ = nullptr;
+    throw std::runtime_error("cannot attach the fork/exit tracepoints: " + why);
+  }
+}
+
+UprobeSession::~UprobeSession() {
+  stop();
+  if (ring_) ring_buffer__free(ring_);
+  if (skel_) uprobe_bpf__destroy(skel_);
+}
+
+int UprobeSession::link_multi(const std::string& binary, const uint64_t* offsets, const uint64_t* cookies, size_t n,
+                              bool ret) {
+  LinkCreateUprobeMulti attr{};
+  attr.prog_fd = uint32_t(bpf_program__fd(ret ? skel_->progs.call_exit : skel_->progs.call_enter));
+  attr.attach_type = kTraceUprobeMulti;
+  attr.path = reinterpret_cast<uint64_t>(binary.c_str());
+  attr.offsets = reinterpret_cast<uint64_t>(offsets);
+  attr.cookies = reinterpret_cast<uint64_t>(cookies);
+  attr.cnt = uint32_t(n);
+  attr.multi_flags = ret ? kUprobeMultiReturn : 0;
+  int fd = int(syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof attr));
+  if (fd >= 0) multi_fds_.push_back(fd);
+  return fd;
+}
+
+std::vector<std::pair<uint64_t, std::string>> UprobeSession::attach(const std::string& binary,
+                                                                    const std::vector<uint64_t>& offsets,
+                                                                    const std::vector<uint64_t>& cookies) {
+  std::vector<std::pair<uint64_t, std::string>> failed;
+  const std::vector<bool> directions = mode_ == UPROBE_MODE_ENTER ? std::vector<bool>{false} : std::vector<bool>{false, true};
+  if (multi_) {
+    bool all = true;
+    for (bool ret : directions) all = all && link_multi(binary, offsets.data(), cookies.data(), offsets.size(), ret) >= 0;
+    if (all) {
+      probes_ += offsets.size() * directions.size();
+      return failed;
+    }
+    // One offset the kernel refuses fails the whole link: find it, probing one by one.
+    for (size_t i = 0; i < offsets.size(); ++i) {
+      for (bool ret : directions) {
+        if (link_multi(binary, &offsets[i], &cookies[i], 1, ret) >= 0) {
+          ++probes_;
+        } else {
+          failed.push_back({offsets[i], std::strerror(errno)});
+          break;
+        }
+      }
+    }
+    return failed;
+  }
+  for (size_t i = 0; i < offsets.size(); ++i) {
+    for (bool ret : directions) {
+      LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookies[i], .retprobe = ret);
+      bpf_link* link = bpf_program__attach_uprobe_opts(ret ? skel_->progs.call_exit : skel_->progs.call_enter, -1,
+                                                       binary.c_str(), offsets[i], &opts);
+      if (!link) {
+        std::string why = std::strerror(errno);
+        std::string log = take_log();
+        failed.push_back({offsets[i], why + (log.empty() ? "" : " (" + log + ")")});
+        break;
+      }
+      links_.push_back(link);
+      ++probes_;
+    }
+  }
+  return failed;
+}
+
+void UprobeSession::trace_process(pid_t pid) {
+  __u32 key = __u32(pid);
+  __u8 one = 1;
+  if (bpf_map__update_elem(skel_->maps.traced, &key, sizeof key, &one, sizeof one, BPF_ANY) != 0)
+    throw std::runtime_error(std::string("cannot add the target to the traced set: ") + std::strerror(errno));
+}
+
+int UprobeSession::on_record(void* self, void* data, size_t size) {
+  auto* s = static_cast<UprobeSession*>(self);
+  if (size < sizeof(uprobe_call)) {
+    ++s->short_records_;
+    return 0;
+  }
+  fwrite(data, sizeof(uprobe_call), 1, s->spool_);
+  ++s->records_;
+  return 0;
+}
+
+void UprobeSession::start(const std::filesystem::path& spool) {
+  spool_ = fopen(spool.c_str(), "wb");
+  if (!spool_) throw std::runtime_error("cannot write " + spool.string() + ": " + std::strerror(errno));
+  ring_ = ring_buffer__new(bpf_map__fd(skel_->maps.calls), on_record, this, nullptr);
+  if (!ring_) throw std::runtime_error(std::string("cannot open the ring buffer: ") + std::strerror(errno));
+  drainer_ = std::thread([this] {
+    while (!stopping_.load(std::memory_order_relaxed)) ring_buffer__poll(ring_, 50);
+  });
+}
+
+void UprobeSession::detach_all() {
+  for (int fd : multi_fds_) close(fd);
+  multi_fds_.clear();
+  for (bpf_link* l : links_) bpf_link__destroy(l);
+  links_.clear();
+}
+
+void UprobeSession::stop() {
+  // Probes first, so that nothing new arrives; then what is left in the ring.
+  detach_all();
+  stopping_ = true;
+  if (drainer_.joinable()) drainer_.join();
+  if (ring_) ring_buffer__consume(ring_);
+  if (spool_) {
+    fclose(spool_);
+    spool_ = nullptr;
+  }
+}
+
+std::vector<uint64_t> UprobeSession::losses() const {
+  std::vector<uint64_t> total(UPROBE_LOST_KINDS, 0);
+  const int cpus = libbpf_num_possible_cpus();
+  if (cpus <= 0 || !skel_) return total;
+  std::vector<uint64_t> per_cpu(size_t(cpus), 0);
+  for (__u32 k = 0; k < UPROBE_LOST_KINDS; ++k) {
+    if (bpf_map__lookup_elem(skel_->maps.lost, &k, sizeof k, per_cpu.data(), per_cpu.size() * sizeof(uint64_t), 0) != 0)
+      continue;
+    for (uint64_t v : per_cpu) total[k] += v;
+  }
+  return total;
+}
+
+}  // namespace cudatrace

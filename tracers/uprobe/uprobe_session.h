@@ -1,0 +1,72 @@
+#pragma once
+// The BPF half of the uprobe method, through the libbpf skeleton of bpf/uprobe.bpf.c:
+// load, attach one entry (and exit) probe per function, trace a process tree, drain the
+// ring buffer on a thread of its own into a spool file, and take everything down again.
+#include <linux/types.h>
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bpf/uprobe_event.h"
+
+struct uprobe_bpf;
+struct ring_buffer;
+struct bpf_link;
+
+namespace cudatrace {
+
+class UprobeSession {
+ public:
+  // Opens and loads the programs; throws std::runtime_error with libbpf's reason.
+  UprobeSession(uprobe_mode mode, uint64_t ring_bytes);
+  ~UprobeSession();  // detaches whatever is still attached
+  UprobeSession(const UprobeSession&) = delete;
+  UprobeSession& operator=(const UprobeSession&) = delete;
+
+  // Probes at `offsets` in `binary` (and return probes unless the mode is entry-only), the
+  // cookie of each beside it. Returns the offsets that could not be probed, with why.
+  std::vector<std::pair<uint64_t, std::string>> attach(const std::string& binary, const std::vector<uint64_t>& offsets,
+                                                       const std::vector<uint64_t>& cookies);
+  // Whether the kernel took uprobe_multi links (one per file, detached in one go).
+  bool multi_links() const { return multi_; }
+  void trace_process(pid_t pid);
+  // Drains the ring buffer into `spool` until stop().
+  void start(const std::filesystem::path& spool);
+  // Detaches every probe, drains what is left, closes the spool. Idempotent.
+  void stop();
+
+  size_t attached() const { return probes_; }
+  uint64_t records() const { return records_; }
+  uint64_t short_records() const { return short_records_; }  // malformed ring records, skipped
+  // Summed over CPUs, indexed by enum uprobe_loss.
+  std::vector<uint64_t> losses() const;
+
+ private:
+  static int on_record(void* self, void* data, size_t size);
+  void detach_all();
+  void open_and_load(bool multi);
+  int link_multi(const std::string& binary, const uint64_t* offsets, const uint64_t* cookies, size_t n, bool ret);
+  uprobe_mode mode_;
+  uint64_t ring_bytes_;
+  uprobe_bpf* skel_ = nullptr;
+  ring_buffer* ring_ = nullptr;
+  bool multi_ = false;
+  size_t probes_ = 0;
+  std::vector<bpf_link*> links_;  // per-probe links (kernels without uprobe_multi)
+  std::vector<int> multi_fds_;    // uprobe_multi links
+  std::thread drainer_;
+  std::atomic<bool> stopping_{false};
+  FILE* spool_ = nullptr;
+  uint64_t records_ = 0;
+  uint64_t short_records_ = 0;
+};
+
+// The libbpf messages of the last failed operation (libbpf prints to a buffer, not stderr).
+std::string last_libbpf_message();
+
+}  // namespace cudatrace
