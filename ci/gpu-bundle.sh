@@ -7,7 +7,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build-gpu --parallel "$(nproc)"
-cmake --install build-gpu --prefix dist-gpu --strip >/dev/null
+cmake --install build-gpu --prefix dist-gpu >/dev/null
 find build-gpu -name '*.o' -delete
-find build-gpu/bin build-gpu/libexec build-gpu/lib build-gpu/tests -type f -perm -u+x -exec strip --strip-unneeded {} + 2>/dev/null || true
+# The workloads keep their symbol tables: with static cudart, the uprobe method finds the
+# cudart functions there (a fully stripped static binary hides its runtime layer).
+find build-gpu/bin build-gpu/lib build-gpu/tests dist-gpu/bin dist-gpu/lib -type f -perm -u+x \
+  -exec strip --strip-unneeded {} + 2>/dev/null || true
+find build-gpu/libexec dist-gpu/libexec -type f -perm -u+x -exec strip --strip-debug {} + 2>/dev/null || true
 du -sh build-gpu dist-gpu

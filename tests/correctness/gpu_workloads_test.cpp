@@ -125,3 +125,34 @@ TEST_P(GpuPreload, RuntimeCompleteAndDriverLaunchesOneToOne) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Workloads, GpuPreload, ::testing::ValuesIn(cases(true)), name_of);
+
+// uprobe: every runtime call on both linkages (libcudart.so, or the cudart functions of the
+// static executable), driver launches one-to-one, and nothing lost. Needs root too.
+class GpuUprobe : public ::testing::TestWithParam<Case> {};
+
+TEST_P(GpuUprobe, RuntimeCompleteOnBothLinkagesAndDriverLaunchesOneToOne) {
+  if (!host().gpu) GTEST_SKIP() << "no GPU: " << host().gpu_reason;
+  if (!host().root) GTEST_SKIP() << "needs root or CAP_BPF+CAP_PERFMON";
+  const Case c = GetParam();
+  nlohmann::json run = run_case(c, "uprobe");
+  ASSERT_FALSE(run.is_null());
+  for (const char* counter : {"ring_full", "nested_too_deep", "exit_without_entry", "threads_full", "malformed_records"})
+    EXPECT_EQ(run["tracer"]["loss"][counter], 0) << counter;
+  std::map<std::string, nlohmann::json> layers;
+  for (const auto& s : run["match"]) layers[s["layer"]] = s;
+  ASSERT_TRUE(layers.count("runtime")) << run["tracer"]["notes"].dump();
+  const auto& rt = layers["runtime"];
+  EXPECT_EQ(rt["matched"], rt["expected"]) << rt["examples"].dump();
+  EXPECT_EQ(rt["phantom"], 0) << rt["examples"].dump();
+  EXPECT_EQ(rt["args_equal"], rt["args_compared"]) << rt["examples"].dump();
+  EXPECT_EQ(rt["ret_equal"], rt["ret_compared"]) << rt["examples"].dump();
+  ASSERT_TRUE(layers.count("driver")) << run["tracer"]["notes"].dump();
+  const auto& drv = layers["driver"];
+  EXPECT_EQ(drv["matched"], drv["expected"]) << drv["examples"].dump();
+  EXPECT_EQ(drv["phantom"], 0) << drv["examples"].dump();
+  std::printf("%s.%s: probes %d, records %d, folded %s\n", c.workload.c_str(), c.linkage.c_str(),
+              run["tracer"]["notes"]["probes_attached"].get<int>(), run["tracer"]["notes"]["records"].get<int>(),
+              run["tracer"]["notes"]["folded_nested_by_name"].dump().c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(Workloads, GpuUprobe, ::testing::ValuesIn(cases(true)), name_of);
