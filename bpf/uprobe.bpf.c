@@ -77,6 +77,15 @@ static __always_inline void count_loss(__u32 kind) {
   if (n) *n += 1;
 }
 
+// Waking the reader for every record costs more than the record itself (measured on the
+// H100 host: a wakeup per call roughly doubled the probe's cost). Wake it only when the ring
+// is a quarter full; otherwise it finds the records on its next timed poll.
+static __always_inline __u64 wakeup_flag(void) {
+  __u64 avail = bpf_ringbuf_query(&calls, BPF_RB_AVAIL_DATA);
+  __u64 size = bpf_ringbuf_query(&calls, BPF_RB_RING_SIZE);
+  return avail > size / 4 ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
+
 static __always_inline int is_traced(__u32 tgid) { return bpf_map_lookup_elem(&traced, &tgid) != 0; }
 
 // Register arguments, the stack words the cookie asks for, and the blob.
@@ -129,7 +138,7 @@ int call_enter(struct pt_regs* ctx) {
     __u32 has_blob = 0;
     capture_entry(ctx, cookie, c->args, c->blob, &has_blob);
     c->flags = has_blob ? UPROBE_F_BLOB : 0;
-    bpf_ringbuf_submit(c, 0);
+    bpf_ringbuf_submit(c, wakeup_flag());
     return 0;
   }
 
@@ -216,7 +225,7 @@ int call_exit(struct pt_regs* ctx) {
     // Read the out-parameter now that the call has filled it in.
     if (bpf_probe_read_user(&c->out, sizeof(c->out), (const void*)f->args[o & 0xF]) == 0) c->flags |= UPROBE_F_OUT;
   }
-  bpf_ringbuf_submit(c, 0);
+  bpf_ringbuf_submit(c, wakeup_flag());
   return 0;
 }
 
