@@ -185,6 +185,7 @@ TracerReport UprobeTracer::finish(const fs::path& run_dir) {
     uprobe_call c;
     while (in.read(reinterpret_cast<char*>(&c), sizeof c)) calls.push_back(c);
   }
+  // CUDATRACE_KEEP_SPOOL=1 keeps the raw records (struct uprobe_call) for debugging a decode.
   if (!std::getenv("CUDATRACE_KEEP_SPOOL")) fs::remove(run_dir / "uprobe.bin");
   DecodeStats stats;
   std::vector<Event> events =
