@@ -37,6 +37,13 @@ inline HarnessRun run_harness(const std::string& args, const std::string& env = 
   return r;
 }
 
+// The matcher's score for one layer of a run.json, or nullptr when the layer was not scored.
+inline const nlohmann::json* layer_of(const nlohmann::json& run, const std::string& layer) {
+  for (const auto& s : run["match"])
+    if (s["layer"] == layer) return &s;
+  return nullptr;
+}
+
 inline const cudatrace::HostFacts& host() {
   static cudatrace::HostFacts h = cudatrace::probe_host(std::filesystem::path(HARNESS_PATH).parent_path().parent_path());
   return h;

@@ -5,16 +5,6 @@
 
 using namespace correctness;
 
-namespace {
-
-const nlohmann::json* layer_of(const nlohmann::json& run, const std::string& layer) {
-  for (const auto& s : run["match"])
-    if (s["layer"] == layer) return &s;
-  return nullptr;
-}
-
-}  // namespace
-
 TEST(PreloadErrors, SharedCudartEveryRuntimeCallWithItsCode) {
   HarnessRun r = run_harness("--workload errors --method preload --linkage shared");
   ASSERT_EQ(r.exit_code, 0) << r.output;

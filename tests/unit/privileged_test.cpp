@@ -8,6 +8,12 @@
 #include "harness/runner.h"
 #include "test_support.h"
 #include "tracers/none/none_tracer.h"
+#ifdef CUDATRACE_HAVE_BPF
+#include <bpf/bpf.h>
+
+#include "common/elf_file.h"
+#include "tracers/uprobe/uprobe_session.h"
+#endif
 
 using namespace cudatrace;
 
@@ -42,3 +48,37 @@ TEST(Privileged, SudoUserIsWhoWorkloadsRunAs) {
   unsetenv("SUDO_UID");
   EXPECT_FALSE(invoking_user().has_value());
 }
+
+#ifdef CUDATRACE_HAVE_BPF
+// Every BPF link in the kernel, whoever owns it.
+static int bpf_links_in_kernel() {
+  int n = 0;
+  for (__u32 id = 0; bpf_link_get_next_id(id, &id) == 0;) ++n;
+  return n;
+}
+
+// stop() takes every probe off at once (uprobe_multi links), and the session's end takes
+// the fork/exit tracepoints off too: nothing is left attached for the kernel to clean up.
+TEST(Privileged, UprobeSessionDetachesEverything) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root for BPF";
+  std::string error;
+  const auto self = std::filesystem::canonical("/proc/self/exe");
+  std::vector<uint64_t> offsets, cookies;
+  for (const auto& f : function_symbols(self, false, error)) {
+    if (offsets.size() == 3) break;
+    offsets.push_back(f.file_offset);
+    cookies.push_back(offsets.size());
+  }
+  ASSERT_EQ(offsets.size(), 3u) << error;
+  const int before = bpf_links_in_kernel();
+  {
+    UprobeSession session(UPROBE_MODE_FULL, 1 << 20);
+    EXPECT_TRUE(session.attach(self.string(), offsets, cookies).empty());
+    EXPECT_EQ(session.attached(), 6u);  // entry and return probe for each
+    EXPECT_GT(bpf_links_in_kernel(), before + 2) << "probes and the two tracepoints are links";
+    session.stop();
+    EXPECT_EQ(bpf_links_in_kernel(), before + 2) << "stop() leaves only the fork/exit tracepoints";
+  }
+  EXPECT_EQ(bpf_links_in_kernel(), before);
+}
+#endif
