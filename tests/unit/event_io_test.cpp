@@ -54,23 +54,8 @@ TEST(EventIo, RoundTripKeepsEveryField) {
   EXPECT_FALSE(b.corr.has_value());
 }
 
-TEST(EventIo, VersionFieldComesFirst) {
-  auto dir = testsupport::temp_dir("eventio");
-  EventWriter w(dir / "e.jsonl");
-  w.write(sample());
-  w.close();
-  std::ifstream in(dir / "e.jsonl");
-  std::string line;
-  std::getline(in, line);
-  EXPECT_EQ(line.rfind("{\"v\":1,", 0), 0u) << line;
-}
-
-// The schema file in the repo and the writer must agree: every required field written,
-// nothing written that the schema does not describe, layers from the schema's enum.
-TEST(EventIo, WriterFollowsTheSchemaFile) {
-  std::ifstream f(CUDATRACE_SCHEMA_FILE);
-  ASSERT_TRUE(f) << CUDATRACE_SCHEMA_FILE;
-  nlohmann::json schema = nlohmann::json::parse(f);
+// The line EventWriter writes for sample(), as it is on disk.
+std::string sample_as_written() {
   auto dir = testsupport::temp_dir("eventio");
   {
     EventWriter w(dir / "e.jsonl");
@@ -80,7 +65,21 @@ TEST(EventIo, WriterFollowsTheSchemaFile) {
   std::ifstream in(dir / "e.jsonl");
   std::string line;
   std::getline(in, line);
-  nlohmann::json written = nlohmann::json::parse(line);  // what the writer really wrote
+  return line;
+}
+
+TEST(EventIo, VersionFieldComesFirst) {
+  const std::string line = sample_as_written();
+  EXPECT_EQ(line.rfind("{\"v\":1,", 0), 0u) << line;
+}
+
+// The schema file in the repo and the writer must agree: every required field written,
+// nothing written that the schema does not describe, layers from the schema's enum.
+TEST(EventIo, WriterFollowsTheSchemaFile) {
+  std::ifstream f(CUDATRACE_SCHEMA_FILE);
+  ASSERT_TRUE(f) << CUDATRACE_SCHEMA_FILE;
+  nlohmann::json schema = nlohmann::json::parse(f);
+  nlohmann::json written = nlohmann::json::parse(sample_as_written());  // what the writer really wrote
   for (const auto& req : schema["required"]) EXPECT_TRUE(written.contains(req.get<std::string>())) << req;
   for (const auto& [key, v] : written.items()) EXPECT_TRUE(schema["properties"].contains(key)) << key;
   for (const char* l : {layer::kRuntime, layer::kDriver, layer::kDevice, layer::kGpuActivity, layer::kSyscall, layer::kMeta})
