@@ -124,10 +124,14 @@ std::vector<FunctionSymbol> function_symbols(const std::filesystem::path& elf, b
   return out;
 }
 
-std::string string_at_vaddr(const std::filesystem::path& elf, uint64_t vaddr) {
+std::string read_elf_bytes(const std::filesystem::path& elf) {
   std::string data;
+  return read_file(elf, data) ? data : std::string();
+}
+
+std::string string_at_vaddr_of(const std::string& data, uint64_t vaddr) {
   Elf64_Ehdr eh;
-  if (!open_elf64(elf, data, eh)) return {};
+  if (!view(data, 0, eh) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64) return {};
   for (unsigned i = 0; i < eh.e_phnum; ++i) {
     Elf64_Phdr ph;
     if (!view(data, eh.e_phoff + uint64_t(i) * eh.e_phentsize, ph) || ph.p_type != PT_LOAD) continue;
@@ -137,6 +141,17 @@ std::string string_at_vaddr(const std::filesystem::path& elf, uint64_t vaddr) {
     return std::string(data.c_str() + off, strnlen(data.c_str() + off, data.size() - off));
   }
   return {};
+}
+
+std::string string_at_vaddr(const std::filesystem::path& elf, uint64_t vaddr) {
+  return string_at_vaddr_of(read_elf_bytes(elf), vaddr);
+}
+
+bool is_elf64(const std::filesystem::path& file) {
+  std::ifstream f(file, std::ios::binary);
+  unsigned char ident[EI_NIDENT] = {};
+  return f.read(reinterpret_cast<char*>(ident), sizeof ident) && std::memcmp(ident, ELFMAG, SELFMAG) == 0 &&
+         ident[EI_CLASS] == ELFCLASS64;
 }
 
 }  // namespace cudatrace

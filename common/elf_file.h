@@ -36,7 +36,12 @@ struct FunctionSymbol {
 std::vector<FunctionSymbol> function_symbols(const std::filesystem::path& elf, bool with_local, std::string& error);
 
 // The NUL-terminated string at virtual address `vaddr` of the file (any loadable segment);
-// empty when there is none.
+// empty when there is none. The _of form works on bytes read once with read_elf_bytes.
 std::string string_at_vaddr(const std::filesystem::path& elf, uint64_t vaddr);
+std::string read_elf_bytes(const std::filesystem::path& elf);
+std::string string_at_vaddr_of(const std::string& elf_bytes, uint64_t vaddr);
+
+// A 64-bit ELF file, judged from its first bytes (without reading the rest).
+bool is_elf64(const std::filesystem::path& file);
 
 }  // namespace cudatrace

@@ -7,18 +7,13 @@
 #include "tracers/none/none_tracer.h"
 #include "tracers/preload/preload_tracer.h"
 #include "tracers/strace/strace_tracer.h"
+#include "bpf/uprobe_event.h"
 #include "tracers/tracer.h"
 #ifdef CUDATRACE_HAVE_BPF
 #include "tracers/uprobe/uprobe_tracer.h"
 #endif
 
 namespace cudatrace {
-
-namespace {
-// The uprobe modes, without needing the BPF headers where the method is not built.
-using uprobe_mode_t = int;
-constexpr uprobe_mode_t kUprobeFull = 0, kUprobeEnter = 1, kUprobeEmpty = 2;
-}  // namespace
 
 const std::vector<Method>& methods() {
   static const std::vector<Method> all = [] {
@@ -41,22 +36,21 @@ const std::vector<Method>& methods() {
     struct UprobeVariant {
       const char* name;
       const char* summary;
-      uprobe_mode_t mode;
+      uprobe_mode mode;
     };
     for (const UprobeVariant& v : std::initializer_list<UprobeVariant>{
              {"uprobe", "eBPF uprobes+uretprobes (libbpf) on libcudart or the executable's cudart, and libcuda",
-              kUprobeFull},
+              UPROBE_MODE_FULL},
              {"uprobe-enter", "the uprobe method with entry probes only (no return codes): its cost reference",
-              kUprobeEnter},
+              UPROBE_MODE_ENTER},
              {"uprobe-empty", "the uprobe method's probes running empty BPF programs: the cost floor, sees nothing",
-              kUprobeEmpty}}) {
+              UPROBE_MODE_EMPTY}}) {
       Method m_{.name = v.name, .summary = v.summary, .issue = 4, .needs_root = true, .options = ring_option};
 #ifdef CUDATRACE_HAVE_BPF
-      static_assert(kUprobeFull == UPROBE_MODE_FULL && kUprobeEnter == UPROBE_MODE_ENTER && kUprobeEmpty == UPROBE_MODE_EMPTY);
       m_.built = true;
-      const uprobe_mode_t mode = v.mode;
+      const uprobe_mode mode = v.mode;
       m_.make = [mode](const HostFacts&, const MethodOptions& o) {
-        return std::make_unique<UprobeTracer>(static_cast<uprobe_mode>(mode), uprobe_ring_bytes(o));
+        return std::make_unique<UprobeTracer>(mode, uprobe_ring_bytes(o));
       };
 #else
       (void)v.mode;

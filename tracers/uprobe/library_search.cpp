@@ -36,11 +36,9 @@ fs::path first_in(const std::vector<std::string>& dirs, const std::string& sonam
   for (const auto& d : dirs) {
     fs::path candidate = fs::path(expand_origin(d, requester)) / soname;
     std::error_code ec;
-    if (fs::is_regular_file(candidate, ec) && access(candidate.c_str(), R_OK) == 0) {
-      std::string err;
-      if (!dynamic_info(candidate).needed.empty() || !function_symbols(candidate, false, err).empty())
-        return fs::canonical(candidate, ec);
-    }
+    // ld.so skips a file of the wrong class and goes on searching; so do we.
+    if (fs::is_regular_file(candidate, ec) && access(candidate.c_str(), R_OK) == 0 && is_elf64(candidate))
+      return fs::canonical(candidate, ec);
   }
   return {};
 }

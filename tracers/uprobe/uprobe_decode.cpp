@@ -163,11 +163,6 @@ const ProbeSpec* probe_spec(std::string_view symbol) {
   return it == specs.end() ? nullptr : &it->second;
 }
 
-bool is_naming_plumbing(std::string_view symbol) {
-  const NamingCall* n = naming_call(symbol);
-  return n && n->plumbing;
-}
-
 uint64_t probe_cookie(size_t index, std::string_view symbol) {
   uint64_t cookie = index & 0xFFFF;
   if (const ProbeSpec* s = probe_spec(symbol)) {
@@ -180,14 +175,25 @@ uint64_t probe_cookie(size_t index, std::string_view symbol) {
 }
 
 NameFromFile kernel_names_from_executable(const std::filesystem::path& exe) {
-  std::string error;
-  auto symbols = std::make_shared<std::vector<FunctionSymbol>>(function_symbols(exe, true, error));
-  return [exe, symbols](uint64_t stub, uint64_t name_address) -> std::string {
-    for (const auto& s : *symbols) {
+  // Read on first need only (most runs read every name from memory), and then once.
+  struct Image {
+    bool loaded = false;
+    std::string bytes;
+    std::vector<FunctionSymbol> symbols;
+  };
+  auto image = std::make_shared<Image>();
+  return [exe, image](uint64_t stub, uint64_t name_address) -> std::string {
+    if (!image->loaded) {
+      std::string error;
+      image->loaded = true;
+      image->symbols = function_symbols(exe, true, error);
+      image->bytes = read_elf_bytes(exe);
+    }
+    for (const auto& s : image->symbols) {
       if (s.vaddr > stub || ((stub - s.vaddr) & 0xFFF) != 0) continue;  // the base is page-aligned
       const uint64_t base = stub - s.vaddr;
       if (name_address < base) continue;
-      if (string_at_vaddr(exe, name_address - base) == s.name) return s.name;
+      if (string_at_vaddr_of(image->bytes, name_address - base) == s.name) return s.name;
     }
     return {};
   };
@@ -200,14 +206,29 @@ std::vector<Event> decode_uprobe_calls(std::vector<uprobe_call> calls, const std
   });
   stats.records += int64_t(calls.size());
 
+  // What each probed function is, looked up once rather than per call.
+  struct Known {
+    const NamingCall* naming;
+    const CallInfo* info;  // set only when its arguments are decoded
+    const ProbeSpec* spec;
+  };
+  std::vector<Known> known;
+  known.reserve(functions.size());
+  for (const auto& f : functions) {
+    const NamingCall* n = naming_call(f.symbol);
+    const CallInfo* info = find_call(f.symbol);
+    const ProbeSpec* spec = probe_spec(f.symbol);
+    known.push_back({n, !n && info && spec ? info : nullptr, spec});
+  }
+
   // Kernel names, per process, in time order: a handle is named before it is launched.
   std::unordered_map<uint32_t, KernelNames> names;
   for (const auto& c : calls) {
     const unsigned fn = UPROBE_COOKIE_FN(c.cookie);
     if (fn >= functions.size()) continue;
-    const std::string& sym = functions[fn].symbol;
-    const NamingCall* n = naming_call(sym);
+    const NamingCall* n = known[fn].naming;
     if (!n) continue;
+    const std::string_view sym = n->symbol;
     KernelNames& k = names[c.pid];
     const bool ok = !(c.flags & UPROBE_F_EXIT) || int32_t(c.ret) == 0;
     if (sym == "__cudaRegisterFunction") {
@@ -247,7 +268,8 @@ std::vector<Event> decode_uprobe_calls(std::vector<uprobe_call> calls, const std
       open.clear();
       current_tid = c.tid;
     }
-    if (is_naming_plumbing(f.symbol)) {
+    const Known& k = known[fn];
+    if (k.naming && k.naming->plumbing) {
       ++stats.plumbing;
       continue;
     }
@@ -270,18 +292,25 @@ std::vector<Event> decode_uprobe_calls(std::vector<uprobe_call> calls, const std
     }
     e.pid = c.pid;
     e.tid = c.tid;
-    const CallInfo* info = find_call(f.symbol);
-    const ProbeSpec* spec = probe_spec(f.symbol);
-    if (info && spec && !naming_call(f.symbol)) {
+    if (const CallInfo* info = k.info) {
       uint64_t slots[kMaxArgSlots] = {};
-      CallInfo present{info->layer, info->name, {}};
-      for (size_t i = 0; i < spec->slots.size() && i < info->slots.size(); ++i) {
-        uint64_t v;
-        if (!slot_value(spec->slots[i], c, v)) continue;  // absent, e.g. an out-parameter of a failed call
-        slots[present.slots.size()] = v;
-        present.slots.push_back(info->slots[i]);
+      bool complete = true;
+      const size_t n = std::min(k.spec->slots.size(), info->slots.size());
+      for (size_t i = 0; i < n; ++i) complete = slot_value(k.spec->slots[i], c, slots[i]) && complete;
+      if (complete) {
+        e.args = decode_args(*info, slots, names[c.pid]);
+      } else {
+        // Leave out what was not captured (an out-parameter that could not be read), never a 0.
+        CallInfo present{info->layer, info->name, {}};
+        uint64_t packed[kMaxArgSlots] = {};
+        for (size_t i = 0; i < n; ++i) {
+          uint64_t v;
+          if (!slot_value(k.spec->slots[i], c, v)) continue;
+          packed[present.slots.size()] = v;
+          present.slots.push_back(info->slots[i]);
+        }
+        e.args = decode_args(present, packed, names[c.pid]);
       }
-      e.args = decode_args(present, slots, names[c.pid]);
     }
     events.push_back(std::move(e));
     ++stats.emitted;

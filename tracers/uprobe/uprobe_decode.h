@@ -39,8 +39,6 @@ ProbeSpec parse_probe_spec(const std::string& blob, const std::string& sources);
 // The spec for `symbol`: from probe_specs.def, or one of the calls read to name kernels.
 // nullptr: no arguments to capture.
 const ProbeSpec* probe_spec(std::string_view symbol);
-// Runtime plumbing read only to name kernels (never emitted as calls).
-bool is_naming_plumbing(std::string_view symbol);
 
 struct ProbedFunction {
   std::string symbol;
