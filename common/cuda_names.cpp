@@ -31,9 +31,9 @@ bool strip_suffix(std::string& s) {
 
 std::string canonical_name(std::string_view name) {
   std::string s(name);
-  if (s == "__cudaLaunchKernel") return "cudaLaunchKernel";
   while (strip_suffix(s)) {
   }
+  if (s == "__cudaLaunchKernel") return "cudaLaunchKernel";  // after the suffix: _ptsz too
   return s;
 }
 

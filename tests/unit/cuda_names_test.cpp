@@ -11,6 +11,7 @@ TEST(CudaNames, FamiliesFoldToOneName) {
   EXPECT_EQ(canonical_name("cuLaunchKernel_ptsz"), "cuLaunchKernel");
   EXPECT_EQ(canonical_name("cuMemcpyHtoDAsync_v2_ptsz"), "cuMemcpyHtoDAsync");
   EXPECT_EQ(canonical_name("__cudaLaunchKernel"), "cudaLaunchKernel");
+  EXPECT_EQ(canonical_name("__cudaLaunchKernel_ptsz"), "cudaLaunchKernel");
   EXPECT_EQ(canonical_name("cudaLaunchKernelExC"), "cudaLaunchKernelExC");
   EXPECT_EQ(canonical_name("cuCtxCreate_v4"), "cuCtxCreate");
   EXPECT_EQ(canonical_name("cudaGetDevice"), "cudaGetDevice");
@@ -21,6 +22,7 @@ TEST(CudaNames, CudartPlumbingIsInternalButLaunchIsNot) {
   EXPECT_TRUE(is_runtime_internal("__cudaPushCallConfiguration"));
   EXPECT_TRUE(is_runtime_internal("__cudaPopCallConfiguration"));
   EXPECT_FALSE(is_runtime_internal("__cudaLaunchKernel"));
+  EXPECT_FALSE(is_runtime_internal("__cudaLaunchKernel_ptsz"));
   EXPECT_FALSE(is_runtime_internal("cudaMalloc"));
 }
 
