@@ -1,7 +1,6 @@
 // The uprobe method's BPF side: one entry and one exit program, attached once per CUDA
 // function with a cookie that says which function it is and what to capture. Only the
-// target's process tree is traced: the loader seeds `traced` with the child's pid, and
-// fork adds the children.
+// target's process tree is traced (process_tree.bpf.h).
 #include <linux/types.h>
 #include <linux/bpf.h>
 #include <asm/ptrace.h>
@@ -9,15 +8,11 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 
+#include "process_tree.bpf.h"
+#include "ring_wakeup.bpf.h"
 #include "uprobe_event.h"
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
-
-// Only the fields we read; CO-RE finds them in the running kernel's task_struct.
-struct task_struct {
-  int pid;
-  int tgid;
-} __attribute__((preserve_access_index));
 
 const volatile int mode = UPROBE_MODE_FULL;
 
@@ -25,13 +20,6 @@ struct {
   __uint(type, BPF_MAP_TYPE_RINGBUF);
   __uint(max_entries, 64 << 20);  // the loader sets the size the user asked for
 } calls SEC(".maps");
-
-struct {
-  __uint(type, BPF_MAP_TYPE_HASH);
-  __uint(max_entries, 4096);
-  __type(key, __u32);  // tgid
-  __type(value, __u8);
-} traced SEC(".maps");
 
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -77,18 +65,6 @@ static __always_inline void count_loss(__u32 kind) {
   if (n) *n += 1;
 }
 
-// Waking the reader for every record costs more than the record itself (measured on the
-// H100 host: a wakeup per call roughly doubled the probe's cost). Wake it only when the ring
-// is a quarter full; otherwise it finds the records on its next timed poll.
-static __always_inline __u64 wakeup_flag(void) {
-  __u64 avail = bpf_ringbuf_query(&calls, BPF_RB_AVAIL_DATA);
-  __u64 size = bpf_ringbuf_query(&calls, BPF_RB_RING_SIZE);
-  return avail > size / 4 ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
-}
-
-static __always_inline int is_traced(__u32 tgid) { return bpf_map_lookup_elem(&traced, &tgid) != 0; }
-
-// Register arguments, the stack words the cookie asks for, and the blob.
 static __always_inline void capture_entry(struct pt_regs* ctx, __u64 cookie, __u64* args, char* blob, __u32* has_blob) {
   args[0] = PT_REGS_PARM1(ctx);
   args[1] = PT_REGS_PARM2(ctx);
@@ -138,7 +114,7 @@ int call_enter(struct pt_regs* ctx) {
     __u32 has_blob = 0;
     capture_entry(ctx, cookie, c->args, c->blob, &has_blob);
     c->flags = has_blob ? UPROBE_F_BLOB : 0;
-    bpf_ringbuf_submit(c, wakeup_flag());
+    bpf_ringbuf_submit(c, ring_wakeup_flag(&calls));
     return 0;
   }
 
@@ -225,19 +201,7 @@ int call_exit(struct pt_regs* ctx) {
     // Read the out-parameter now that the call has filled it in.
     if (bpf_probe_read_user(&c->out, sizeof(c->out), (const void*)f->args[o & 0xF]) == 0) c->flags |= UPROBE_F_OUT;
   }
-  bpf_ringbuf_submit(c, wakeup_flag());
-  return 0;
-}
-
-// Children of a traced process are traced too (threads share the tgid already).
-SEC("raw_tp/sched_process_fork")
-int on_fork(struct bpf_raw_tracepoint_args* ctx) {
-  __u32 parent = bpf_get_current_pid_tgid() >> 32;
-  if (!is_traced(parent)) return 0;
-  struct task_struct* child = (struct task_struct*)ctx->args[1];
-  __u32 child_tgid = BPF_CORE_READ(child, tgid);
-  __u8 one = 1;
-  bpf_map_update_elem(&traced, &child_tgid, &one, BPF_ANY);
+  bpf_ringbuf_submit(c, ring_wakeup_flag(&calls));
   return 0;
 }
 

@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/dim3_pack.h"
+
 namespace cudatrace {
 
 inline constexpr size_t kMaxArgSlots = 5;
@@ -27,11 +29,6 @@ const std::vector<CallInfo>& call_table();
 const CallInfo* find_call(std::string_view symbol);
 
 using KernelNames = std::map<uint64_t, std::string>;  // handle or host stub -> kernel name
-
-// Packs a dim3 the way a 'd' slot holds it: x | y << 32 | z << 48.
-inline uint64_t pack_dim3(uint32_t x, uint32_t y, uint32_t z) {
-  return uint64_t(x) | uint64_t(y & 0xFFFF) << 32 | uint64_t(z & 0xFFFF) << 48;
-}
 
 // Kinds: i integer, p pointer (hex string), k cudaMemcpyKind name, d dim3 [x,y,z],
 // n kernel (name from `kernels`, else the handle in hex).

@@ -8,6 +8,7 @@
 #include <iterator>
 
 #include "common/elf_file.h"
+#include "tracers/ebpf/ring_option.h"
 #include "tracers/uprobe/library_search.h"
 #include "tracers/uprobe/uprobe_decode.h"
 #include "tracers/uprobe/uprobe_tracer.h"
@@ -216,9 +217,9 @@ TEST(LibrarySearch, SharedWorkloadFindsCudartThroughItsRunpath) {
 }
 
 TEST(UprobeOptions, RingSize) {
-  EXPECT_EQ(uprobe_ring_bytes({}), 64u << 20);
-  EXPECT_EQ(uprobe_ring_bytes({{"ring_mb", "1"}}), 1u << 20);
-  EXPECT_THROW(uprobe_ring_bytes({{"ring_mb", "3"}}), std::invalid_argument);
-  EXPECT_THROW(uprobe_ring_bytes({{"ring_mb", "0"}}), std::invalid_argument);
-  EXPECT_THROW(uprobe_ring_bytes({{"ring_mb", "x"}}), std::invalid_argument);
+  EXPECT_EQ(ring_bytes_option({}, "uprobe"), 64u << 20);
+  EXPECT_EQ(ring_bytes_option({{"ring_mb", "1"}}, "uprobe"), 1u << 20);
+  EXPECT_THROW(ring_bytes_option({{"ring_mb", "3"}}, "uprobe"), std::invalid_argument);
+  EXPECT_THROW(ring_bytes_option({{"ring_mb", "0"}}, "uprobe"), std::invalid_argument);
+  EXPECT_THROW(ring_bytes_option({{"ring_mb", "x"}}, "uprobe"), std::invalid_argument);
 }

@@ -5,6 +5,8 @@
 // file preload.<pid>.kernels mapping kernel handles to names.
 #include <cstdint>
 
+#include "common/dim3_pack.h"
+
 namespace cudatrace::preload {
 
 inline constexpr const char* kDirEnv = "CUDATRACE_PRELOAD_DIR";
@@ -38,8 +40,6 @@ static_assert(sizeof(Record) == 64, "records are one cache line");
 // a[1] records dropped, a[2] kMagic, a[3] TSC, a[4] CLOCK_MONOTONIC (a last calibration
 // point), ts = the thread's id.
 
-inline uint64_t pack_dim3(uint32_t x, uint32_t y, uint32_t z) {
-  return uint64_t(x) | uint64_t(y & 0xFFFF) << 32 | uint64_t(z & 0xFFFF) << 48;
-}
+using cudatrace::pack_dim3;
 
 }  // namespace cudatrace::preload

@@ -1,6 +1,5 @@
 #include "tracers/uprobe/uprobe_session.h"
 
-#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -8,52 +7,14 @@
 #include <bpf/libbpf.h>
 
 #include <cerrno>
-#include <cstdarg>
 #include <cstring>
-#include <algorithm>
-#include <mutex>
 #include <stdexcept>
 
+#include "tracers/ebpf/libbpf_log.h"
+#include "tracers/ebpf/percpu_counters.h"
 #include "uprobe.skel.h"
 
 namespace cudatrace {
-
-namespace {
-
-std::mutex g_log_mu;
-std::string g_log;
-
-int collect_libbpf_output(enum libbpf_print_level level, const char* fmt, va_list args) {
-  if (level == LIBBPF_DEBUG) return 0;
-  char buf[1024];
-  int n = vsnprintf(buf, sizeof buf, fmt, args);
-  std::lock_guard lk(g_log_mu);
-  if (g_log.size() < 16384) g_log += buf;
-  return n;
-}
-
-std::string take_log() {
-  std::lock_guard lk(g_log_mu);
-  std::string s;
-  s.swap(g_log);
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  if (auto nl = s.rfind('\n'); nl != std::string::npos) s = s.substr(nl + 1);  // the last line says most
-  return s;
-}
-
-// Every attachment holds a file descriptor or two: a thousand functions need more than
-// the usual soft limit of 1024.
-void raise_fd_limit() {
-  rlimit r;
-  if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
-    r.rlim_cur = r.rlim_max;
-    setrlimit(RLIMIT_NOFILE, &r);
-  }
-}
-
-}  // namespace
-
-std::string last_libbpf_message() { return take_log(); }
 
 namespace {
 
@@ -93,7 +54,7 @@ void UprobeSession::open_and_load(bool multi) {
     bpf_program__set_expected_attach_type(skel_->progs.call_exit, static_cast<bpf_attach_type>(kTraceUprobeMulti));
   }
   if (int err = uprobe_bpf__load(skel_); err) {
-    std::string why = take_log();
+    std::string why = last_libbpf_message();
     uprobe_bpf__destroy(skel_);
     skel_ = nullptr;
     throw std::runtime_error(std::string("cannot load the BPF programs (") + std::strerror(-err) + ")" +
@@ -103,19 +64,18 @@ void UprobeSession::open_and_load(bool multi) {
 }
 
 UprobeSession::UprobeSession(uprobe_mode mode, uint64_t ring_bytes) : mode_(mode), ring_bytes_(ring_bytes) {
-  libbpf_set_print(collect_libbpf_output);
-  raise_fd_limit();
+  capture_libbpf_messages();
   try {
     open_and_load(true);
   } catch (const std::runtime_error&) {
-    take_log();
+    last_libbpf_message();
     open_and_load(false);  // a kernel before 6.6: per-probe links
   }
   // Children and thread exits: the process-tree filter and the per-thread frame stacks.
   skel_->links.on_fork = bpf_program__attach(skel_->progs.on_fork);
   skel_->links.on_exit = bpf_program__attach(skel_->progs.on_exit);
   if (!skel_->links.on_fork || !skel_->links.on_exit) {
-    std::string why = take_log();
+    std::string why = last_libbpf_message();
     uprobe_bpf__destroy(skel_);
     skel_ = nullptr;
     throw std::runtime_error("cannot attach the fork/exit tracepoints: " + why);
@@ -124,7 +84,7 @@ UprobeSession::UprobeSession(uprobe_mode mode, uint64_t ring_bytes) : mode_(mode
 
 UprobeSession::~UprobeSession() {
   stop();
-  if (ring_) ring_buffer__free(ring_);
+  spool_.reset();
   if (skel_) uprobe_bpf__destroy(skel_);
 }
 
@@ -175,7 +135,7 @@ std::vector<std::pair<uint64_t, std::string>> UprobeSession::attach(const std::s
                                                        binary.c_str(), offsets[i], &opts);
       if (!link) {
         std::string why = std::strerror(errno);
-        std::string log = take_log();
+        std::string log = last_libbpf_message();
         failed.push_back({offsets[i], why + (log.empty() ? "" : " (" + log + ")")});
         break;
       }
@@ -193,27 +153,8 @@ void UprobeSession::trace_process(pid_t pid) {
     throw std::runtime_error(std::string("cannot add the target to the traced set: ") + std::strerror(errno));
 }
 
-int UprobeSession::on_record(void* self, void* data, size_t size) {
-  auto* s = static_cast<UprobeSession*>(self);
-  if (size < sizeof(uprobe_call)) {
-    ++s->short_records_;
-    return 0;
-  }
-  fwrite(data, sizeof(uprobe_call), 1, s->spool_);
-  ++s->records_;
-  return 0;
-}
-
 void UprobeSession::start(const std::filesystem::path& spool) {
-  spool_ = fopen(spool.c_str(), "wb");
-  if (!spool_) throw std::runtime_error("cannot write " + spool.string() + ": " + std::strerror(errno));
-  ring_ = ring_buffer__new(bpf_map__fd(skel_->maps.calls), on_record, this, nullptr);
-  if (!ring_) throw std::runtime_error(std::string("cannot open the ring buffer: ") + std::strerror(errno));
-  drainer_ = std::thread([this] {
-    // The BPF side wakes us only when the ring is a quarter full: poll often enough
-    // that records never wait long, and rarely enough to stay off the CPU.
-    while (!stopping_.load(std::memory_order_relaxed)) ring_buffer__poll(ring_, 10);
-  });
+  spool_ = std::make_unique<RingSpool>(bpf_map__fd(skel_->maps.calls), sizeof(uprobe_call), spool);
 }
 
 void UprobeSession::detach_all() {
@@ -226,26 +167,11 @@ void UprobeSession::detach_all() {
 void UprobeSession::stop() {
   // Probes first, so that nothing new arrives; then what is left in the ring.
   detach_all();
-  stopping_ = true;
-  if (drainer_.joinable()) drainer_.join();
-  if (ring_) ring_buffer__consume(ring_);
-  if (spool_) {
-    fclose(spool_);
-    spool_ = nullptr;
-  }
+  if (spool_) spool_->stop();
 }
 
 std::vector<uint64_t> UprobeSession::losses() const {
-  std::vector<uint64_t> total(UPROBE_LOST_KINDS, 0);
-  const int cpus = libbpf_num_possible_cpus();
-  if (cpus <= 0 || !skel_) return total;
-  std::vector<uint64_t> per_cpu(size_t(cpus), 0);
-  for (__u32 k = 0; k < UPROBE_LOST_KINDS; ++k) {
-    if (bpf_map__lookup_elem(skel_->maps.lost, &k, sizeof k, per_cpu.data(), per_cpu.size() * sizeof(uint64_t), 0) != 0)
-      continue;
-    for (uint64_t v : per_cpu) total[k] += v;
-  }
-  return total;
+  return sum_percpu_counters(skel_ ? skel_->maps.lost : nullptr, UPROBE_LOST_KINDS);
 }
 
 }  // namespace cudatrace

@@ -5,17 +5,16 @@
 #include <linux/types.h>
 #include <sys/types.h>
 
-#include <atomic>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "bpf/uprobe_event.h"
+#include "tracers/ebpf/ring_spool.h"
 
 struct uprobe_bpf;
-struct ring_buffer;
 struct bpf_link;
 
 namespace cudatrace {
@@ -41,32 +40,23 @@ class UprobeSession {
   void stop();
 
   size_t attached() const { return probes_; }
-  uint64_t records() const { return records_; }
-  uint64_t short_records() const { return short_records_; }  // malformed ring records, skipped
+  uint64_t records() const { return spool_ ? spool_->records() : 0; }
+  uint64_t short_records() const { return spool_ ? spool_->short_records() : 0; }
   // Summed over CPUs, indexed by enum uprobe_loss.
   std::vector<uint64_t> losses() const;
 
  private:
-  static int on_record(void* self, void* data, size_t size);
   void detach_all();
   void open_and_load(bool multi);
   int link_multi(const std::string& binary, const uint64_t* offsets, const uint64_t* cookies, size_t n, bool ret);
   uprobe_mode mode_;
   uint64_t ring_bytes_;
   uprobe_bpf* skel_ = nullptr;
-  ring_buffer* ring_ = nullptr;
   bool multi_ = false;
   size_t probes_ = 0;
   std::vector<bpf_link*> links_;  // per-probe links (kernels without uprobe_multi)
   std::vector<int> multi_fds_;    // uprobe_multi links
-  std::thread drainer_;
-  std::atomic<bool> stopping_{false};
-  FILE* spool_ = nullptr;
-  uint64_t records_ = 0;
-  uint64_t short_records_ = 0;
+  std::unique_ptr<RingSpool> spool_;
 };
-
-// The libbpf messages of the last failed operation (libbpf prints to a buffer, not stderr).
-std::string last_libbpf_message();
 
 }  // namespace cudatrace

@@ -100,19 +100,6 @@ ProbePlan plan_probes(const fs::path& exe, const std::string& cudart, const std:
   return plan;
 }
 
-uint64_t uprobe_ring_bytes(const std::map<std::string, std::string>& options) {
-  uint64_t mb = 64;
-  if (auto it = options.find("ring_mb"); it != options.end()) {
-    char* end = nullptr;
-    mb = std::strtoull(it->second.c_str(), &end, 10);
-    if (it->second.empty() || *end || mb == 0 || mb > 4096 || (mb & (mb - 1)))
-      throw std::invalid_argument("uprobe.ring_mb wants a power of two from 1 to 4096 (MiB), got '" + it->second + "'");
-  }
-  for (const auto& [key, value] : options)
-    if (key != "ring_mb") throw std::invalid_argument("unknown uprobe option '" + key + "' (valid: ring_mb)");
-  return mb << 20;
-}
-
 UprobeTracer::UprobeTracer(uprobe_mode mode, uint64_t ring_bytes) : mode_(mode), ring_bytes_(ring_bytes) {}
 UprobeTracer::~UprobeTracer() = default;
 

@@ -43,7 +43,4 @@ class UprobeTracer final : public Tracer {
   nlohmann::json attach_notes_ = nlohmann::json::object();
 };
 
-// "--set uprobe.ring_mb=N": the ring buffer size in bytes; throws std::invalid_argument.
-uint64_t uprobe_ring_bytes(const std::map<std::string, std::string>& options);
-
 }  // namespace cudatrace

@@ -1,0 +1,14 @@
+#pragma once
+// "--set METHOD.ring_mb=N", which every eBPF method takes: its ring buffer size in bytes.
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace cudatrace {
+
+inline constexpr const char* kRingOptionHelp = "BPF ring buffer size in MiB, a power of two (default 64)";
+
+// Throws std::invalid_argument for a bad size or any other key.
+uint64_t ring_bytes_option(const std::map<std::string, std::string>& options, const std::string& method);
+
+}  // namespace cudatrace
