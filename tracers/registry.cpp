@@ -9,8 +9,15 @@
 #include "tracers/strace/strace_tracer.h"
 #include "bpf/uprobe_event.h"
 #include "tracers/tracer.h"
+#include "tracers/ebpf/ring_option.h"
 #ifdef CUDATRACE_HAVE_BPF
 #include "tracers/uprobe/uprobe_tracer.h"
+#endif
+#ifdef CUDATRACE_HAVE_CUPTI
+#include "tracers/cupti/cupti_injection.h"
+#endif
+#if defined(CUDATRACE_HAVE_CUPTI) && defined(CUDATRACE_HAVE_BPF)
+#include "tracers/cupti/cupti_tracer.h"
 #endif
 
 namespace cudatrace {
@@ -31,8 +38,10 @@ const std::vector<Method>& methods() {
                  }});
     // The uprobe method and its two cost references for the per-call benchmark: the same
     // probes with entry-only programs, and with programs that return at once.
-    const std::map<std::string, std::string> ring_option{
-        {"ring_mb", "BPF ring buffer size in MiB, a power of two (default 64)"}};
+    const std::map<std::string, std::string> ring_option{{"ring_mb", kRingOptionHelp}};
+    const char* const no_bpf = "built without clang/bpftool/libbpf (ci/install-deps.sh installs them; rebuild)";
+    const char* const no_cupti =
+        "built without CUPTI headers or sys/sdt.h (the CUDA toolkit's CUPTI; apt-get install systemtap-sdt-dev; rebuild)";
     struct UprobeVariant {
       const char* name;
       const char* summary;
@@ -49,19 +58,54 @@ const std::vector<Method>& methods() {
 #ifdef CUDATRACE_HAVE_BPF
       m_.built = true;
       const uprobe_mode mode = v.mode;
-      m_.make = [mode](const HostFacts&, const MethodOptions& o) {
-        return std::make_unique<UprobeTracer>(mode, uprobe_ring_bytes(o));
+      const std::string name = v.name;
+      m_.make = [mode, name](const HostFacts&, const MethodOptions& o) {
+        return std::make_unique<UprobeTracer>(mode, ring_bytes_option(o, name));
       };
 #else
       (void)v.mode;
-      m_.not_built_reason = "built without clang/bpftool/libbpf (ci/install-deps.sh installs them; rebuild)";
+      m_.not_built_reason = no_bpf;
 #endif
       m.push_back(std::move(m_));
     }
-    m.push_back({.name = "cupti",
-                 .summary = "CUPTI callbacks re-emitted as USDT probes, collected by eBPF",
+    // The cupti method and its two cost references: the same library injected with no
+    // collector, and a bare CUPTI subscriber whose callback does nothing.
+    Method cupti{.name = "cupti",
+                 .summary = "CUPTI callbacks and kernel activity re-emitted as USDT probes, collected by eBPF",
                  .issue = 5,
-                 .needs_root = true});
+                 .needs_root = true,
+                 .needs_gpu = true,
+                 .options = ring_option};
+    Method cupti_inject{.name = "cupti-inject",
+                        .summary = "the cupti method's library injected, no collector attached: its cost reference",
+                        .issue = 5,
+                        .needs_gpu = true};
+    Method cupti_bare{.name = "cupti-bare",
+                      .summary = "a bare CUPTI subscriber with an empty callback: the floor of any CUPTI tracer",
+                      .issue = 5,
+                      .needs_gpu = true};
+#ifdef CUDATRACE_HAVE_CUPTI
+    cupti_inject.built = cupti_bare.built = true;
+    cupti_inject.make = [](const HostFacts& host, const MethodOptions&) {
+      return std::make_unique<CuptiInjectionTracer>(cupti_injection_path(host.prefix), false);
+    };
+    cupti_bare.make = [](const HostFacts& host, const MethodOptions&) {
+      return std::make_unique<CuptiInjectionTracer>(cupti_injection_path(host.prefix), true);
+    };
+#ifdef CUDATRACE_HAVE_BPF
+    cupti.built = true;
+    cupti.make = [](const HostFacts& host, const MethodOptions& o) {
+      return std::make_unique<CuptiTracer>(cupti_injection_path(host.prefix), ring_bytes_option(o, "cupti"));
+    };
+#else
+    cupti.not_built_reason = no_bpf;
+#endif
+#else
+    cupti.not_built_reason = cupti_inject.not_built_reason = cupti_bare.not_built_reason = no_cupti;
+#endif
+    m.push_back(std::move(cupti));
+    m.push_back(std::move(cupti_inject));
+    m.push_back(std::move(cupti_bare));
     m.push_back({.name = "devhook",
                  .summary = "bpftime-style device hooks: probes injected into kernel PTX",
                  .issue = 6,

@@ -156,3 +156,45 @@ TEST_P(GpuUprobe, RuntimeCompleteOnBothLinkagesAndDriverLaunchesOneToOne) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Workloads, GpuUprobe, ::testing::ValuesIn(cases(true)), name_of);
+
+// cupti: every runtime call on both linkages (CUPTI sees static cudart too), driver
+// launches one-to-one, one kernel activity record per ledger launch, and nothing lost.
+// Needs root for the collector.
+class GpuCupti : public ::testing::TestWithParam<Case> {};
+
+TEST_P(GpuCupti, RuntimeDriverAndKernelActivityComplete) {
+  if (!host().gpu) GTEST_SKIP() << "no GPU: " << host().gpu_reason;
+  if (!host().root) GTEST_SKIP() << "needs root or CAP_BPF+CAP_PERFMON";
+  const Case c = GetParam();
+  nlohmann::json run = run_case(c, "cupti");
+  ASSERT_FALSE(run.is_null());
+  const auto& tracer = run["tracer"];
+  for (const auto& [counter, n] : tracer["loss"].items()) EXPECT_EQ(n, 0) << counter;
+  EXPECT_EQ(tracer["notes"]["library_summary"], "received");
+  EXPECT_EQ(tracer["notes"]["unknown_callback_ids"], 0);
+  std::map<std::string, nlohmann::json> layers;
+  for (const auto& s : run["match"]) layers[s["layer"]] = s;
+  ASSERT_TRUE(layers.count("runtime")) << tracer.dump();
+  const auto& rt = layers["runtime"];
+  EXPECT_EQ(rt["matched"], rt["expected"]) << rt["examples"].dump();
+  EXPECT_EQ(rt["phantom"], 0) << rt["examples"].dump();
+  EXPECT_EQ(rt["args_equal"], rt["args_compared"]) << rt["examples"].dump();
+  EXPECT_EQ(rt["ret_equal"], rt["ret_compared"]) << rt["examples"].dump();
+  EXPECT_EQ(rt["order_violations"], 0);
+  ASSERT_TRUE(layers.count("driver"));
+  const auto& drv = layers["driver"];
+  EXPECT_EQ(drv["matched"], drv["expected"]) << drv["examples"].dump();
+  EXPECT_EQ(drv["phantom"], 0) << drv["examples"].dump();
+  ASSERT_TRUE(layers.count("gpu-activity"));
+  const auto& gpu = layers["gpu-activity"];
+  EXPECT_EQ(gpu["matched"], gpu["expected"]) << gpu["examples"].dump();
+  EXPECT_EQ(gpu["phantom"], 0) << gpu["examples"].dump();
+  EXPECT_EQ(tracer["notes"]["kernels_joined_to_launch"], tracer["notes"]["kernel_records"]);
+  std::printf("%s.%s: api calls %d, kernel records %d, runtime %d/%d, driver launches %d/%d, kernels %d/%d\n",
+              c.workload.c_str(), c.linkage.c_str(), tracer["notes"]["api_calls"].get<int>(),
+              tracer["notes"]["kernel_records"].get<int>(), rt["matched"].get<int>(), rt["expected"].get<int>(),
+              drv["matched"].get<int>(), drv["expected"].get<int>(), gpu["matched"].get<int>(),
+              gpu["expected"].get<int>());
+}
+
+INSTANTIATE_TEST_SUITE_P(Workloads, GpuCupti, ::testing::ValuesIn(cases(true)), name_of);

@@ -4,12 +4,12 @@
 
 using namespace cudatrace;
 
-// The six methods of the design, plus the uprobe method's two cost references.
+// The six methods of the design, plus the cost references of uprobe and cupti.
 TEST(Registry, ListsEveryMethodOnce) {
   std::vector<std::string> names;
   for (const auto& m : methods()) names.push_back(m.name);
   EXPECT_EQ(names, (std::vector<std::string>{"none", "preload", "uprobe", "uprobe-enter", "uprobe-empty", "cupti",
-                                             "devhook", "strace"}));
+                                             "cupti-inject", "cupti-bare", "devhook", "strace"}));
   EXPECT_EQ(find_method("nope"), nullptr);
 }
 

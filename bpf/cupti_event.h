@@ -1,0 +1,40 @@
+/* The record the cupti method's BPF programs hand to user space, one per USDT probe hit
+ * of the injection library (cupti/usdt_probes.h says what each probe carries). Shared by
+ * bpf/cupti.bpf.c and tracers/cupti/, so both sides agree byte for byte. */
+#ifndef CUDATRACE_CUPTI_EVENT_H
+#define CUDATRACE_CUPTI_EVENT_H
+
+#include <linux/types.h>
+
+#define CUPTI_SLOTS 5
+#define CUPTI_TEXT 64
+
+enum cupti_record_kind {
+  CUPTI_REC_API = 1,      /* id = domain << 32 | cbid; t0/t1 = enter/exit; ret; v = slots; text = kernel */
+  CUPTI_REC_KERNEL = 2,   /* t0/t1 = GPU start/end; v = grid, block, stream, device; text = name */
+  CUPTI_REC_DROPPED = 3,  /* v[0] = activity records CUPTI dropped */
+  CUPTI_REC_STATUS = 4,   /* id = enum cudatrace_cupti_status; v[0] = value; text = message */
+  CUPTI_REC_SUMMARY = 5,  /* v[0..2] = api exits, kernels, activity dropped, as the library counted */
+};
+
+/* Counters of what did not reach user space, one slot each in a per-CPU array. */
+enum cupti_loss {
+  CUPTI_LOST_RING_FULL = 0, /* ring buffer reserve failed: the record is lost */
+  CUPTI_LOST_KINDS = 1,
+};
+
+#define CUPTI_F_TEXT 1u /* text holds a string */
+
+struct cupti_record {
+  __u32 kind;
+  __u32 pid, tid;
+  __u32 flags;
+  __u64 id;
+  __u64 corr;
+  __u64 t0, t1;
+  __s64 ret;
+  __u64 v[CUPTI_SLOTS];
+  char text[CUPTI_TEXT];
+};
+
+#endif

@@ -1,0 +1,211 @@
+// The CUPTI injection library: the CUDA driver loads it into the program when
+// CUDA_INJECTION64_PATH names it, and calls InitializeInjection at cuInit. From then on
+// CUPTI calls us at the entry and exit of every runtime and driver API call, and hands us
+// buffers of kernel activity records; we re-emit both as USDT probes (usdt_probes.h) for
+// an eBPF collector outside the process. Works the same with static and shared cudart.
+//
+// Set CUDATRACE_CUPTI_MODE=bare for the cost reference: a subscriber whose callback does
+// nothing and no activity collection.
+#include <cupti.h>
+#include <pthread.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+
+#include "common/dim3_pack.h"
+#include "cupti/call_slots.h"
+#include "cupti/usdt_probes.h"
+
+// The probes' semaphores: the kernel adds one per attached collector.
+extern "C" {
+#define CUDATRACE_DEFINE_SEMAPHORE(name) \
+  __attribute__((visibility("hidden"), section(".probes"))) volatile unsigned short cudatrace_##name##_semaphore = 0;
+CUDATRACE_PROBES(CUDATRACE_DEFINE_SEMAPHORE)
+#undef CUDATRACE_DEFINE_SEMAPHORE
+}
+
+namespace {
+
+using cudatrace::pack_dim3;
+using cudatrace::cupti::fill_slots;
+using cudatrace::cupti::kSlots;
+
+constexpr size_t kActivityBufferBytes = 8u << 20;
+
+CUpti_SubscriberHandle g_subscriber = nullptr;
+// What the library emitted, for the collector to compare with what it received.
+std::atomic<uint64_t> g_api_exits{0}, g_kernels{0}, g_activity_dropped{0};
+
+uint64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
+}
+
+// CUPTI stamps activity records with this clock too (it converts GPU times to it), so
+// kernel times and API times share the ledger's clock.
+uint64_t CUPTIAPI cupti_timestamp() { return now_ns(); }
+
+void report(cudatrace_cupti_status code, uint64_t value, const char* text) {
+  if (CUDATRACE_PROBE_ON(status)) STAP_PROBE3(cudatrace, status, uint64_t(code), value, text);
+}
+
+void report_error(const char* what, CUptiResult r) {
+  const char* why = nullptr;
+  cuptiGetResultString(r, &why);
+  char text[256];
+  std::snprintf(text, sizeof text, "%s: %s", what, why ? why : "unknown CUPTI error");
+  std::fprintf(stderr, "cudatrace-cupti: %s; this process is not traced\n", text);
+  report(CUDATRACE_CUPTI_ERROR, uint64_t(r), text);
+}
+
+}  // namespace
+
+extern "C" {
+
+// CUPTI's API callback (exported so that a test can drive it without a GPU).
+__attribute__((visibility("default"))) void CUPTIAPI cudatrace_cupti_on_api(void*, CUpti_CallbackDomain domain,
+                                                                            CUpti_CallbackId cbid, const void* data) {
+  const bool enter_on = CUDATRACE_PROBE_ON(api_enter), exit_on = CUDATRACE_PROBE_ON(api_exit);
+  if (!enter_on && !exit_on) return;
+  const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+  const uint64_t id = uint64_t(domain) << 32 | cbid;
+  const uint64_t corr = cb->correlationId;
+  if (cb->callbackSite == CUPTI_API_ENTER) {
+    // CUPTI keeps this word for us until the matching exit.
+    const uint64_t t = now_ns();
+    if (cb->correlationData) *cb->correlationData = t;
+    if (enter_on) STAP_PROBE3(cudatrace, api_enter, corr, id, t);
+    return;
+  }
+  if (!exit_on) return;
+  const uint64_t exit_ns = now_ns();
+  const uint64_t enter_ns = cb->correlationData ? *cb->correlationData : 0;
+  // cudaError_t and CUresult are both an int-sized enum.
+  const int64_t ret = cb->functionReturnValue ? *static_cast<const int*>(cb->functionReturnValue) : -1;
+  uint64_t s[kSlots] = {};
+  fill_slots(domain, cbid, cb->functionParams, s);
+  g_api_exits.fetch_add(1, std::memory_order_relaxed);
+  STAP_PROBE11(cudatrace, api_exit, corr, id, ret, enter_ns, exit_ns, s[0], s[1], s[2], s[3], s[4],
+               cb->symbolName);
+}
+
+// One kernel activity record (exported for the same test).
+__attribute__((visibility("default"))) void cudatrace_cupti_on_kernel(const CUpti_ActivityKernel10* k) {
+  g_kernels.fetch_add(1, std::memory_order_relaxed);
+  if (!CUDATRACE_PROBE_ON(kernel)) return;
+  const uint64_t corr = k->correlationId, start = k->start, end = k->end;
+  const uint64_t grid = pack_dim3(uint32_t(k->gridX), uint32_t(k->gridY), uint32_t(k->gridZ));
+  const uint64_t block = pack_dim3(uint32_t(k->blockX), uint32_t(k->blockY), uint32_t(k->blockZ));
+  const uint64_t stream = k->streamId, device = k->deviceId;
+  STAP_PROBE8(cudatrace, kernel, corr, start, end, grid, block, stream, device, k->name);
+}
+
+}  // extern "C"
+
+namespace {
+
+void CUPTIAPI on_api_bare(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
+
+void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kActivityBufferBytes));
+  *size = *buffer ? kActivityBufferBytes : 0;
+  *max_records = 0;  // as many as fit
+}
+
+void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_t* buffer, size_t, size_t valid) {
+  CUpti_Activity* record = nullptr;
+  while (cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
+    if (record->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || record->kind == CUPTI_ACTIVITY_KIND_KERNEL)
+      cudatrace_cupti_on_kernel(reinterpret_cast<const CUpti_ActivityKernel10*>(record));
+  }
+  size_t dropped = 0;
+  if (cuptiActivityGetNumDroppedRecords(context, stream, &dropped) == CUPTI_SUCCESS && dropped > 0) {
+    g_activity_dropped.fetch_add(dropped, std::memory_order_relaxed);
+    if (CUDATRACE_PROBE_ON(activity_dropped)) STAP_PROBE1(cudatrace, activity_dropped, uint64_t(dropped));
+  }
+  std::free(buffer);
+}
+
+// At exit: hand over every kernel record still in CUPTI's buffers, then say what was emitted.
+void flush_at_exit() {
+  if (CUptiResult r = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); r != CUPTI_SUCCESS)
+    report_error("cuptiActivityFlushAll at exit", r);
+  const uint64_t calls = g_api_exits.load(), kernels = g_kernels.load(), dropped = g_activity_dropped.load();
+  if (CUDATRACE_PROBE_ON(summary)) STAP_PROBE3(cudatrace, summary, calls, kernels, dropped);
+}
+
+// A forked child counts its own calls: its summary must not repeat its parent's.
+void reset_counts_in_child() {
+  g_api_exits = 0;
+  g_kernels = 0;
+  g_activity_dropped = 0;
+}
+
+bool subscribe(CUpti_CallbackFunc callback) {
+  char holder[256] = {};
+  CUpti_SubscriberParams params{};
+  params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+  params.subscriberName = "cudatrace";
+  params.oldSubscriberName = holder;
+  params.oldSubscriberSize = sizeof holder;
+  CUptiResult r = cuptiSubscribe_v2(&g_subscriber, callback, nullptr, &params);
+  if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+    // CUPTI has one subscriber per process: another tool (Nsight, a profiler in the
+    // program) has it. Say so and stay out of the way; the program runs untouched.
+    std::fprintf(stderr, "cudatrace-cupti: CUPTI is already in use by %s; this process is not traced\n",
+                 holder[0] ? holder : "another tool");
+    report(CUDATRACE_CUPTI_SUBSCRIBER_TAKEN, 0, holder[0] ? holder : "another tool");
+    return false;
+  }
+  if (r != CUPTI_SUCCESS) {
+    report_error("cuptiSubscribe", r);
+    return false;
+  }
+  return true;
+}
+
+bool enable_domains() {
+  for (CUpti_CallbackDomain d : {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_CB_DOMAIN_DRIVER_API}) {
+    if (CUptiResult r = cuptiEnableDomain(1, g_subscriber, d); r != CUPTI_SUCCESS) {
+      report_error("cuptiEnableDomain", r);
+      cuptiUnsubscribe(g_subscriber);
+      return false;
+    }
+  }
+  return true;
+}
+
+bool enable_kernel_activity() {
+  CUptiResult r = cuptiActivityRegisterTimestampCallback(cupti_timestamp);
+  if (r == CUPTI_SUCCESS) r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
+  if (r == CUPTI_SUCCESS) r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  if (r != CUPTI_SUCCESS) {
+    report_error("kernel activity", r);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
+  const char* mode = std::getenv("CUDATRACE_CUPTI_MODE");
+  const bool bare = mode && std::strcmp(mode, "bare") == 0;
+  if (mode && !bare && std::strcmp(mode, "full") != 0)
+    std::fprintf(stderr, "cudatrace-cupti: unknown CUDATRACE_CUPTI_MODE '%s' (valid: full, bare); using full\n", mode);
+  if (!subscribe(bare ? on_api_bare : cudatrace_cupti_on_api)) return 1;
+  if (!enable_domains()) return 1;
+  if (!bare) {
+    if (!enable_kernel_activity()) return 1;
+    pthread_atfork(nullptr, nullptr, reset_counts_in_child);
+    std::atexit(flush_at_exit);
+  }
+  uint32_t version = 0;
+  cuptiGetVersion(&version);
+  report(CUDATRACE_CUPTI_LOADED, version, bare ? "bare" : "full");
+  return 1;
+}

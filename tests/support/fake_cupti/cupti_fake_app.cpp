@@ -1,0 +1,109 @@
+// Plays the CUDA driver and CUPTI for the injection library where there is no GPU: loads
+// the library named by CUDA_INJECTION64_PATH and calls InitializeInjection, as the driver
+// does at cuInit, then has the fake CUPTI (fake_cupti.cpp) report a fixed sequence:
+//   corr 1  runtime cudaMalloc(4096) -> 0xdead000, returns 0
+//   corr 2  runtime cudaMemcpy(0x1000, 0x2000, 64, HostToDevice), returns 1
+//   corr 3  runtime __cudaLaunchKernel fake_kernel <<<(4,2,1), (256,1,1)>>>, returns 0,
+//           with the driver's cuLaunchKernel inside it, and that kernel's activity record
+//   corr 4  in a forked child: runtime cudaGetDevice -> 0, returns 0
+// Exit status 0, also when CUPTI is "taken" (the program must run on untraced).
+#include <cupti.h>
+#include <dlfcn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+extern "C" CUpti_CallbackFunc fake_cupti_callback(void** userdata);
+extern "C" void fake_cupti_add_kernel(const CUpti_ActivityKernel10* k);
+
+namespace {
+
+CUpti_CallbackFunc g_callback = nullptr;
+void* g_userdata = nullptr;
+
+// One API call as CUPTI reports it: entry, the call (`body`), exit.
+template <class Params, class Body>
+void api_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, uint32_t corr, Params& params, int ret,
+              const char* symbol, Body body) {
+  uint64_t correlation_data = 0;
+  CUpti_CallbackData cb{};
+  cb.functionParams = &params;
+  cb.functionReturnValue = &ret;
+  cb.symbolName = symbol;
+  cb.correlationData = &correlation_data;
+  cb.correlationId = corr;
+  cb.callbackSite = CUPTI_API_ENTER;
+  g_callback(g_userdata, domain, cbid, &cb);
+  body();
+  cb.callbackSite = CUPTI_API_EXIT;
+  g_callback(g_userdata, domain, cbid, &cb);
+}
+
+void nothing() {}
+
+}  // namespace
+
+int main() {
+  const char* library = std::getenv("CUDA_INJECTION64_PATH");
+  if (!library) {
+    std::fprintf(stderr, "cupti_fake_app: CUDA_INJECTION64_PATH is not set\n");
+    return 2;
+  }
+  void* handle = dlopen(library, RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    std::fprintf(stderr, "cupti_fake_app: %s\n", dlerror());
+    return 2;
+  }
+  auto init = reinterpret_cast<int (*)()>(dlsym(handle, "InitializeInjection"));
+  if (!init) {
+    std::fprintf(stderr, "cupti_fake_app: no InitializeInjection in %s\n", library);
+    return 2;
+  }
+  init();
+  g_callback = fake_cupti_callback(&g_userdata);
+  if (!g_callback) return 0;  // the library stood aside (CUPTI taken): run on, untraced
+
+  void* device_ptr = nullptr;
+  cudaMalloc_v3020_params malloc_params{&device_ptr, 4096};
+  api_call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, 1, malloc_params, 0, nullptr,
+           [&] { device_ptr = reinterpret_cast<void*>(0xdead000); });
+
+  cudaMemcpy_v3020_params copy_params{reinterpret_cast<void*>(0x1000), reinterpret_cast<const void*>(0x2000), 64,
+                                      cudaMemcpyHostToDevice};
+  api_call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, 2, copy_params, 1, nullptr, nothing);
+
+  const void* stub = reinterpret_cast<const void*>(0x4242);
+  cudaLaunchKernel_v7000_params launch{stub, dim3(4, 2, 1), dim3(256, 1, 1), nullptr, 0, nullptr};
+  cuLaunchKernel_params driver_launch{reinterpret_cast<CUfunction>(0x5151), 4, 2, 1, 256, 1, 1, 0, nullptr, nullptr,
+                                      nullptr};
+  api_call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, 3, launch, 0,
+           "fake_kernel", [&] {
+             api_call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 3, driver_launch, 0,
+                      "fake_kernel", nothing);
+           });
+  CUpti_ActivityKernel10 kernel{};
+  kernel.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  kernel.correlationId = 3;
+  kernel.start = 1000;
+  kernel.end = 3500;
+  kernel.gridX = 4, kernel.gridY = 2, kernel.gridZ = 1;
+  kernel.blockX = 256, kernel.blockY = 1, kernel.blockZ = 1;
+  kernel.streamId = 7;
+  kernel.name = "fake_kernel";
+  fake_cupti_add_kernel(&kernel);
+  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+
+  pid_t child = fork();
+  if (child == 0) {
+    int device = -1;
+    cudaGetDevice_v3020_params get_params{&device};
+    api_call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, 4, get_params, 0, nullptr,
+             [&] { device = 0; });
+    std::exit(0);  // through atexit, as a program's own exit: the library's summary
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+}

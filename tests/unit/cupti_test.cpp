@@ -1,0 +1,285 @@
+// The cupti method's host-side parts, no GPU and no root needed: the injection library's
+// USDT probes and semaphores, its argument slots against hooks.def, CUPTI's callback names,
+// and the decoder with its correlation join.
+#include <elf.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <set>
+
+#include "common/elf_file.h"
+#include "cupti/call_slots.h"
+#include "tracers/call_args.h"
+#include "tracers/cupti/cupti_decode.h"
+
+using namespace cudatrace;
+
+namespace {
+
+struct SdtNote {
+  std::string provider, name, args;
+  uint64_t pc = 0, semaphore = 0;
+};
+
+// The .note.stapsdt notes of an ELF64 file, and the address range of its .probes section.
+std::vector<SdtNote> sdt_notes(const std::string& bytes, uint64_t& probes_lo, uint64_t& probes_hi) {
+  std::vector<SdtNote> notes;
+  const auto* eh = reinterpret_cast<const Elf64_Ehdr*>(bytes.data());
+  const auto* sh = reinterpret_cast<const Elf64_Shdr*>(bytes.data() + eh->e_shoff);
+  const char* shstr = bytes.data() + sh[eh->e_shstrndx].sh_offset;
+  for (int i = 0; i < eh->e_shnum; ++i) {
+    const std::string section = shstr + sh[i].sh_name;
+    if (section == ".probes") probes_lo = sh[i].sh_addr, probes_hi = sh[i].sh_addr + sh[i].sh_size;
+    if (section != ".note.stapsdt") continue;
+    size_t off = sh[i].sh_offset;
+    const size_t end = off + sh[i].sh_size;
+    while (off + sizeof(Elf64_Nhdr) <= end) {
+      const auto* nh = reinterpret_cast<const Elf64_Nhdr*>(bytes.data() + off);
+      const char* desc = bytes.data() + off + sizeof(Elf64_Nhdr) + ((nh->n_namesz + 3) & ~3u);
+      SdtNote n;
+      std::memcpy(&n.pc, desc, 8);
+      std::memcpy(&n.semaphore, desc + 16, 8);
+      n.provider = desc + 24;
+      n.name = desc + 24 + n.provider.size() + 1;
+      n.args = desc + 24 + n.provider.size() + 1 + n.name.size() + 1;
+      notes.push_back(n);
+      off += sizeof(Elf64_Nhdr) + ((nh->n_namesz + 3) & ~3u) + ((nh->n_descsz + 3) & ~3u);
+    }
+  }
+  return notes;
+}
+
+size_t count_args(const std::string& spec) {
+  if (spec.empty()) return 0;
+  return size_t(std::count(spec.begin(), spec.end(), ' ')) + 1;
+}
+
+}  // namespace
+
+// Every probe the collector attaches to is in the library, with a semaphore in .probes
+// (an unattached probe must cost next to nothing) and the argument count the BPF side reads.
+TEST(CuptiLibrary, UsdtProbesWithSemaphores) {
+  const std::string bytes = read_elf_bytes(CUDATRACE_CUPTI_LIBRARY);
+  ASSERT_TRUE(is_elf64(CUDATRACE_CUPTI_LIBRARY));
+  uint64_t lo = 0, hi = 0;
+  const auto notes = sdt_notes(bytes, lo, hi);
+  ASSERT_GT(hi, lo) << "no .probes section: the probes have no semaphores";
+  const std::map<std::string, size_t> expected{{"api_enter", 3}, {"api_exit", 11}, {"kernel", 8},
+                                               {"activity_dropped", 1}, {"status", 3}, {"summary", 3}};
+  std::map<std::string, size_t> seen;
+  for (const auto& n : notes) {
+    EXPECT_EQ(n.provider, "cudatrace");
+    EXPECT_GE(n.semaphore, lo) << n.name;
+    EXPECT_LT(n.semaphore, hi) << n.name;
+    EXPECT_NE(n.pc, 0u) << n.name;
+    seen[n.name] = count_args(n.args);
+  }
+  EXPECT_EQ(seen, expected);
+}
+
+TEST(CuptiLibrary, ExportsOnlyItsEntryPoints) {
+  std::string error;
+  std::set<std::string> exported;
+  for (const auto& f : function_symbols(CUDATRACE_CUPTI_LIBRARY, false, error)) exported.insert(f.name);
+  EXPECT_TRUE(exported.count("InitializeInjection")) << error;
+  EXPECT_TRUE(exported.count("cudatrace_cupti_on_api"));
+  EXPECT_TRUE(exported.count("cudatrace_cupti_on_kernel"));
+  EXPECT_EQ(exported.size(), 3u) << "hidden visibility keeps the rest (and static libstdc++) out";
+}
+
+// call_slots.def fills the same slots, in the same order, as hooks.def names them.
+TEST(CuptiSlots, EveryEntryMatchesHooksDef) {
+  struct Entry {
+    std::string cbid;
+    size_t slots;
+  };
+#define CT_NARGS(...) CT_NARGS_(__VA_ARGS__, 5, 4, 3, 2, 1, 0)
+#define CT_NARGS_(a, b, c, d, e, n, ...) n
+#define RT(id, ...) {#id, CT_NARGS(__VA_ARGS__)},
+#define RT_LIKE(id, type, ...) {#id, CT_NARGS(__VA_ARGS__)},
+#define DRV(id, ...) {#id, CT_NARGS(__VA_ARGS__)},
+  const std::vector<Entry> entries{
+#include "cupti/call_slots.def"
+  };
+#undef RT
+#undef RT_LIKE
+#undef DRV
+  ASSERT_GT(entries.size(), 80u);
+  for (const auto& e : entries) {
+    std::string name = e.cbid;
+    // Runtime ids carry CUPTI's version suffix; driver ids are the symbol itself.
+    if (name.rfind("cuda", 0) == 0 || name.rfind("__cuda", 0) == 0) name = name.substr(0, name.rfind("_v"));
+    const CallInfo* call = find_call(name);
+    ASSERT_NE(call, nullptr) << e.cbid << " is not in hooks.def";
+    EXPECT_EQ(call->slots.size(), e.slots) << e.cbid;
+  }
+}
+
+TEST(CuptiSlots, OutParametersAfterTheCallAndNullConfigs) {
+  uint64_t s[cupti::kSlots] = {};
+  void* ptr = reinterpret_cast<void*>(0xabc000);
+  cudaMalloc_v3020_params m{&ptr, 1 << 20};
+  EXPECT_TRUE(cupti::fill_slots(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, &m, s));
+  EXPECT_EQ(s[0], 1u << 20);
+  EXPECT_EQ(s[1], 0xabc000u);
+  m.devPtr = nullptr;  // a failing call's null out-pointer is not read
+  EXPECT_TRUE(cupti::fill_slots(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, &m, s));
+  EXPECT_EQ(s[1], 0u);
+
+  cudaLaunchKernel_v7000_params l{reinterpret_cast<const void*>(0x42), dim3(4096, 2, 1), dim3(256, 1, 1), nullptr, 64,
+                                  reinterpret_cast<cudaStream_t>(0x77)};
+  EXPECT_TRUE(cupti::fill_slots(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, &l, s));
+  EXPECT_EQ(s[0], 0x42u);
+  EXPECT_EQ(s[1], pack_dim3(4096, 2, 1));
+  EXPECT_EQ(s[2], pack_dim3(256, 1, 1));
+  EXPECT_EQ(s[3], 64u);
+  EXPECT_EQ(s[4], 0x77u);
+
+  cuLaunchKernelEx_params ex{nullptr, reinterpret_cast<CUfunction>(0x99), nullptr, nullptr};
+  EXPECT_TRUE(cupti::fill_slots(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, &ex, s));
+  EXPECT_EQ(s[0], 0x99u);
+  EXPECT_EQ(s[1], 0u) << "a null launch config reads as zeros";
+
+  cudaSetDevice_v3020_params d{-1};
+  EXPECT_TRUE(cupti::fill_slots(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaSetDevice_v3020, &d, s));
+  EXPECT_EQ(int64_t(s[0]), -1);
+  EXPECT_FALSE(cupti::fill_slots(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020, &d, s));
+}
+
+TEST(CuptiNames, RuntimeVersionSuffixDroppedDriverKept) {
+  EXPECT_EQ(cupti_callback_name(kCuptiRuntimeDomain, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020), "cudaMemcpy");
+  EXPECT_EQ(cupti_callback_name(kCuptiRuntimeDomain, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000),
+            "cudaMemcpyAsync_ptsz");
+  EXPECT_EQ(cupti_callback_name(kCuptiRuntimeDomain, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000),
+            "__cudaLaunchKernel");
+  EXPECT_EQ(cupti_callback_name(kCuptiDriverDomain, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2), "cuMemAlloc_v2");
+  EXPECT_EQ(cupti_callback_name(kCuptiDriverDomain, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz), "cuLaunchKernel_ptsz");
+  EXPECT_EQ(cupti_callback_name(kCuptiRuntimeDomain, 99999), "cbid:2:99999");
+  EXPECT_EQ(cupti_callback_name(7, 1), "cbid:7:1");
+}
+
+namespace {
+
+cupti_record api(uint32_t domain, uint32_t cbid, uint64_t corr, uint32_t tid, uint64_t t0, int64_t ret,
+                 std::initializer_list<uint64_t> slots, const char* text = nullptr) {
+  cupti_record r{};
+  r.kind = CUPTI_REC_API;
+  r.pid = 100;
+  r.tid = tid;
+  r.id = uint64_t(domain) << 32 | cbid;
+  r.corr = corr;
+  r.t0 = t0;
+  r.t1 = t0 + 500;
+  r.ret = ret;
+  size_t i = 0;
+  for (uint64_t s : slots) r.v[i++] = s;
+  if (text) {
+    std::strncpy(r.text, text, sizeof r.text - 1);
+    r.flags |= CUPTI_F_TEXT;
+  }
+  return r;
+}
+
+}  // namespace
+
+TEST(CuptiDecode, CallsArgumentsAndTheKernelJoinedToItsLaunch) {
+  std::vector<cupti_record> records;
+  cupti_record loaded{};
+  loaded.kind = CUPTI_REC_STATUS;
+  loaded.id = 0;
+  loaded.v[0] = 130001;
+  std::strcpy(loaded.text, "full");
+  loaded.flags = CUPTI_F_TEXT;
+  records.push_back(loaded);
+  records.push_back(api(kCuptiRuntimeDomain, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, 1, 11, 1000, 0, {4096, 0xdead000}));
+  records.push_back(api(kCuptiRuntimeDomain, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, 2, 11, 2000, 1, {0x1000, 0x2000, 64, 1}));
+  // Exit order: the driver launch returns before the runtime launch around it.
+  records.push_back(api(kCuptiDriverDomain, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 3, 11, 3100, 0,
+                        {0x5151, pack_dim3(4, 2, 1), pack_dim3(256, 1, 1), 0, 0}, "fake_kernel"));
+  records.push_back(api(kCuptiRuntimeDomain, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, 3, 11, 3000, 0,
+                        {0x4242, pack_dim3(4, 2, 1), pack_dim3(256, 1, 1), 0, 0}, "fake_kernel"));
+  cupti_record k{};
+  k.kind = CUPTI_REC_KERNEL;
+  k.pid = 100;
+  k.tid = 99;  // CUPTI's own thread
+  k.corr = 3;
+  k.t0 = 5000;
+  k.t1 = 7500;
+  k.v[0] = pack_dim3(4, 2, 1);
+  k.v[1] = pack_dim3(256, 1, 1);
+  k.v[2] = 7;
+  std::strcpy(k.text, "fake_kernel");
+  k.flags = CUPTI_F_TEXT;
+  records.push_back(k);
+  cupti_record dropped{};
+  dropped.kind = CUPTI_REC_DROPPED;
+  dropped.v[0] = 2;
+  records.push_back(dropped);
+  cupti_record summary{};
+  summary.kind = CUPTI_REC_SUMMARY;
+  summary.v[0] = 4;
+  summary.v[1] = 1;
+  records.push_back(summary);
+
+  CuptiDecodeStats stats;
+  const auto events = decode_cupti_records(records, stats);
+  EXPECT_TRUE(stats.loaded);
+  EXPECT_EQ(stats.mode, "full");
+  EXPECT_EQ(stats.cupti_version, 130001u);
+  EXPECT_EQ(stats.api_calls, 4);
+  EXPECT_EQ(stats.kernels, 1);
+  EXPECT_EQ(stats.kernels_joined, 1);
+  EXPECT_EQ(stats.activity_dropped, 2);
+  EXPECT_TRUE(stats.summary);
+  EXPECT_EQ(stats.library_api_exits, 4u);
+  ASSERT_EQ(events.size(), 5u);
+  // In the order the calls began.
+  EXPECT_EQ(events[0].name, "cudaMalloc");
+  EXPECT_EQ(events[0].args["bytes"], 4096);
+  EXPECT_EQ(events[0].args["ptr"], "0xdead000");
+  EXPECT_EQ(events[0].dur, 500);
+  EXPECT_EQ(events[1].name, "cudaMemcpy");
+  EXPECT_EQ(events[1].ret, 1);
+  EXPECT_EQ(events[1].args["kind"], "HtoD");
+  EXPECT_EQ(events[2].name, "__cudaLaunchKernel");
+  EXPECT_EQ(events[2].layer, "runtime");
+  EXPECT_EQ(events[2].args["kernel"], "fake_kernel");
+  EXPECT_EQ(events[2].args["grid"], nlohmann::json({4, 2, 1}));
+  EXPECT_EQ(events[3].name, "cuLaunchKernel");
+  EXPECT_EQ(events[3].layer, "driver");
+  EXPECT_EQ(events[3].args["kernel"], "fake_kernel");
+  const Event& gpu = events[4];
+  EXPECT_EQ(gpu.layer, "gpu-activity");
+  EXPECT_EQ(gpu.name, "fake_kernel");
+  EXPECT_EQ(gpu.dur, 2500);
+  EXPECT_EQ(gpu.tid, 11) << "the launching thread, not CUPTI's";
+  EXPECT_EQ(gpu.args["launched_by"], "__cudaLaunchKernel") << "the runtime launch wins over the driver's";
+  EXPECT_EQ(gpu.args["block"], nlohmann::json({256, 1, 1}));
+  EXPECT_EQ(gpu.corr, 3u);
+}
+
+TEST(CuptiDecode, SubscriberTakenAndUnknownIdsAreReported) {
+  cupti_record taken{};
+  taken.kind = CUPTI_REC_STATUS;
+  taken.id = 1;
+  std::strcpy(taken.text, "Nsight Systems");
+  taken.flags = CUPTI_F_TEXT;
+  cupti_record unknown = api(kCuptiRuntimeDomain, 60000, 9, 1, 10, 0, {});
+  cupti_record orphan{};  // a kernel whose launch was never seen
+  orphan.kind = CUPTI_REC_KERNEL;
+  orphan.corr = 77;
+  CuptiDecodeStats stats;
+  const auto events = decode_cupti_records({taken, unknown, orphan}, stats);
+  EXPECT_FALSE(stats.loaded);
+  ASSERT_EQ(stats.problems.size(), 1u);
+  EXPECT_NE(stats.problems[0].find("Nsight Systems"), std::string::npos);
+  EXPECT_EQ(stats.unknown_callbacks, 1);
+  EXPECT_EQ(stats.kernels, 1);
+  EXPECT_EQ(stats.kernels_joined, 0);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[1].name, "cbid:2:60000");
+  EXPECT_EQ(events[0].name, "kernel") << "a nameless kernel record keeps a name";
+}

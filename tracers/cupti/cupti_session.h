@@ -1,0 +1,48 @@
+#pragma once
+// The collector of the cupti method, through the libbpf skeleton of bpf/cupti.bpf.c: one
+// program per USDT probe of the injection library, attached for every process that maps
+// the library (the kernel raises each probe's semaphore there) and filtered in BPF to the
+// target's process tree; a ring buffer drained into a spool file.
+#include <sys/types.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bpf/cupti_event.h"
+#include "tracers/ebpf/ring_spool.h"
+
+struct cupti_bpf;
+struct bpf_link;
+
+namespace cudatrace {
+
+class CuptiSession {
+ public:
+  // Loads the programs; throws std::runtime_error with libbpf's reason.
+  explicit CuptiSession(uint64_t ring_bytes);
+  ~CuptiSession();
+  CuptiSession(const CuptiSession&) = delete;
+  CuptiSession& operator=(const CuptiSession&) = delete;
+
+  // Attaches to the library's probes; throws if one is missing or refused.
+  void attach(const std::filesystem::path& library);
+  void trace_process(pid_t pid);
+  void start(const std::filesystem::path& spool);
+  // Detaches, drains the rest, closes the spool. Idempotent.
+  void stop();
+
+  size_t probes() const { return links_.size(); }
+  uint64_t records() const { return spool_ ? spool_->records() : 0; }
+  uint64_t short_records() const { return spool_ ? spool_->short_records() : 0; }
+  std::vector<uint64_t> losses() const;  // indexed by enum cupti_loss
+
+ private:
+  cupti_bpf* skel_ = nullptr;
+  std::vector<bpf_link*> links_;
+  std::unique_ptr<RingSpool> spool_;
+};
+
+}  // namespace cudatrace

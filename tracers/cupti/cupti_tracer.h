@@ -1,0 +1,31 @@
+#pragma once
+// Method `cupti`: the injection library (cupti_injection.h) plus the eBPF collector on its
+// USDT probes (cupti_session.h). Sees every runtime and driver call CUPTI reports, with
+// arguments and return codes, and every kernel's GPU start and end, joined to its launch.
+// Needs root or CAP_BPF + CAP_PERFMON, and a GPU (the driver loads the library at cuInit).
+#include <memory>
+
+#include "tracers/cupti/cupti_injection.h"
+
+namespace cudatrace {
+
+class CuptiSession;
+
+class CuptiTracer final : public CuptiInjectionTracer {
+ public:
+  CuptiTracer(std::filesystem::path library, uint64_t ring_bytes);
+  ~CuptiTracer() override;
+  void prepare(Launch& launch, const Target& target, const std::filesystem::path& run_dir) override;
+  void attach(pid_t child) override;
+  TracerReport finish(const std::filesystem::path& run_dir) override;
+  void abandon(const std::filesystem::path& run_dir) override;
+
+ private:
+  uint64_t ring_bytes_;
+  std::filesystem::path run_dir_;
+  std::unique_ptr<CuptiSession> session_;
+  double attach_ms_ = 0;
+  size_t probes_ = 0;
+};
+
+}  // namespace cudatrace
