@@ -74,6 +74,27 @@ int BPF_USDT(api_exit, __u64 corr, __u64 id, __s64 ret, __u64 enter_ns, __u64 ex
   return 0;
 }
 
+// A thread's batch of finished calls (cupti/usdt_probes.h): one record each.
+SEC("usdt")
+int BPF_USDT(api_batch, __u64 calls, __u64 count) {
+  if (!is_traced(bpf_get_current_pid_tgid() >> 32)) return 0;
+  for (__u32 i = 0; i < CUPTI_BATCH && i < count; ++i) {
+    struct cupti_record* r = begin(CUPTI_REC_API);
+    if (!r) continue;  // counted as ring_full
+    const void* src = (const void*)(calls + i * sizeof(struct cupti_api_call));
+    if (bpf_probe_read_user(&r->id, sizeof(struct cupti_api_call), src) != 0) {
+      bpf_ringbuf_discard(r, BPF_RB_NO_WAKEUP);
+      __u32 k = CUPTI_LOST_UNREADABLE;
+      __u64* n = bpf_map_lookup_elem(&lost, &k);
+      if (n) *n += 1;
+      continue;
+    }
+    if (r->text[0]) r->flags |= CUPTI_F_TEXT;
+    finish(r);
+  }
+  return 0;
+}
+
 SEC("usdt")
 int BPF_USDT(kernel, __u64 corr, __u64 start, __u64 end, __u64 grid, __u64 block, __u64 stream, __u64 device,
              __u64 name) {
@@ -105,6 +126,7 @@ int BPF_USDT(status, __u64 code, __u64 value, __u64 text) {
   struct cupti_record* r = begin(CUPTI_REC_STATUS);
   if (!r) return 0;
   r->id = code;
+  r->t0 = bpf_ktime_get_ns();  // when the library subscribed: calls before it are not seen
   r->v[0] = value;
   read_text(r, text);
   finish(r);

@@ -13,17 +13,34 @@ enum cupti_record_kind {
   CUPTI_REC_API = 1,      /* id = domain << 32 | cbid; t0/t1 = enter/exit; ret; v = slots; text = kernel */
   CUPTI_REC_KERNEL = 2,   /* t0/t1 = GPU start/end; v = grid, block, stream, device; text = name */
   CUPTI_REC_DROPPED = 3,  /* v[0] = activity records CUPTI dropped */
-  CUPTI_REC_STATUS = 4,   /* id = enum cudatrace_cupti_status; v[0] = value; text = message */
+  CUPTI_REC_STATUS = 4,   /* id = enum cudatrace_cupti_status; t0 = when; v[0] = value; text = message */
   CUPTI_REC_SUMMARY = 5,  /* v[0..2] = api exits, kernels, activity dropped, as the library counted */
 };
 
 /* Counters of what did not reach user space, one slot each in a per-CPU array. */
 enum cupti_loss {
-  CUPTI_LOST_RING_FULL = 0, /* ring buffer reserve failed: the record is lost */
-  CUPTI_LOST_KINDS = 1,
+  CUPTI_LOST_RING_FULL = 0,  /* ring buffer reserve failed: the record is lost */
+  CUPTI_LOST_UNREADABLE = 1, /* a batched call could not be read from the process */
+  CUPTI_LOST_KINDS = 2,
 };
 
 #define CUPTI_F_TEXT 1u /* text holds a string */
+
+/* One finished API call as the injection library keeps it in a thread's batch, handed to
+ * the collector many at a time through the api_batch probe (one probe hit per
+ * CUPTI_BATCH calls instead of one per call: on the H100 host a hit costs ~1.3 us). */
+#define CUPTI_BATCH 32
+
+/* Laid out as the tail of struct cupti_record from `id` on, so that the collector copies
+ * it in one read. */
+struct cupti_api_call {
+  __u64 id; /* domain << 32 | cbid */
+  __u64 corr;
+  __u64 t0, t1;
+  __s64 ret;
+  __u64 v[CUPTI_SLOTS];
+  char kernel[CUPTI_TEXT]; /* launches: the kernel's name; else empty */
+};
 
 struct cupti_record {
   __u32 kind;
@@ -36,5 +53,14 @@ struct cupti_record {
   __u64 v[CUPTI_SLOTS];
   char text[CUPTI_TEXT];
 };
+
+#ifdef __cplusplus
+#define CUPTI_STATIC_ASSERT static_assert
+#else
+#define CUPTI_STATIC_ASSERT _Static_assert
+#endif
+CUPTI_STATIC_ASSERT(sizeof(struct cupti_record) - __builtin_offsetof(struct cupti_record, id) ==
+                   sizeof(struct cupti_api_call),
+               "a batched call is the tail of a record");
 
 #endif

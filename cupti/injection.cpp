@@ -15,6 +15,7 @@
 #include <cstring>
 #include <ctime>
 
+#include "bpf/cupti_event.h"
 #include "common/dim3_pack.h"
 #include "cupti/call_slots.h"
 #include "cupti/usdt_probes.h"
@@ -49,6 +50,35 @@ uint64_t now_ns() {
 // kernel times and API times share the ledger's clock.
 uint64_t CUPTIAPI cupti_timestamp() { return now_ns(); }
 
+// A thread's finished calls, handed over CUPTI_BATCH at a time through api_batch, and the
+// rest when the thread ends (pthread key destructor) or, for the thread that calls exit(),
+// in the atexit handler. Plain C (no thread_local object): nothing of libstdc++'s runtime
+// gets into a library that is loaded into every kind of program.
+struct Batch {
+  uint32_t n;
+  cupti_api_call calls[CUPTI_BATCH];
+};
+__thread Batch* t_batch = nullptr;
+pthread_key_t g_batch_key;
+
+void flush(Batch* b) {
+  if (b->n > 0 && CUDATRACE_PROBE_ON(api_batch)) STAP_PROBE2(cudatrace, api_batch, uint64_t(b->calls), uint64_t(b->n));
+  b->n = 0;
+}
+
+void batch_ends_with_thread(void* b) {
+  flush(static_cast<Batch*>(b));
+  std::free(b);
+}
+
+Batch* this_threads_batch() {
+  if (!t_batch) {
+    t_batch = static_cast<Batch*>(std::calloc(1, sizeof(Batch)));
+    if (t_batch) pthread_setspecific(g_batch_key, t_batch);
+  }
+  return t_batch;
+}
+
 void report(cudatrace_cupti_status code, uint64_t value, const char* text) {
   if (CUDATRACE_PROBE_ON(status)) STAP_PROBE3(cudatrace, status, uint64_t(code), value, text);
 }
@@ -69,8 +99,10 @@ extern "C" {
 // CUPTI's API callback (exported so that a test can drive it without a GPU).
 __attribute__((visibility("default"))) void CUPTIAPI cudatrace_cupti_on_api(void*, CUpti_CallbackDomain domain,
                                                                             CUpti_CallbackId cbid, const void* data) {
-  const bool enter_on = CUDATRACE_PROBE_ON(api_enter), exit_on = CUDATRACE_PROBE_ON(api_exit);
-  if (!enter_on && !exit_on) return;
+  // A collector attaches to api_exit (a probe hit per call) or to api_batch.
+  const bool enter_on = CUDATRACE_PROBE_ON(api_enter), exit_on = CUDATRACE_PROBE_ON(api_exit),
+             batch_on = CUDATRACE_PROBE_ON(api_batch);
+  if (!enter_on && !exit_on && !batch_on) return;
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
   const uint64_t id = uint64_t(domain) << 32 | cbid;
   const uint64_t corr = cb->correlationId;
@@ -81,16 +113,36 @@ __attribute__((visibility("default"))) void CUPTIAPI cudatrace_cupti_on_api(void
     if (enter_on) STAP_PROBE3(cudatrace, api_enter, corr, id, t);
     return;
   }
-  if (!exit_on) return;
+  if (!exit_on && !batch_on) return;
   const uint64_t exit_ns = now_ns();
   const uint64_t enter_ns = cb->correlationData ? *cb->correlationData : 0;
   // cudaError_t and CUresult are both an int-sized enum.
   const int64_t ret = cb->functionReturnValue ? *static_cast<const int*>(cb->functionReturnValue) : -1;
-  uint64_t s[kSlots] = {};
-  fill_slots(domain, cbid, cb->functionParams, s);
   g_api_exits.fetch_add(1, std::memory_order_relaxed);
-  STAP_PROBE11(cudatrace, api_exit, corr, id, ret, enter_ns, exit_ns, s[0], s[1], s[2], s[3], s[4],
-               cb->symbolName);
+  if (exit_on) {
+    uint64_t s[kSlots] = {};
+    fill_slots(domain, cbid, cb->functionParams, s);
+    STAP_PROBE11(cudatrace, api_exit, corr, id, ret, enter_ns, exit_ns, s[0], s[1], s[2], s[3], s[4],
+                 cb->symbolName);
+    return;
+  }
+  Batch* batch = this_threads_batch();
+  if (!batch) return;  // out of memory: counted above, so the summary shows the shortfall
+  cupti_api_call& c = batch->calls[batch->n++];
+  c.id = id;
+  c.corr = corr;
+  c.t0 = enter_ns;
+  c.t1 = exit_ns;
+  c.ret = ret;
+  uint64_t* slots = reinterpret_cast<uint64_t*>(c.v);
+  for (int i = 0; i < kSlots; ++i) slots[i] = 0;
+  fill_slots(domain, cbid, cb->functionParams, slots);
+  c.kernel[0] = 0;
+  if (cb->symbolName) {
+    std::strncpy(c.kernel, cb->symbolName, sizeof c.kernel - 1);
+    c.kernel[sizeof c.kernel - 1] = 0;
+  }
+  if (batch->n == CUPTI_BATCH) flush(batch);
 }
 
 // One kernel activity record (exported for the same test).
@@ -132,14 +184,16 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_t* buff
 
 // At exit: hand over every kernel record still in CUPTI's buffers, then say what was emitted.
 void flush_at_exit() {
+  if (t_batch) flush(t_batch);
   if (CUptiResult r = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); r != CUPTI_SUCCESS)
     report_error("cuptiActivityFlushAll at exit", r);
   const uint64_t calls = g_api_exits.load(), kernels = g_kernels.load(), dropped = g_activity_dropped.load();
   if (CUDATRACE_PROBE_ON(summary)) STAP_PROBE3(cudatrace, summary, calls, kernels, dropped);
 }
 
-// A forked child counts its own calls: its summary must not repeat its parent's.
+// A forked child counts its own calls, and does not hand over its parent's batch again.
 void reset_counts_in_child() {
+  if (t_batch) t_batch->n = 0;
   g_api_exits = 0;
   g_kernels = 0;
   g_activity_dropped = 0;
@@ -201,6 +255,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   if (!enable_domains()) return 1;
   if (!bare) {
     if (!enable_kernel_activity()) return 1;
+    pthread_key_create(&g_batch_key, batch_ends_with_thread);
     pthread_atfork(nullptr, nullptr, reset_counts_in_child);
     std::atexit(flush_at_exit);
   }

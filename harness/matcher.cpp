@@ -64,7 +64,8 @@ struct Scorer {
 
   void compare(const Event& truth, const Event& seen) {
     for (const auto& [key, value] : truth.args.items()) {
-      if (key == "via") continue;  // how the workload launched, not an argument of the call
+      // How the workload launched and what it expects: the ledger's notes, not arguments.
+      if (key == "via" || key == "expect") continue;
       auto it = seen.args.find(key);
       if (it == seen.args.end()) {
         ++score.args_undecoded;
@@ -217,6 +218,12 @@ LayerScore score_counts(const std::string& layer, const std::string& expectation
   return score;
 }
 
+// A ledger launch whose kernel runs on the GPU (one the workload made to fail does not).
+bool kernel_runs(const Event& t) {
+  return is_runtime_launch(canonical_name(t.name)) && t.args.contains("kernel") &&
+         t.args.value("expect", "") != "launch error";
+}
+
 int64_t dim_product(const nlohmann::json& d) {
   if (!d.is_array()) return 0;
   int64_t p = 1;
@@ -293,14 +300,13 @@ std::vector<LayerScore> match(const std::vector<Event>& ledger, const std::vecto
     } else if (l == layer::kGpuActivity) {
       std::map<std::string, int64_t> expected;
       for (const auto& t : calls)
-        if (is_runtime_launch(canonical_name(t.name)) && t.args.contains("kernel"))
-          ++expected[t.args["kernel"].get<std::string>()];
+        if (kernel_runs(t)) ++expected[t.args["kernel"].get<std::string>()];
       out.push_back(score_counts(l, "one kernel record per ledger launch", expected, events, opts));
     } else if (l == layer::kDevice) {
       const bool per_thread = opts.device_mode == "thread";
       std::map<std::string, int64_t> expected;
       for (const auto& t : calls)
-        if (is_runtime_launch(canonical_name(t.name)) && t.args.contains("kernel"))
+        if (kernel_runs(t))
           expected[t.args["kernel"].get<std::string>()] +=
               dim_product(t.args.value("grid", nlohmann::json())) *
               (per_thread ? dim_product(t.args.value("block", nlohmann::json())) : 1);

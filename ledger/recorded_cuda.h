@@ -110,16 +110,33 @@ inline cudaError_t PeekAtLastError() { return RT_RECORD("cudaPeekAtLastError", c
 // belongs to). <<<>>> hands back no error code: it has to be read with GetLastError,
 // which is then a call of its own in the ledger. Kernels are extern "C" so that `name` is
 // the symbol a tracer resolves.
+namespace detail {
+inline void record_launch(const char* name, int64_t t0, int64_t t1, dim3 grid, dim3 block, size_t smem,
+                          cudaStream_t stream, const char* expect) {
+  const Arg kernel = Arg::Str("kernel", name), g = Arg::Dim3("grid", grid.x, grid.y, grid.z),
+            b = Arg::Dim3("block", block.x, block.y, block.z), sm = Arg::Int("smem", int64_t(smem)),
+            st = Arg::Ptr("stream", stream), via = Arg::Str("via", "<<<>>>");
+  if (expect)
+    ledger::record("cudaLaunchKernel", t0, t1, ledger::kNoRet, {kernel, g, b, sm, st, via, Arg::Str("expect", expect)});
+  else
+    ledger::record("cudaLaunchKernel", t0, t1, ledger::kNoRet, {kernel, g, b, sm, st, via});
+}
+}  // namespace detail
+
 template <class... Params, class... Args>
 inline void Launch(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
                    cudaStream_t stream, Args&&... args) {
   int64_t t0 = ledger::now();
   kernel<<<grid, block, smem, stream>>>(std::forward<Args>(args)...);
-  int64_t t1 = ledger::now();
-  ledger::record("cudaLaunchKernel", t0, t1, ledger::kNoRet,
-                 {Arg::Str("kernel", name), Arg::Dim3("grid", grid.x, grid.y, grid.z),
-                  Arg::Dim3("block", block.x, block.y, block.z), Arg::Int("smem", int64_t(smem)),
-                  Arg::Ptr("stream", stream), Arg::Str("via", "<<<>>>")});
+  detail::record_launch(name, t0, ledger::now(), grid, block, smem, stream, nullptr);
+}
+
+// A launch the workload makes to fail (a bad configuration): no kernel runs, so the
+// device and GPU-activity layers expect nothing of it; the ledger says so ("expect").
+inline void LaunchThatFails(const char* name, void (*kernel)(), dim3 grid, dim3 block) {
+  int64_t t0 = ledger::now();
+  kernel<<<grid, block>>>();
+  detail::record_launch(name, t0, ledger::now(), grid, block, 0, nullptr, "launch error");
 }
 
 }  // namespace rt

@@ -7,6 +7,7 @@
 #include "tracers/none/none_tracer.h"
 #include "tracers/preload/preload_tracer.h"
 #include "tracers/strace/strace_tracer.h"
+#include "bpf/cupti_event.h"
 #include "bpf/uprobe_event.h"
 #include "tracers/tracer.h"
 #include "tracers/ebpf/ring_option.h"
@@ -75,7 +76,9 @@ const std::vector<Method>& methods() {
                  .issue = 5,
                  .needs_root = true,
                  .needs_gpu = true,
-                 .options = ring_option};
+                 .options = {{"ring_mb", kRingOptionHelp},
+                             {"per_call", "1: a probe hit per API call instead of per batch of " +
+                                              std::to_string(CUPTI_BATCH) + " (default 0)"}}};
     Method cupti_inject{.name = "cupti-inject",
                         .summary = "the cupti method's library injected, no collector attached: its cost reference",
                         .issue = 5,
@@ -95,7 +98,8 @@ const std::vector<Method>& methods() {
 #ifdef CUDATRACE_HAVE_BPF
     cupti.built = true;
     cupti.make = [](const HostFacts& host, const MethodOptions& o) {
-      return std::make_unique<CuptiTracer>(cupti_injection_path(host.prefix), ring_bytes_option(o, "cupti"));
+      const CuptiOptions options = cupti_options(o);
+      return std::make_unique<CuptiTracer>(cupti_injection_path(host.prefix), options.ring_bytes, options.per_call);
     };
 #else
     cupti.not_built_reason = no_bpf;

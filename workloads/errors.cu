@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
     check("double-free", "cudaMalloc", rt::Malloc(&q, 4096), {cudaSuccess});
     check("double-free", "cudaFree", rt::Free(q), {cudaSuccess});
     check("double-free", "cudaFree", rt::Free(q), {cudaErrorInvalidValue});
-    rt::Launch("empty_kernel", empty_kernel, 1, 4096, 0, nullptr);  // > 1024 threads per block
+    rt::LaunchThatFails("empty_kernel", empty_kernel, 1, 4096);  // > 1024 threads per block
     // Measured on the H100 with CUDA 13.0 / driver 580: cudaErrorInvalidValue. Older
     // releases report cudaErrorInvalidConfiguration for the same launch.
     check("bad-launch", "cudaGetLastError", rt::GetLastError(),

@@ -166,9 +166,20 @@ TEST_P(GpuCupti, RuntimeDriverAndKernelActivityComplete) {
   if (!host().gpu) GTEST_SKIP() << "no GPU: " << host().gpu_reason;
   if (!host().root) GTEST_SKIP() << "needs root or CAP_BPF+CAP_PERFMON";
   const Case c = GetParam();
-  nlohmann::json run = run_case(c, "cupti");
-  ASSERT_FALSE(run.is_null());
+  HarnessRun r = run_harness("--workload " + c.workload + " --method cupti --linkage " + c.linkage);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string label = c.workload + "." + c.linkage + ".cupti";
+  nlohmann::json run = r.run_json(label);
+  ASSERT_TRUE(run["ledger"]["consistent"].get<bool>()) << run["ledger"]["problems"].dump();
   const auto& tracer = run["tracer"];
+  // The driver loads the library at the program's first driver call (cuInit): runtime calls
+  // that were over before it (cudaRuntimeGetVersion) cannot be seen. They, and only they,
+  // miss (the call that brings cuInit about is seen: measured on the H100 and H200).
+  const int64_t loaded = tracer["notes"]["library_loaded_ns"].get<int64_t>();
+  int before = 0;
+  for (const auto& t : r.ledger(label))
+    if (t.layer == "runtime" && t.ts + t.dur.value_or(0) < loaded) ++before;
+  EXPECT_LE(before, 1) << "only the workload's first call precedes cuInit";
   for (const auto& [counter, n] : tracer["loss"].items()) EXPECT_EQ(n, 0) << counter;
   EXPECT_EQ(tracer["notes"]["library_summary"], "received");
   EXPECT_EQ(tracer["notes"]["unknown_callback_ids"], 0);
@@ -176,7 +187,8 @@ TEST_P(GpuCupti, RuntimeDriverAndKernelActivityComplete) {
   for (const auto& s : run["match"]) layers[s["layer"]] = s;
   ASSERT_TRUE(layers.count("runtime")) << tracer.dump();
   const auto& rt = layers["runtime"];
-  EXPECT_EQ(rt["matched"], rt["expected"]) << rt["examples"].dump();
+  EXPECT_EQ(rt["missing"], before) << rt["examples"].dump();
+  EXPECT_EQ(rt["matched"].get<int>(), rt["expected"].get<int>() - before) << rt["examples"].dump();
   EXPECT_EQ(rt["phantom"], 0) << rt["examples"].dump();
   EXPECT_EQ(rt["args_equal"], rt["args_compared"]) << rt["examples"].dump();
   EXPECT_EQ(rt["ret_equal"], rt["ret_compared"]) << rt["examples"].dump();
@@ -190,9 +202,10 @@ TEST_P(GpuCupti, RuntimeDriverAndKernelActivityComplete) {
   EXPECT_EQ(gpu["matched"], gpu["expected"]) << gpu["examples"].dump();
   EXPECT_EQ(gpu["phantom"], 0) << gpu["examples"].dump();
   EXPECT_EQ(tracer["notes"]["kernels_joined_to_launch"], tracer["notes"]["kernel_records"]);
-  std::printf("%s.%s: api calls %d, kernel records %d, runtime %d/%d, driver launches %d/%d, kernels %d/%d\n",
+  std::printf("%s.%s: api calls %d, kernel records %d, runtime %d/%d (%d over before cuInit), driver launches %d/%d, "
+              "kernels %d/%d\n",
               c.workload.c_str(), c.linkage.c_str(), tracer["notes"]["api_calls"].get<int>(),
-              tracer["notes"]["kernel_records"].get<int>(), rt["matched"].get<int>(), rt["expected"].get<int>(),
+              tracer["notes"]["kernel_records"].get<int>(), rt["matched"].get<int>(), rt["expected"].get<int>(), before,
               drv["matched"].get<int>(), drv["expected"].get<int>(), gpu["matched"].get<int>(),
               gpu["expected"].get<int>());
 }

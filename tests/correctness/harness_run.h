@@ -22,6 +22,10 @@ struct HarnessRun {
     std::ifstream f(root / "runs" / (combo_label + ".r" + std::to_string(rep)) / "run.json");
     return f ? nlohmann::json::parse(f) : nlohmann::json();
   }
+  // The workload's ledger of that run (runtime calls, without the meta record).
+  std::vector<cudatrace::Event> ledger(const std::string& combo_label, int rep = 1) const {
+    return cudatrace::read_events(root / "runs" / (combo_label + ".r" + std::to_string(rep)) / "ledger.jsonl").events;
+  }
 };
 
 // `env`: assignments put before the command, e.g. "PATH=/nonexistent".

@@ -24,10 +24,10 @@ struct FakeRun {
   std::string stderr_text;
 };
 
-FakeRun run_fake_app(const std::map<std::string, std::string>& env) {
+FakeRun run_fake_app(const std::map<std::string, std::string>& env, bool per_call = false) {
   FakeRun r;
   const auto dir = testsupport::temp_dir("cupti");
-  CuptiTracer tracer(CUDATRACE_CUPTI_LIBRARY, 1 << 20);
+  CuptiTracer tracer(CUDATRACE_CUPTI_LIBRARY, 1 << 20, per_call);
   Launch launch{{CUDATRACE_CUPTI_FAKE_APP}, env};
   tracer.prepare(launch, Target{launch.argv, "static"}, dir);
   r.child = run_child(ChildSpec{launch, dir, 60}, tracer);
@@ -48,16 +48,21 @@ const Event* find(const std::vector<Event>& events, const std::string& name) {
 
 }  // namespace
 
-TEST(CuptiCollector, SeesEveryCallAndTheKernelThroughTheUsdtProbes) {
+// Calls handed over per thread batch (the default) or one probe hit per call: the same events.
+class CuptiCollector : public ::testing::TestWithParam<bool> {};
+
+TEST_P(CuptiCollector, SeesEveryCallAndTheKernelThroughTheUsdtProbes) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root for BPF";
-  FakeRun r = run_fake_app({{"FAKE_CUPTI_DROPPED", "2"}});
+  FakeRun r = run_fake_app({{"FAKE_CUPTI_DROPPED", "2"}}, GetParam());
   ASSERT_EQ(r.child.status, ChildStatus::Exited) << r.child.detail;
   ASSERT_EQ(r.child.exit_code, 0) << r.stderr_text;
   EXPECT_EQ(r.report.error, "") << r.report.notes.dump();
   EXPECT_EQ(r.report.layers, (std::vector<std::string>{"runtime", "driver", "gpu-activity"}));
   EXPECT_EQ(r.report.notes["usdt_probes_attached"], 5);
   EXPECT_EQ(r.report.notes["library_summary"], "received") << "the library's atexit summary, parent and child";
+  EXPECT_GT(r.report.notes["library_loaded_ns"].get<int64_t>(), 0);
   EXPECT_EQ(r.report.loss["ring_full"], 0);
+  EXPECT_EQ(r.report.loss["unreadable_batched_calls"], 0);
   EXPECT_EQ(r.report.loss["api_calls_not_received"], 0);
   EXPECT_EQ(r.report.loss["kernels_not_received"], 0);
   EXPECT_EQ(r.report.loss["activity_dropped_by_cupti"], 2) << "CUPTI's own drops are passed on";
@@ -68,7 +73,7 @@ TEST(CuptiCollector, SeesEveryCallAndTheKernelThroughTheUsdtProbes) {
   EXPECT_EQ(malloc_->args["bytes"], 4096);
   EXPECT_EQ(malloc_->args["ptr"], "0xdead000") << "out-parameter read after the call";
   EXPECT_EQ(malloc_->ret, 0);
-  EXPECT_GT(malloc_->ts, 0);
+  EXPECT_GT(malloc_->ts, r.report.notes["library_loaded_ns"].get<int64_t>()) << "one clock: CLOCK_MONOTONIC";
   const Event* copy = find(r.events, "cudaMemcpy");
   ASSERT_NE(copy, nullptr);
   EXPECT_EQ(copy->ret, 1) << "failed calls are reported with their code";
@@ -92,9 +97,12 @@ TEST(CuptiCollector, SeesEveryCallAndTheKernelThroughTheUsdtProbes) {
   EXPECT_EQ(child->args["device"], 0);
 }
 
+INSTANTIATE_TEST_SUITE_P(HandOver, CuptiCollector, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "PerCall" : "Batched"; });
+
 // CUPTI has one subscriber per process. When another tool holds it, the run says who, and
 // the program itself runs on untouched.
-TEST(CuptiCollector, SubscriberTakenIsReportedAndTheProgramRunsOn) {
+TEST(CuptiCollectorErrors, SubscriberTakenIsReportedAndTheProgramRunsOn) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root for BPF";
   FakeRun r = run_fake_app({{"FAKE_CUPTI_TAKEN", "Nsight Systems (fake)"}});
   ASSERT_EQ(r.child.status, ChildStatus::Exited) << r.child.detail;

@@ -14,6 +14,9 @@
 #include "cupti/call_slots.h"
 #include "tracers/call_args.h"
 #include "tracers/cupti/cupti_decode.h"
+#ifdef CUDATRACE_HAVE_BPF
+#include "tracers/cupti/cupti_tracer.h"
+#endif
 
 using namespace cudatrace;
 
@@ -67,11 +70,11 @@ TEST(CuptiLibrary, UsdtProbesWithSemaphores) {
   uint64_t lo = 0, hi = 0;
   const auto notes = sdt_notes(bytes, lo, hi);
   ASSERT_GT(hi, lo) << "no .probes section: the probes have no semaphores";
-  const std::map<std::string, size_t> expected{{"api_enter", 3}, {"api_exit", 11}, {"kernel", 8},
+  const std::map<std::string, size_t> expected{{"api_enter", 3}, {"api_exit", 11}, {"api_batch", 2}, {"kernel", 8},
                                                {"activity_dropped", 1}, {"status", 3}, {"summary", 3}};
   std::map<std::string, size_t> seen;
   for (const auto& n : notes) {
-    EXPECT_EQ(n.provider, "cudatrace");
+    if (n.provider != "cudatrace") continue;
     EXPECT_GE(n.semaphore, lo) << n.name;
     EXPECT_LT(n.semaphore, hi) << n.name;
     EXPECT_NE(n.pc, 0u) << n.name;
@@ -149,6 +152,23 @@ TEST(CuptiSlots, OutParametersAfterTheCallAndNullConfigs) {
   EXPECT_FALSE(cupti::fill_slots(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020, &d, s));
 }
 
+#ifdef CUDATRACE_HAVE_BPF
+TEST(CuptiOptions, RingSizeAndHandOver) {
+  EXPECT_EQ(cupti_options({}).ring_bytes, 64u << 20);
+  EXPECT_FALSE(cupti_options({}).per_call);
+  EXPECT_TRUE(cupti_options({{"per_call", "1"}}).per_call);
+  EXPECT_EQ(cupti_options({{"ring_mb", "8"}}).ring_bytes, 8u << 20);
+  EXPECT_THROW(cupti_options({{"per_call", "yes"}}), std::invalid_argument);
+  EXPECT_THROW(cupti_options({{"ring_mb", "3"}}), std::invalid_argument);
+  try {
+    cupti_options({{"colour", "blue"}});
+    ADD_FAILURE() << "an unknown option must be refused";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("valid: ring_mb, per_call"), std::string::npos) << e.what();
+  }
+}
+#endif
+
 TEST(CuptiNames, RuntimeVersionSuffixDroppedDriverKept) {
   EXPECT_EQ(cupti_callback_name(kCuptiRuntimeDomain, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020), "cudaMemcpy");
   EXPECT_EQ(cupti_callback_name(kCuptiRuntimeDomain, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000),
@@ -191,6 +211,7 @@ TEST(CuptiDecode, CallsArgumentsAndTheKernelJoinedToItsLaunch) {
   loaded.kind = CUPTI_REC_STATUS;
   loaded.id = 0;
   loaded.v[0] = 130001;
+  loaded.t0 = 900;
   std::strcpy(loaded.text, "full");
   loaded.flags = CUPTI_F_TEXT;
   records.push_back(loaded);
@@ -229,6 +250,7 @@ TEST(CuptiDecode, CallsArgumentsAndTheKernelJoinedToItsLaunch) {
   EXPECT_TRUE(stats.loaded);
   EXPECT_EQ(stats.mode, "full");
   EXPECT_EQ(stats.cupti_version, 130001u);
+  EXPECT_EQ(stats.loaded_ns, 900);
   EXPECT_EQ(stats.api_calls, 4);
   EXPECT_EQ(stats.kernels, 1);
   EXPECT_EQ(stats.kernels_joined, 1);

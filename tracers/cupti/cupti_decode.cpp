@@ -99,6 +99,7 @@ std::vector<Event> decode_cupti_records(const std::vector<cupti_record>& records
       case CUPTI_REC_STATUS:
         if (r.id == 0) {
           stats.loaded = true;
+          stats.loaded_ns = int64_t(r.t0);
           stats.cupti_version = r.v[0];
           stats.mode = text_of(r);
         } else {

@@ -30,6 +30,7 @@ struct CuptiDecodeStats {
   int64_t unknown_callbacks = 0;    // API records of an id this build has no name for
   int64_t activity_dropped = 0;     // what CUPTI said it dropped
   bool loaded = false;              // the library reported in (status LOADED)
+  int64_t loaded_ns = 0;            // when: calls that began earlier cannot be seen
   std::string mode;                 // "full" or "bare", as the library said
   uint64_t cupti_version = 0;
   std::vector<std::string> problems;  // subscriber taken, CUPTI errors: one line each

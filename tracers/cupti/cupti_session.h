@@ -27,8 +27,9 @@ class CuptiSession {
   CuptiSession(const CuptiSession&) = delete;
   CuptiSession& operator=(const CuptiSession&) = delete;
 
-  // Attaches to the library's probes; throws if one is missing or refused.
-  void attach(const std::filesystem::path& library);
+  // Attaches to the library's probes; throws if one is missing or refused. `per_call`:
+  // a probe hit per API call (api_exit) instead of one per thread's batch (api_batch).
+  void attach(const std::filesystem::path& library, bool per_call);
   void trace_process(pid_t pid);
   void start(const std::filesystem::path& spool);
   // Detaches, drains the rest, closes the spool. Idempotent.

@@ -7,13 +7,30 @@
 #include "common/event_io.h"
 #include "tracers/cupti/cupti_decode.h"
 #include "tracers/cupti/cupti_session.h"
+#include "tracers/ebpf/ring_option.h"
 
 namespace cudatrace {
 
 namespace fs = std::filesystem;
 
-CuptiTracer::CuptiTracer(fs::path library, uint64_t ring_bytes)
-    : CuptiInjectionTracer(std::move(library), false), ring_bytes_(ring_bytes) {}
+CuptiOptions cupti_options(const std::map<std::string, std::string>& options) {
+  std::map<std::string, std::string> ring;
+  bool per_call = false;
+  for (const auto& [key, value] : options) {
+    if (key == "ring_mb") {
+      ring.insert({key, value});
+    } else if (key == "per_call") {
+      if (value != "0" && value != "1") throw std::invalid_argument("cupti.per_call wants 0 or 1, got '" + value + "'");
+      per_call = value == "1";
+    } else {
+      throw std::invalid_argument("unknown cupti option '" + key + "' (valid: ring_mb, per_call)");
+    }
+  }
+  return {ring_bytes_option(ring, "cupti"), per_call};
+}
+
+CuptiTracer::CuptiTracer(fs::path library, uint64_t ring_bytes, bool per_call)
+    : CuptiInjectionTracer(std::move(library), false), ring_bytes_(ring_bytes), per_call_(per_call) {}
 CuptiTracer::~CuptiTracer() = default;
 
 void CuptiTracer::prepare(Launch& launch, const Target& target, const fs::path& run_dir) {
@@ -24,7 +41,7 @@ void CuptiTracer::prepare(Launch& launch, const Target& target, const fs::path& 
 void CuptiTracer::attach(pid_t child) {
   const int64_t t0 = monotonic_ns();
   session_ = std::make_unique<CuptiSession>(ring_bytes_);
-  session_->attach(library_);
+  session_->attach(library_, per_call_);
   session_->trace_process(child);
   session_->start(run_dir_ / "cupti.bin");
   probes_ = session_->probes();
@@ -57,6 +74,7 @@ TracerReport CuptiTracer::finish(const fs::path& run_dir) {
   out.close();
 
   report.loss = {{"ring_full", lost[CUPTI_LOST_RING_FULL]},
+                 {"unreadable_batched_calls", lost[CUPTI_LOST_UNREADABLE]},
                  {"activity_dropped_by_cupti", stats.activity_dropped},
                  {"malformed_records", malformed}};
   // The library counts what it emitted: any shortfall at the collector is loss too.
@@ -68,12 +86,15 @@ TracerReport CuptiTracer::finish(const fs::path& run_dir) {
                   {"usdt_probes_attached", probes_},
                   {"attach_ms", attach_ms_},
                   {"ring_bytes", ring_bytes_},
+                  {"calls_handed_over", per_call_ ? "per call (api_exit)" : "per thread batch (api_batch)"},
                   {"records", stats.records},
                   {"api_calls", stats.api_calls},
                   {"kernel_records", stats.kernels},
                   {"kernels_joined_to_launch", stats.kernels_joined},
                   {"unknown_callback_ids", stats.unknown_callbacks},
                   {"cupti_version", stats.cupti_version},
+                  // The driver loads the library at cuInit: calls that began before are not seen.
+                  {"library_loaded_ns", stats.loaded_ns},
                   {"library_summary", stats.summary ? "received" : "missing: the process did not exit normally"}};
   if (!stats.problems.empty()) {
     report.error = stats.problems.front();

@@ -11,9 +11,16 @@ namespace cudatrace {
 
 class CuptiSession;
 
+// "--set cupti.ring_mb=N" and "--set cupti.per_call=0|1"; throws std::invalid_argument.
+struct CuptiOptions {
+  uint64_t ring_bytes;
+  bool per_call;
+};
+CuptiOptions cupti_options(const std::map<std::string, std::string>& options);
+
 class CuptiTracer final : public CuptiInjectionTracer {
  public:
-  CuptiTracer(std::filesystem::path library, uint64_t ring_bytes);
+  CuptiTracer(std::filesystem::path library, uint64_t ring_bytes, bool per_call);
   ~CuptiTracer() override;
   void prepare(Launch& launch, const Target& target, const std::filesystem::path& run_dir) override;
   void attach(pid_t child) override;
@@ -22,6 +29,7 @@ class CuptiTracer final : public CuptiInjectionTracer {
 
  private:
   uint64_t ring_bytes_;
+  bool per_call_;
   std::filesystem::path run_dir_;
   std::unique_ptr<CuptiSession> session_;
   double attach_ms_ = 0;
