@@ -50,43 +50,27 @@ void store(uint64_t* slots, A... values) {
 
 bool fill_slots(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* params, uint64_t* slots) {
   if (!params) return false;
-#define RT_LIKE(id, type, ...)                      \
-  case CUPTI_RUNTIME_TRACE_CBID_##id: {             \
-    const auto* p = static_cast<const type*>(params); \
-    store(slots, __VA_ARGS__);                      \
-    return true;                                    \
+  // Callback ids repeat across domains: switch on both.
+  constexpr auto key = [](CUpti_CallbackDomain d, uint32_t id) { return uint64_t(d) << 32 | id; };
+#define SLOTS_CASE(domain, id, type, ...)               \
+  case key(domain, id): {                               \
+    const auto* p = static_cast<const type*>(params);   \
+    store(slots, __VA_ARGS__);                          \
+    return true;                                        \
   }
+#define RT_LIKE(id, type, ...) \
+  SLOTS_CASE(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_##id, type, __VA_ARGS__)
 #define RT(id, ...) RT_LIKE(id, id##_params, __VA_ARGS__)
-#define DRV(id, ...)
-  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
-    switch (cbid) {
+#define DRV(id, ...) SLOTS_CASE(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_##id, id##_params, __VA_ARGS__)
+  switch (key(domain, cbid)) {
 #include "cupti/call_slots.def"
-      default:
-        return false;
-    }
+    default:
+      return false;
   }
+#undef DRV
 #undef RT
 #undef RT_LIKE
-#undef DRV
-#define RT(id, ...)
-#define RT_LIKE(id, type, ...)
-#define DRV(id, ...)                                       \
-  case CUPTI_DRIVER_TRACE_CBID_##id: {                     \
-    const auto* p = static_cast<const id##_params*>(params); \
-    store(slots, __VA_ARGS__);                             \
-    return true;                                           \
-  }
-  if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
-    switch (cbid) {
-#include "cupti/call_slots.def"
-      default:
-        return false;
-    }
-  }
-#undef RT
-#undef RT_LIKE
-#undef DRV
-  return false;
+#undef SLOTS_CASE
 }
 
 }  // namespace cudatrace::cupti

@@ -10,6 +10,7 @@
 #include "cupti.skel.h"
 #include "tracers/ebpf/libbpf_log.h"
 #include "tracers/ebpf/percpu_counters.h"
+#include "tracers/ebpf/process_tree.h"
 
 namespace cudatrace {
 
@@ -70,12 +71,7 @@ void CuptiSession::attach(const std::filesystem::path& library, bool per_call) {
   }
 }
 
-void CuptiSession::trace_process(pid_t pid) {
-  __u32 key = __u32(pid);
-  __u8 one = 1;
-  if (bpf_map__update_elem(skel_->maps.traced, &key, sizeof key, &one, sizeof one, BPF_ANY) != 0)
-    throw std::runtime_error(std::string("cannot add the target to the traced set: ") + std::strerror(errno));
-}
+void CuptiSession::trace_process(pid_t pid) { trace_process_tree(skel_->maps.traced, pid); }
 
 void CuptiSession::start(const std::filesystem::path& spool) {
   spool_ = std::make_unique<RingSpool>(bpf_map__fd(skel_->maps.records), sizeof(cupti_record), spool);

@@ -12,6 +12,7 @@
 
 #include "tracers/ebpf/libbpf_log.h"
 #include "tracers/ebpf/percpu_counters.h"
+#include "tracers/ebpf/process_tree.h"
 #include "uprobe.skel.h"
 
 namespace cudatrace {
@@ -146,12 +147,7 @@ std::vector<std::pair<uint64_t, std::string>> UprobeSession::attach(const std::s
   return failed;
 }
 
-void UprobeSession::trace_process(pid_t pid) {
-  __u32 key = __u32(pid);
-  __u8 one = 1;
-  if (bpf_map__update_elem(skel_->maps.traced, &key, sizeof key, &one, sizeof one, BPF_ANY) != 0)
-    throw std::runtime_error(std::string("cannot add the target to the traced set: ") + std::strerror(errno));
-}
+void UprobeSession::trace_process(pid_t pid) { trace_process_tree(skel_->maps.traced, pid); }
 
 void UprobeSession::start(const std::filesystem::path& spool) {
   spool_ = std::make_unique<RingSpool>(bpf_map__fd(skel_->maps.calls), sizeof(uprobe_call), spool);
