@@ -24,6 +24,11 @@
 
 extern "C" __global__ void empty_kernel() {}
 
+extern "C" __global__ void vecadd_kernel(const float* a, const float* b, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i];
+}
+
 namespace {
 
 constexpr int kBatch = 64;
@@ -44,26 +49,32 @@ void must(cudaError_t e, const char* what) {
 // mean, each repetition reports the median batch as counter median_ns: one preempted batch
 // (this runs in a VM) moves a mean by hundreds of ns, a median not.
 template <class Body, class After>
-void batched(benchmark::State& state, Body&& body, After&& after) {
-  for (int w = 0; w < kIterations / 4; ++w) {
-    for (int i = 0; i < kBatch; ++i) body();
+void batched(benchmark::State& state, Body&& body, After&& after, int batch = kBatch) {
+  for (int64_t w = 0; w < std::max<int64_t>(1, state.max_iterations / 4); ++w) {
+    for (int i = 0; i < batch; ++i) body();
     after();
   }
   std::vector<double> per_call;
-  per_call.reserve(kIterations);
+  per_call.reserve(size_t(state.max_iterations));
   for (auto _ : state) {
     const int64_t t0 = cudatrace::monotonic_ns();
-    for (int i = 0; i < kBatch; ++i) body();
+    for (int i = 0; i < batch; ++i) body();
     const int64_t t1 = cudatrace::monotonic_ns();
     after();
-    per_call.push_back(double(t1 - t0) / kBatch);
+    per_call.push_back(double(t1 - t0) / batch);
     state.SetIterationTime(per_call.back() / 1e9);
   }
   std::nth_element(per_call.begin(), per_call.begin() + long(per_call.size() / 2), per_call.end());
   state.counters["median_ns"] = per_call.empty() ? 0.0 : per_call[per_call.size() / 2];
 }
 
+// vecadd launched and waited for, at two sizes: the cost a device-side tracer adds to a
+// kernel's run, not only to its launch. Few launches, so that a probe per thread (millions
+// of records per launch) still fits a tracer's ring.
+constexpr int kVecaddSmall = 1 << 16, kVecaddLarge = 1 << 19, kVecaddIterations = 30;
+
 cudaStream_t g_stream;
+float* g_vec[3];
 void* g_pinned;
 void* g_device;
 cudaEvent_t g_event;
@@ -80,6 +91,10 @@ void setup() {
   must(cudaMallocHost(&g_pinned, 4096), "cudaMallocHost");
   must(cudaMalloc(&g_device, 4096), "cudaMalloc");
   must(cudaEventCreate(&g_event), "cudaEventCreate");
+  for (float*& v : g_vec) {
+    must(cudaMalloc(&v, kVecaddLarge * sizeof(float)), "cudaMalloc");
+    must(cudaMemset(v, 0, kVecaddLarge * sizeof(float)), "cudaMemset");
+  }
   must(cudaGetFuncBySymbol(reinterpret_cast<cudaFunction_t*>(&g_function), reinterpret_cast<const void*>(&empty_kernel)),
        "cudaGetFuncBySymbol");
   cudaDriverEntryPointQueryResult found;
@@ -118,6 +133,15 @@ void register_all(const std::string& suffix) {
   });
   add("cudaEventRecord", [](benchmark::State& s) { batched(s, [] { cudaEventRecord(g_event, g_stream); }, sync); });
   add("cudaStreamSynchronize_idle", [](benchmark::State& s) { batched(s, [] { cudaStreamSynchronize(g_stream); }, nothing); });
+  for (const int n : {kVecaddSmall, kVecaddLarge}) {
+    const std::string name = "vecadd_n" + std::to_string(n) + "+sync";
+    benchmark::RegisterBenchmark((name + suffix).c_str(), [n](benchmark::State& s) {
+      batched(s, [n] {
+        vecadd_kernel<<<(n + 255) / 256, 256, 0, g_stream>>>(g_vec[0], g_vec[1], g_vec[2], n);
+        sync();
+      }, nothing, 1);
+    })->UseManualTime()->Iterations(kVecaddIterations)->Unit(benchmark::kNanosecond);
+  }
   add("cudaGetDevice", [](benchmark::State& s) {
     batched(s, [] {
       int d;

@@ -159,8 +159,9 @@ options:
                                --set uprobe.ring_mb=16
   --bench                      per-call overhead instead of the workloads: single CUDA calls
                                (empty launch three ways, 4-byte async copy, 1 MiB malloc+free,
-                               event record, idle stream sync, cudaGetDevice) timed under each
-                               method; --reps is the benchmark's repetitions (default 5).
+                               event record, idle stream sync, cudaGetDevice, and vecadd launch
+                               + sync at 2^16 and 2^19 elements) timed under each method;
+                               --reps is the benchmark's repetitions (default 5).
                                Writes bench.json (Google Benchmark; compare.py works on it) and
                                bench_summary.json (median, delta to none with 95% interval)
   --export-trace RUN_FOLDER    write RUN_FOLDER/trace.json (Chrome/Perfetto: open it in

@@ -194,7 +194,7 @@ LayerScore score_calls(const std::string& layer, const std::string& expectation,
 // Kernel-level layers have no host thread: compare counts per kernel name.
 LayerScore score_counts(const std::string& layer, const std::string& expectation,
                         const std::map<std::string, int64_t>& expected, const std::vector<Event>& events,
-                        const MatchOptions& opts) {
+                        const MatchOptions& opts, const char* weight_arg = nullptr) {
   LayerScore score;
   score.layer = layer;
   score.expectation = expectation;
@@ -202,9 +202,12 @@ LayerScore score_counts(const std::string& layer, const std::string& expectation
   for (const auto& [name, n] : expected) score.by_name[name].expected += n;
   for (const auto& e : events) {
     if (e.layer != layer) continue;
-    ++score.seen;
+    // An event may stand for several units (the device layer in thread mode: one event per
+    // block, args.threads threads seen in it).
+    const int64_t units = weight_arg && e.args.contains(weight_arg) ? e.args[weight_arg].get<int64_t>() : 1;
+    score.seen += units;
     std::string kernel = e.args.contains("kernel") ? e.args["kernel"].get<std::string>() : e.name;
-    ++score.by_name[kernel].seen;
+    score.by_name[kernel].seen += units;
   }
   for (auto& [name, n] : score.by_name) {
     n.matched = std::min(n.expected, n.seen);
@@ -311,7 +314,7 @@ std::vector<LayerScore> match(const std::vector<Event>& ledger, const std::vecto
               dim_product(t.args.value("grid", nlohmann::json())) *
               (per_thread ? dim_product(t.args.value("block", nlohmann::json())) : 1);
       out.push_back(score_counts(l, per_thread ? "grid x block threads per ledger launch" : "grid blocks per ledger launch",
-                                 expected, events, opts));
+                                 expected, events, opts, per_thread ? "threads" : nullptr));
     } else if (l == layer::kSyscall) {
       out.push_back(score_syscall_visibility(calls, events, opts));
     }

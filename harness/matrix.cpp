@@ -174,6 +174,7 @@ json run_one(const Combo& combo, int rep, const RunContext& ctx, ComboOutcome& o
     json scores = json::array();  // empty when the tracer observed no layer of this target
     MatchOptions match_opts;
     match_opts.slack_ns = report.match_slack_ns;
+    match_opts.device_mode = report.device_mode;
     for (const auto& s : match(ledger.events, events.events, report.layers, match_opts)) {
       scores.push_back(to_json(s));
       outcome.layers[s.layer].add(s);

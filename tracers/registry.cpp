@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <stdexcept>
 
 #include "tracers/none/none_tracer.h"
 #include "tracers/preload/preload_tracer.h"
@@ -17,11 +18,16 @@
 #ifdef CUDATRACE_HAVE_CUPTI
 #include "tracers/cupti/cupti_injection.h"
 #endif
+#ifdef CUDATRACE_HAVE_DEVHOOK
+#include "tracers/devhook/devhook_tracer.h"
+#endif
 #if defined(CUDATRACE_HAVE_CUPTI) && defined(CUDATRACE_HAVE_BPF)
 #include "tracers/cupti/cupti_tracer.h"
 #endif
 
 namespace cudatrace {
+
+namespace fs = std::filesystem;
 
 const std::vector<Method>& methods() {
   static const std::vector<Method> all = [] {
@@ -110,10 +116,50 @@ const std::vector<Method>& methods() {
     m.push_back(std::move(cupti));
     m.push_back(std::move(cupti_inject));
     m.push_back(std::move(cupti_bare));
-    m.push_back({.name = "devhook",
-                 .summary = "bpftime-style device hooks: probes injected into kernel PTX",
-                 .issue = 6,
-                 .needs_gpu = true});
+    // The devhook method, and the same with a probe in every thread (its heavy end), so
+    // that both modes can be compared with `none` in one run.
+    for (const bool per_thread : {false, true}) {
+      Method devhook{.name = per_thread ? "devhook-thread" : "devhook",
+                     .summary = per_thread ? "the devhook method with mode=thread: a record per thread, not per block"
+                                           : "bpftime-style device hooks: probes injected into kernel PTX, a ring in "
+                                             "mapped host memory",
+                     .issue = 6,
+                     .needs_gpu = true};
+#ifdef CUDATRACE_HAVE_DEVHOOK
+      devhook.built = true;
+      devhook.options = kDevhookOptionHelp;
+      if (per_thread) devhook.options.erase("mode");
+      devhook.make = [per_thread](const HostFacts& host, const MethodOptions& o) {
+        DevhookOptions options = devhook_options(o);
+        if (per_thread) {
+          if (o.count("mode")) throw std::invalid_argument("devhook-thread is mode=thread; it takes no mode option");
+          options.mode = devhook::ProbeMode::kThread;
+        }
+        return std::make_unique<DevhookTracer>(devhook_agent_path(host.prefix), options);
+      };
+#else
+      devhook.not_built_reason = "built without libzstd.a (apt-get install libzstd-dev; rebuild)";
+#endif
+      m.push_back(std::move(devhook));
+    }
+    // Real bpftime beside devhook, when a user has it: it has no package to install from.
+    Method bpftime{.name = "bpftime",
+                   .summary = "eunomia-bpf's bpftime with a kernel-entry probe, beside devhook (when installed)",
+                   .built = true,
+                   .issue = 6,
+                   .needs_gpu = true};
+    bpftime.unavailable_because = [] {
+      const char* root = std::getenv("BPFTIME_ROOT");
+      const fs::path found = root && *root ? fs::path(root) / "bin" / "bpftime" : find_on_path("bpftime");
+      if (found.empty() || access(found.c_str(), X_OK) != 0)
+        return std::string("bpftime is not installed (BPFTIME_ROOT unset or without bin/bpftime, none on PATH); it has ") +
+               "no Debian package: build it from github.com/eunomia-bpf/bpftime";
+      return "bpftime found at " + found.string() + ", but running it is not implemented yet (issue #6): use devhook";
+    };
+    bpftime.make = [](const HostFacts&, const MethodOptions&) -> std::unique_ptr<Tracer> {
+      throw std::runtime_error("the bpftime method is not implemented yet (issue #6)");
+    };
+    m.push_back(std::move(bpftime));
     m.push_back({.name = "strace",
                  .summary = "the system's strace: syscalls (NVIDIA ioctls decoded) during each call",
                  .built = true,
@@ -162,6 +208,8 @@ Availability availability(const Method& m, const HostFacts& host) {
                          (pkg != m.tool_packages.end() ? " (apt-get install " + pkg->second + ")" : "")};
     }
   }
+  if (m.unavailable_because)
+    if (std::string why = m.unavailable_because(); !why.empty()) return {false, why};
   return {true, ""};
 }
 

@@ -44,6 +44,9 @@ struct TracerReport {
   // How far (ns) this tracer's timestamps may stray from the ledger's clock (a converted
   // clock); the matcher widens each call's window by this much.
   int64_t match_slack_ns = 0;
+  // Device layer: "block" (an event per block) or "thread" (an event per block carrying
+  // args.threads, the threads seen in it).
+  std::string device_mode = "block";
 };
 
 class Tracer {
@@ -75,6 +78,8 @@ struct Method {
   std::map<std::string, std::string> tool_packages;
   std::map<std::string, std::string> options;  // what --set METHOD.KEY=VALUE accepts: key -> help
   std::string not_built_reason;  // when !built although it has an issue (e.g. built without libbpf)
+  // A check of its own, after the common ones: empty = can run, else the one-line reason.
+  std::function<std::string()> unavailable_because;
   // Throws std::invalid_argument for options it cannot take.
   std::function<std::unique_ptr<Tracer>(const HostFacts&, const MethodOptions&)> make;
 };

@@ -26,7 +26,7 @@ TEST(Bench, PerCallOverheadUnderNoneAndPreload) {
       EXPECT_LE(row["delta_ci95_ns"][0].get<double>(), row["delta_ns"].get<double>());
     }
   }
-  EXPECT_EQ(calls.size(), 8u) << s.dump(2);
+  EXPECT_EQ(calls.size(), 10u) << s.dump(2);
   std::ifstream g(r.root / "bench.json");
   nlohmann::json merged = nlohmann::json::parse(g);
   // <call>/<linkage>/method:<method>, then whatever Google Benchmark appends of its own.

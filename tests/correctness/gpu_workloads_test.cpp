@@ -211,3 +211,90 @@ TEST_P(GpuCupti, RuntimeDriverAndKernelActivityComplete) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Workloads, GpuCupti, ::testing::ValuesIn(cases(true)), name_of);
+
+// devhook: with shared cudart, every block of every launch that runs is seen by its
+// injected entry and exit probes, nothing is lost, and the workload's own result check
+// passes (the instrumented kernels compute the same). With static cudart the agent cannot
+// reach the kernels and says so instead of reporting a device layer.
+class GpuDevhook : public ::testing::TestWithParam<Case> {};
+
+TEST_P(GpuDevhook, EveryBlockSeenWithSharedCudart) {
+  if (!host().gpu) GTEST_SKIP() << "no GPU: " << host().gpu_reason;
+  const Case c = GetParam();
+  nlohmann::json run = run_case(c, "devhook");
+  ASSERT_FALSE(run.is_null());
+  if (c.workload != "errors") EXPECT_EQ(run["exit_code"], 0) << "the workload's own result check";
+  const auto& tracer = run["tracer"];
+  for (const auto& [counter, n] : tracer["loss"].items()) EXPECT_EQ(n, 0) << counter;
+  if (c.linkage == "static") {
+    EXPECT_TRUE(tracer["layers"].empty());
+    EXPECT_NE(tracer["notes"]["why_nothing"].get<std::string>().find("statically"), std::string::npos);
+    return;
+  }
+  const auto* device = layer_of(run, "device");
+  if (c.workload == "burst") {  // no kernels at all
+    EXPECT_TRUE(device == nullptr || (*device)["expected"] == 0) << tracer.dump();
+    return;
+  }
+  int64_t kernel_launches = 0, failing = 0;
+  ASSERT_NE(device, nullptr) << tracer.dump();
+  for (const auto& [name, n] : tracer["notes"]["kernels"].items()) {
+    kernel_launches += n["launches"].get<int64_t>();
+    failing += n["launches"].get<int64_t>() - n["instrumented"].get<int64_t>();
+  }
+  EXPECT_EQ((*device)["matched"], (*device)["expected"]) << (*device)["examples"].dump();
+  EXPECT_EQ((*device)["phantom"], 0) << (*device)["examples"].dump();
+  if (c.workload == "vecadd" || c.workload == "streams" || c.workload == "memheavy") {
+    EXPECT_GT((*device)["expected"].get<int64_t>(), 0);
+    EXPECT_EQ(failing, 0) << tracer["notes"]["uninstrumented_launches"].dump();
+    EXPECT_EQ(tracer["notes"]["launches_instrumented"], kernel_launches);
+  }
+  if (c.workload == "errors") {
+    // Its one launch has a bad configuration: the instrumented copy fails, the original
+    // runs and gives the program cudart's own error (the ledger check above compares it).
+    EXPECT_EQ(tracer["notes"]["launches_instrumented"], 0);
+    EXPECT_EQ((*device)["expected"], 0);
+  }
+  std::printf("%s.%s: device %lld/%lld blocks, launches instrumented %lld/%lld, clock uncertainty %s ns\n",
+              c.workload.c_str(), c.linkage.c_str(), (long long)(*device)["matched"].get<int64_t>(),
+              (long long)(*device)["expected"].get<int64_t>(),
+              (long long)tracer["notes"]["launches_instrumented"].get<int64_t>(), (long long)kernel_launches,
+              tracer["notes"].value("clock_uncertainty_ns", nlohmann::json()).dump().c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(Workloads, GpuDevhook, ::testing::ValuesIn(cases(true)), name_of);
+
+// A ring made too small on purpose: every probe hit beyond it is counted, exactly.
+TEST(GpuDevhookModes, TooSmallRingCountsEveryDrop) {
+  if (!host().gpu) GTEST_SKIP() << "no GPU: " << host().gpu_reason;
+  HarnessRun r = run_harness(
+      "--workload vecadd --linkage shared --method devhook --set devhook.ring_records=1000 --set vecadd.iters=10");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  nlohmann::json run = r.run_json("vecadd.shared.devhook");
+  const auto* device = layer_of(run, "device");
+  ASSERT_NE(device, nullptr);
+  const int64_t blocks = (*device)["expected"].get<int64_t>();
+  EXPECT_EQ(blocks, 10 * 4096);
+  // Two probe hits per block (entry, exit): 1000 kept, the rest dropped and counted.
+  EXPECT_EQ(run["tracer"]["notes"]["records"], 1000);
+  EXPECT_EQ(run["tracer"]["loss"]["ring_full"].get<int64_t>(), 2 * blocks - 1000);
+  EXPECT_LE((*device)["matched"].get<int64_t>(), 1000);
+  EXPECT_EQ(run["exit_code"], 0) << "a full ring never changes the program's results";
+}
+
+// A probe in every thread: every thread of every launch is seen.
+TEST(GpuDevhookModes, ThreadModeSeesEveryThread) {
+  if (!host().gpu) GTEST_SKIP() << "no GPU: " << host().gpu_reason;
+  HarnessRun r = run_harness(
+      "--workload vecadd --linkage shared --method devhook-thread --set vecadd.n=65536 --set vecadd.iters=10");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  nlohmann::json run = r.run_json("vecadd.shared.devhook-thread");
+  const auto* device = layer_of(run, "device");
+  ASSERT_NE(device, nullptr);
+  EXPECT_EQ((*device)["expectation"], "grid x block threads per ledger launch");
+  EXPECT_EQ((*device)["expected"].get<int64_t>(), 10 * 65536);
+  EXPECT_EQ((*device)["matched"], (*device)["expected"]) << (*device)["examples"].dump();
+  EXPECT_EQ(run["tracer"]["loss"]["ring_full"], 0);
+  EXPECT_EQ(run["tracer"]["notes"]["records"], 2 * 10 * 65536);
+  EXPECT_EQ(run["exit_code"], 0);
+}

@@ -9,7 +9,8 @@ TEST(Registry, ListsEveryMethodOnce) {
   std::vector<std::string> names;
   for (const auto& m : methods()) names.push_back(m.name);
   EXPECT_EQ(names, (std::vector<std::string>{"none", "preload", "uprobe", "uprobe-enter", "uprobe-empty", "cupti",
-                                             "cupti-inject", "cupti-bare", "devhook", "strace"}));
+                                             "cupti-inject", "cupti-bare", "devhook", "devhook-thread",
+                                             "bpftime", "strace"}));
   EXPECT_EQ(find_method("nope"), nullptr);
 }
 
@@ -41,4 +42,17 @@ TEST(Registry, MissingPrivilegeGpuOrToolIsAReason) {
   EXPECT_EQ(availability(m, bare).reason, "no-such-tool-xyz not found on PATH (apt-get install xyz-pkg)");
   m.tools = {"sh"};
   EXPECT_TRUE(availability(m, bare).ok);
+}
+
+// bpftime has no package: without it the method is listed with where to get it.
+TEST(Registry, BpftimeNotInstalledSaysWhereToGetIt) {
+  const Method* m = find_method("bpftime");
+  ASSERT_NE(m, nullptr);
+  HostFacts everything{.root = true, .gpu = true};
+  setenv("BPFTIME_ROOT", "/nonexistent-bpftime", 1);
+  const Availability a = availability(*m, everything);
+  unsetenv("BPFTIME_ROOT");
+  EXPECT_FALSE(a.ok);
+  EXPECT_NE(a.reason.find("bpftime is not installed"), std::string::npos) << a.reason;
+  EXPECT_NE(a.reason.find("github.com/eunomia-bpf/bpftime"), std::string::npos) << a.reason;
 }

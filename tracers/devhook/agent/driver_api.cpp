@@ -1,0 +1,60 @@
+#include "tracers/devhook/agent/driver_api.h"
+
+#include <dlfcn.h>
+
+#include <string>
+
+namespace cudatrace::devhook {
+
+namespace {
+
+template <class Fn>
+bool find(void* lib, const char* name, Fn& out) {
+  out = reinterpret_cast<Fn>(dlsym(lib, name));
+  return out != nullptr;
+}
+
+DriverApi load() {
+  DriverApi d{};
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+  if (!lib) {
+    d.error = "libcuda.so.1 could not be loaded (no NVIDIA driver)";
+    return d;
+  }
+  // The versioned names are the ones cuda.h's macros select for these calls.
+  const bool all = find(lib, "cuCtxGetCurrent", d.ctx_get_current) && find(lib, "cuCtxSetCurrent", d.ctx_set_current) &&
+                   find(lib, "cuCtxGetDevice", d.ctx_get_device) && find(lib, "cuCtxSynchronize", d.ctx_synchronize) &&
+                   find(lib, "cuDeviceGetAttribute", d.device_get_attribute) &&
+                   find(lib, "cuModuleLoadDataEx", d.module_load_data_ex) &&
+                   find(lib, "cuModuleGetFunction", d.module_get_function) &&
+                   find(lib, "cuLaunchKernel", d.launch_kernel) && find(lib, "cuMemAlloc_v2", d.mem_alloc) &&
+                   find(lib, "cuMemcpyHtoD_v2", d.memcpy_htod) && find(lib, "cuMemcpyDtoH_v2", d.memcpy_dtoh) &&
+                   find(lib, "cuMemHostAlloc", d.mem_host_alloc) &&
+                   find(lib, "cuMemHostGetDevicePointer_v2", d.mem_host_get_device_pointer) &&
+                   find(lib, "cuStreamCreate", d.stream_create) &&
+                   find(lib, "cuStreamSynchronize", d.stream_synchronize) &&
+                   find(lib, "cuGetErrorName", d.get_error_name);
+  if (!all) {
+    d.error = "libcuda.so.1 lacks a driver function the agent needs (driver older than CUDA 12?)";
+    return d;
+  }
+  d.loaded = true;
+  return d;
+}
+
+}  // namespace
+
+const DriverApi& driver() {
+  static const DriverApi d = load();
+  return d;
+}
+
+const char* error_name(CUresult r) {
+  const char* name = nullptr;
+  if (driver().loaded && driver().get_error_name(r, &name) == CUDA_SUCCESS && name) return name;
+  static thread_local std::string number;
+  number = "CUresult " + std::to_string(int(r));
+  return number.c_str();
+}
+
+}  // namespace cudatrace::devhook

@@ -1,0 +1,188 @@
+#include "tracers/devhook/devhook_decode.h"
+
+#include <cxxabi.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <tuple>
+#include <unordered_map>
+
+#include "common/event_io.h"
+#include "tracers/devhook/device_record.h"
+
+namespace cudatrace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace cudatrace::devhook;
+
+std::string kernel_display_name(const std::string& device_function) {
+  if (device_function.rfind("_Z", 0) != 0) return device_function;
+  int status = 0;
+  char* d = abi::__cxa_demangle(device_function.c_str(), nullptr, nullptr, &status);
+  if (status != 0 || !d) return device_function;
+  std::string name = d;
+  std::free(d);
+  const size_t paren = name.find('(');
+  return paren == std::string::npos ? name : name.substr(0, paren);
+}
+
+namespace {
+
+struct BlockKey {
+  uint64_t launch;
+  uint32_t x, yz;
+  bool operator<(const BlockKey& o) const { return std::tie(launch, x, yz) < std::tie(o.launch, o.x, o.yz); }
+};
+
+struct BlockSeen {
+  int64_t entry = -1, exit = -1;  // GPU ns; -1 = not seen
+  uint32_t sm = 0;
+  std::unordered_map<uint32_t, uint8_t> threads;  // thread mode: packed tid -> kinds seen
+};
+
+struct Totals {
+  int64_t processes = 0, records = 0, dropped = 0, unfilled = 0, unknown_launch = 0, contexts_unread = 0;
+  int64_t launches = 0, launches_instrumented = 0, fatbins = 0;
+};
+
+// One process's report and ring -> events.
+void convert_process(const json& rep, const fs::path& records_file, EventWriter& out, Totals& t, json& notes) {
+  const bool per_thread = rep.value("mode", "block") == "thread";
+  const json& kernels = rep["kernels"];
+  const json& launches = rep["launches"];
+  const json& contexts = rep["contexts"];
+  const int64_t pid = rep.value("pid", 0);
+  ++t.processes;
+  t.fatbins += int64_t(rep["fatbins"].size());
+  for (const auto& k : kernels) {
+    t.launches += k.value("launches", 0);
+    t.launches_instrumented += k.value("instrumented", 0);
+  }
+
+  std::ifstream in(records_file, std::ios::binary);
+  std::map<BlockKey, BlockSeen> blocks;
+  for (const auto& c : contexts) {
+    if (c.contains("error")) {
+      ++t.contexts_unread;
+      notes["context_errors"].push_back(c["error"]);
+      continue;
+    }
+    t.dropped += c.value("dropped", 0);
+    const uint64_t n = c.value("records", uint64_t(0));
+    in.seekg(std::streamoff(c.value("first_record", uint64_t(0)) * sizeof(DeviceRecord)));
+    DeviceRecord r;
+    for (uint64_t i = 0; i < n && in.read(reinterpret_cast<char*>(&r), sizeof r); ++i) {
+      ++t.records;
+      const uint32_t kind = record_kind(r);
+      if (kind != kEntry && kind != kExit) {
+        ++t.unfilled;
+        continue;
+      }
+      if (r.launch >= launches.size()) {
+        ++t.unknown_launch;
+        continue;
+      }
+      BlockSeen& b = blocks[{r.launch, r.block_x, r.block_yz}];
+      b.sm = record_sm(r);
+      int64_t& slot = kind == kEntry ? b.entry : b.exit;
+      if (slot < 0 || int64_t(r.gpu_ns) < slot) slot = int64_t(r.gpu_ns);
+      if (per_thread) b.threads[r.thread] |= uint8_t(kind);
+    }
+  }
+
+  for (const auto& [key, b] : blocks) {
+    const json& l = launches[key.launch];  // [kernel, context, gx, gy, gz, bx, by, bz, host_ns, failed]
+    const int kernel = l[0].get<int>();
+    const int ctx = l[1].get<int>();
+    const json& c = contexts[size_t(ctx)];
+    const bool timed = !c["clock_uncertainty_ns"].is_null();
+    const int64_t offset = c.value("clock_offset_ns", int64_t(0));
+    Event e;
+    e.layer = layer::kDevice;
+    e.name = kernel_display_name(kernels[size_t(kernel)]["name"].get<std::string>());
+    const int64_t first = b.entry >= 0 ? b.entry : b.exit;
+    e.ts = timed ? first - offset : 0;
+    if (b.entry >= 0 && b.exit >= 0) e.dur = b.exit - b.entry;
+    e.pid = pid;
+    e.args = {{"kernel", e.name},
+              {"launch", key.launch},
+              {"block", {key.x, key.yz & 0xffff, key.yz >> 16}},
+              {"sm", b.sm},
+              {"seen", b.entry >= 0 && b.exit >= 0 ? "entry+exit" : b.entry >= 0 ? "entry" : "exit"}};
+    if (per_thread) e.args["threads"] = b.threads.size();
+    out.write(e);
+  }
+
+  json per_kernel = json::object();
+  for (const auto& k : kernels) {
+    json row = {{"launches", k["launches"]}, {"instrumented", k["instrumented"]}};
+    if (!k.value("why_not", "").empty()) row["why_not"] = k["why_not"];
+    per_kernel[kernel_display_name(k["name"].get<std::string>())] = row;
+  }
+  notes["kernels"] = per_kernel;
+  notes["uninstrumented_launches"] = rep.value("uninstrumented", json::object());
+  json sources = json::array();
+  for (const auto& f : rep["fatbins"])
+    if (f.value("prepared", false)) sources.push_back(f["error"].get<std::string>().empty() ? f["source"] : f["error"]);
+  notes["fatbin_ptx"] = sources;
+  notes["mode"] = rep.value("mode", "block");
+  notes["ring_records"] = rep.value("ring_records", 0);
+  for (const auto& c : contexts)
+    if (!c["clock_uncertainty_ns"].is_null()) notes["clock_uncertainty_ns"] = c["clock_uncertainty_ns"];
+}
+
+}  // namespace
+
+TracerReport convert_devhook_output(const fs::path& dir, const fs::path& events_file, const std::string& cudart,
+                                    int64_t main_pid) {
+  TracerReport report;
+  static const std::regex report_name(R"(devhook\.(\d+)\.json)");
+  EventWriter out(events_file);
+  Totals t;
+  json notes = json::object();
+  bool main_reported = false;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    std::smatch m;
+    const std::string name = entry.path().filename().string();
+    if (!std::regex_match(name, m, report_name)) continue;
+    main_reported |= std::stoll(m[1]) == main_pid;
+    json rep;
+    try {
+      std::ifstream in(entry.path());
+      rep = json::parse(in);
+      convert_process(rep, dir / ("devhook." + m[1].str() + ".records"), out, t, notes);
+    } catch (const std::exception& e) {
+      report.error = "devhook report " + name + " unreadable: " + e.what();
+    }
+  }
+  out.close();
+
+  report.loss = {{"ring_full", t.dropped},
+                 {"unfilled_slots", t.unfilled},
+                 {"unknown_launch", t.unknown_launch},
+                 {"contexts_unread", t.contexts_unread}};
+  notes["records"] = t.records;
+  notes["launches"] = t.launches;
+  notes["launches_instrumented"] = t.launches_instrumented;
+  notes["fatbins_registered"] = t.fatbins;
+  if (t.fatbins > 0) {
+    report.layers = {layer::kDevice};
+  } else {
+    notes["why_nothing"] = cudart == "static"
+                               ? "cudart is linked statically: kernels register and launch inside the executable, where "
+                                 "the preloaded agent cannot reach (devhook needs -cudart shared)"
+                               : "no fatbin was registered through libcudart.so (the program made no kernels, or "
+                                 "loads its modules through the driver API)";
+  }
+  if (main_pid > 0 && !main_reported && report.error.empty())
+    report.error = "the devhook agent wrote no report for pid " + std::to_string(main_pid) +
+                   ": the program ended without running its exit handlers (crash, _exit or a signal)";
+  report.notes = notes;
+  report.device_mode = notes.value("mode", "block");
+  return report;
+}
+
+}  // namespace cudatrace

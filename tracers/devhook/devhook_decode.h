@@ -1,0 +1,24 @@
+#pragma once
+// Turns what the devhook agent saved (devhook.<pid>.json: kernels, launches, contexts,
+// what it could not instrument; devhook.<pid>.records: the ring) into device-layer events.
+//
+// Block mode: one event per (launch, block), from its entry and exit records.
+// Thread mode: still one event per (launch, block), with args.threads = the threads seen
+// in it, so a million-thread launch does not become a million lines.
+#include <filesystem>
+#include <string>
+
+#include "tracers/tracer.h"
+
+namespace cudatrace {
+
+// `cudart`: the target's linkage, to explain an empty result. `main_pid`: the traced
+// program (0 = unknown); its report missing is an error.
+TracerReport convert_devhook_output(const std::filesystem::path& dir, const std::filesystem::path& events_file,
+                                    const std::string& cudart, int64_t main_pid);
+
+// "vecadd_kernel" for "vecadd_kernel"; "scale" for "_Z5scalePfi" (the name without its
+// parameter list, as a person writes it in a ledger).
+std::string kernel_display_name(const std::string& device_function);
+
+}  // namespace cudatrace

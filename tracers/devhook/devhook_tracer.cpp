@@ -1,0 +1,62 @@
+#include "tracers/devhook/devhook_tracer.h"
+
+#include <cstdlib>
+#include <stdexcept>
+
+#include "tracers/devhook/devhook_decode.h"
+
+namespace cudatrace {
+
+namespace fs = std::filesystem;
+using namespace cudatrace::devhook;
+
+const std::map<std::string, std::string> kDevhookOptionHelp = {
+    {"mode", "block (default): one record at entry and exit of each block, from its thread 0; "
+             "thread: one per thread"},
+    {"ring_records", "ring slots of 32 bytes in pinned host memory (default " + std::to_string(kDefaultRingRecords) +
+                         "); probe hits beyond them are dropped and counted"}};
+
+DevhookOptions devhook_options(const MethodOptions& options) {
+  DevhookOptions o;
+  for (const auto& [key, value] : options) {
+    if (key == "mode") {
+      if (value != "block" && value != "thread")
+        throw std::invalid_argument("devhook.mode wants block or thread, got '" + value + "'");
+      o.mode = value == "thread" ? ProbeMode::kThread : ProbeMode::kBlock;
+    } else if (key == "ring_records") {
+      char* end = nullptr;
+      o.ring_records = std::strtoull(value.c_str(), &end, 10);
+      if (value.empty() || *end || o.ring_records == 0 || o.ring_records > (uint64_t(1) << 27))
+        throw std::invalid_argument("devhook.ring_records wants 1 to " + std::to_string(uint64_t(1) << 27) +
+                                    " (4 GiB of pinned memory), got '" + value + "'");
+    } else {
+      throw std::invalid_argument("unknown devhook option '" + key + "' (valid: mode, ring_records)");
+    }
+  }
+  return o;
+}
+
+fs::path devhook_agent_path(const fs::path& prefix) {
+  return prefix / CUDATRACE_LIB_SUBDIR / "libcudatrace_devhook.so";
+}
+
+void DevhookTracer::prepare(Launch& launch, const Target& target, const fs::path& run_dir) {
+  if (!fs::exists(agent_)) throw std::runtime_error("devhook agent not found at " + agent_.string());
+  cudart_ = target.cudart;
+  const char* existing = std::getenv("LD_PRELOAD");
+  launch.env["LD_PRELOAD"] = agent_.string() + (existing && *existing ? std::string(":") + existing : "");
+  launch.env[kOutDirEnv] = run_dir.string();
+  launch.env[kModeEnv] = options_.mode == ProbeMode::kThread ? "thread" : "block";
+  launch.env[kRingRecordsEnv] = std::to_string(options_.ring_records);
+}
+
+TracerReport DevhookTracer::finish(const fs::path& run_dir) {
+  return convert_devhook_output(run_dir, run_dir / "events.jsonl", cudart_, child_);
+}
+
+void DevhookTracer::abandon(const fs::path& run_dir) {
+  for (const auto& entry : fs::directory_iterator(run_dir))
+    if (entry.path().filename().string().rfind("devhook.", 0) == 0) fs::remove(entry.path());
+}
+
+}  // namespace cudatrace

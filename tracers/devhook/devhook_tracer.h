@@ -1,0 +1,36 @@
+#pragma once
+// Method `devhook`: bpftime-style device hooks. The program runs with the devhook agent in
+// LD_PRELOAD; the agent launches instrumented copies of its kernels, whose probes write
+// into a ring in mapped host memory, and saves the ring at exit. Shared cudart only.
+#include "tracers/tracer.h"
+#include "tracers/devhook/device_record.h"
+
+namespace cudatrace {
+
+struct DevhookOptions {
+  devhook::ProbeMode mode = devhook::ProbeMode::kBlock;
+  uint64_t ring_records = devhook::kDefaultRingRecords;
+};
+
+// Throws std::invalid_argument naming the bad option.
+DevhookOptions devhook_options(const MethodOptions& options);
+extern const std::map<std::string, std::string> kDevhookOptionHelp;
+
+class DevhookTracer final : public Tracer {
+ public:
+  DevhookTracer(std::filesystem::path agent, DevhookOptions options) : agent_(std::move(agent)), options_(options) {}
+  void prepare(Launch& launch, const Target& target, const std::filesystem::path& run_dir) override;
+  void attach(pid_t child) override { child_ = child; }
+  TracerReport finish(const std::filesystem::path& run_dir) override;
+  void abandon(const std::filesystem::path& run_dir) override;
+
+ private:
+  std::filesystem::path agent_;
+  DevhookOptions options_;
+  std::string cudart_;
+  pid_t child_ = 0;
+};
+
+std::filesystem::path devhook_agent_path(const std::filesystem::path& prefix);
+
+}  // namespace cudatrace

@@ -1,0 +1,57 @@
+#pragma once
+// What the injected device probes write, shared by the PTX rewriter (which emits the
+// stores), the agent (which allocates the ring and saves it) and the decoder.
+//
+// The ring lives in pinned host memory mapped into the GPU's address space, so a probe's
+// stores go straight over PCIe and nothing needs copying afterwards. Its control block is
+// in device memory, because slots are claimed with a global atomic and atomics on host
+// memory across PCIe are not available on every platform.
+//
+// The ring does not wrap: a probe that finds it full counts a drop instead, so a record is
+// never overwritten before it is read, and loss is exact. The agent saves it when the
+// program exits.
+#include <cstdint>
+
+namespace cudatrace::devhook {
+
+// One probe hit: 32 bytes, written by two 16-byte vector stores. The ring starts zeroed
+// and kind is never 0, so a slot that was claimed but never filled can be told apart.
+struct DeviceRecord {
+  uint64_t gpu_ns;      // %globaltimer
+  uint64_t launch;      // the launch's sequence number (the agent's launch table)
+  uint32_t block_x;     // %ctaid.x
+  uint32_t block_yz;    // %ctaid.y | %ctaid.z << 16
+  uint32_t thread;      // %tid.x | %tid.y << 10 | %tid.z << 20
+  uint32_t sm_kind;     // %smid << 8 | kind
+};
+static_assert(sizeof(DeviceRecord) == 32);
+
+enum RecordKind : uint32_t { kEntry = 1, kExit = 2 };
+
+// In device memory; the probes read capacity and records and bump the two counters.
+struct RingControl {
+  uint64_t claimed;   // slots handed out (may exceed capacity: those were dropped)
+  uint64_t dropped;   // probe hits that found the ring full
+  uint64_t capacity;  // slots
+  uint64_t records;   // device address of the DeviceRecord array (mapped host memory)
+};
+static_assert(sizeof(RingControl) == 32);
+
+inline uint32_t record_kind(const DeviceRecord& r) { return r.sm_kind & 0xff; }
+inline uint32_t record_sm(const DeviceRecord& r) { return r.sm_kind >> 8; }
+inline uint32_t block_y(const DeviceRecord& r) { return r.block_yz & 0xffff; }
+inline uint32_t block_z(const DeviceRecord& r) { return r.block_yz >> 16; }
+inline uint32_t thread_x(const DeviceRecord& r) { return r.thread & 0x3ff; }
+inline uint32_t thread_y(const DeviceRecord& r) { return (r.thread >> 10) & 0x3ff; }
+inline uint32_t thread_z(const DeviceRecord& r) { return r.thread >> 20; }
+
+// Probe placement: one record per block (thread 0,0,0 at entry and at exit) or one per thread.
+enum class ProbeMode { kBlock, kThread };
+
+// Environment the tracer hands the agent.
+inline constexpr const char* kOutDirEnv = "CUDATRACE_DEVHOOK_DIR";
+inline constexpr const char* kModeEnv = "CUDATRACE_DEVHOOK_MODE";          // "block" or "thread"
+inline constexpr const char* kRingRecordsEnv = "CUDATRACE_DEVHOOK_RING_RECORDS";
+inline constexpr uint64_t kDefaultRingRecords = uint64_t(2) << 20;  // 64 MiB of pinned host memory
+
+}  // namespace cudatrace::devhook

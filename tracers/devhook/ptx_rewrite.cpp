@@ -1,0 +1,219 @@
+#include "tracers/devhook/ptx_rewrite.h"
+
+#include <algorithm>
+#include <regex>
+#include <stdexcept>
+
+namespace cudatrace::devhook {
+
+namespace {
+
+// The probe body, shared by every call site. Parameters: the ring's control block, the
+// launch's sequence number, the record kind. Layouts: device_record.h.
+constexpr const char* kEmitFunction = R"(
+// cudatrace devhook: writes one DeviceRecord into the ring, or counts a drop when it is full.
+.func __devhook_emit(.param .b64 __dh_ring, .param .b64 __dh_launch, .param .b32 __dh_kind)
+{
+	.reg .pred %p;
+	.reg .b32 %r<6>;
+	.reg .b64 %rd<8>;
+	ld.param.b64 %rd1, [__dh_ring];
+	ld.param.b64 %rd2, [__dh_launch];
+	ld.param.b32 %r1, [__dh_kind];
+	cvta.to.global.u64 %rd1, %rd1;
+	atom.global.add.u64 %rd3, [%rd1], 1;
+	ld.global.u64 %rd4, [%rd1+16];
+	setp.ge.u64 %p, %rd3, %rd4;
+	@%p bra $__dh_full;
+	ld.global.u64 %rd5, [%rd1+24];
+	cvta.to.global.u64 %rd5, %rd5;
+	shl.b64 %rd6, %rd3, 5;
+	add.s64 %rd5, %rd5, %rd6;
+	mov.u64 %rd7, %globaltimer;
+	st.global.v2.u64 [%rd5], {%rd7, %rd2};
+	mov.u32 %r2, %ctaid.z;
+	shl.b32 %r2, %r2, 16;
+	mov.u32 %r3, %ctaid.y;
+	or.b32 %r2, %r2, %r3;
+	mov.u32 %r3, %tid.z;
+	shl.b32 %r3, %r3, 10;
+	mov.u32 %r4, %tid.y;
+	or.b32 %r3, %r3, %r4;
+	shl.b32 %r3, %r3, 10;
+	mov.u32 %r4, %tid.x;
+	or.b32 %r3, %r3, %r4;
+	mov.u32 %r4, %smid;
+	shl.b32 %r4, %r4, 8;
+	or.b32 %r4, %r4, %r1;
+	mov.u32 %r5, %ctaid.x;
+	st.global.v4.u32 [%rd5+16], {%r5, %r2, %r3, %r4};
+	ret;
+$__dh_full:
+	red.global.add.u64 [%rd1+8], 1;
+	ret;
+}
+)";
+
+constexpr const char* kClockEntry = R"(
+// cudatrace devhook: one thread stores %globaltimer, to relate it to the host's clock.
+.visible .entry __devhook_clock(.param .u64 __dh_out)
+{
+	.reg .b64 %rd<3>;
+	ld.param.u64 %rd1, [__dh_out];
+	cvta.to.global.u64 %rd1, %rd1;
+	mov.u64 %rd2, %globaltimer;
+	st.global.u64 [%rd1], %rd2;
+	ret;
+}
+)";
+
+constexpr const char* kAddedParams = "\t.param .u64 __dh_ring,\n\t.param .u64 __dh_launch\n";
+
+// A copy of the text with comments and string literals blanked out (same length), so
+// that searching it finds only code, at the positions of the original.
+std::string code_only(const std::string& s) {
+  std::string m = s;
+  for (size_t i = 0; i < m.size(); ++i) {
+    if (m.compare(i, 2, "//") == 0) {
+      while (i < m.size() && m[i] != '\n') m[i++] = ' ';
+    } else if (m.compare(i, 2, "/*") == 0) {
+      const size_t end = m.find("*/", i + 2);
+      const size_t stop = end == std::string::npos ? m.size() : end + 2;
+      for (; i < stop; ++i)
+        if (m[i] != '\n') m[i] = ' ';
+      --i;
+    } else if (m[i] == '"') {
+      m[i++] = ' ';
+      while (i < m.size() && m[i] != '"' && m[i] != '\n') m[i++] = ' ';
+      if (i < m.size() && m[i] == '"') m[i] = ' ';
+    }
+  }
+  return m;
+}
+
+// Index of the bracket closing the one at `open`, or npos.
+size_t matching(const std::string& code, size_t open, char o, char c) {
+  int depth = 0;
+  for (size_t i = open; i < code.size(); ++i) {
+    if (code[i] == o) ++depth;
+    if (code[i] == c && --depth == 0) return i;
+  }
+  return std::string::npos;
+}
+
+bool is_ident(char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '$' || ch == '.'; }
+
+struct Edit {
+  size_t at, erase;
+  std::string insert;
+};
+
+// A probe call: kind 1 (entry) or 2 (exit); in block mode only thread (0,0,0) makes it.
+std::string probe(ProbeMode mode, RecordKind kind, const std::string& skip_label) {
+  std::string s = "\t// cudatrace devhook: " + std::string(kind == kEntry ? "entry" : "exit") + " probe\n";
+  if (mode == ProbeMode::kBlock) {
+    s += "\tmov.u32 %dh_r0, %tid.x;\n\tmov.u32 %dh_r1, %tid.y;\n\tor.b32 %dh_r0, %dh_r0, %dh_r1;\n"
+         "\tmov.u32 %dh_r1, %tid.z;\n\tor.b32 %dh_r0, %dh_r0, %dh_r1;\n\tsetp.ne.u32 %dh_p, %dh_r0, 0;\n"
+         "\t@%dh_p bra " + skip_label + ";\n";
+  }
+  s += "\tld.param.u64 %dh_d0, [__dh_ring];\n\tld.param.u64 %dh_d1, [__dh_launch];\n";
+  s += "\t{\n\t.param .b64 dh_a0;\n\t.param .b64 dh_a1;\n\t.param .b32 dh_a2;\n"
+       "\tst.param.b64 [dh_a0], %dh_d0;\n\tst.param.b64 [dh_a1], %dh_d1;\n"
+       "\tst.param.b32 [dh_a2], " + std::to_string(int(kind)) + ";\n"
+       "\tcall __devhook_emit, (dh_a0, dh_a1, dh_a2);\n\t}\n";
+  if (mode == ProbeMode::kBlock) s += skip_label + ":\n";
+  return s;
+}
+
+}  // namespace
+
+RewrittenPtx rewrite_ptx(const std::string& ptx, ProbeMode mode) {
+  const std::string code = code_only(ptx);
+  if (code.find(".version") == std::string::npos) throw std::runtime_error("not PTX: no .version directive");
+  std::vector<Edit> edits;
+  RewrittenPtx out;
+
+  // __devhook_emit goes after the module header, before any kernel that calls it.
+  size_t header = code.find(".address_size");
+  if (header == std::string::npos) header = code.find(".target");
+  if (header == std::string::npos) throw std::runtime_error("not PTX: no .target directive");
+  header = code.find('\n', header);
+  edits.push_back({header == std::string::npos ? code.size() : header + 1, 0, kEmitFunction});
+
+  static const std::regex return_stmt(R"(^(\s*)(@!?%[\w$]+\s+)?(ret|exit)(\.uni)?\s*;\s*$)");
+  int depth = 0;
+  for (size_t i = 0; i < code.size(); ++i) {
+    if (code[i] == '{') ++depth;
+    if (code[i] == '}') --depth;
+    if (depth != 0 || code.compare(i, 6, ".entry") != 0 || (i > 0 && is_ident(code[i - 1])) ||
+        (i + 6 < code.size() && is_ident(code[i + 6])))
+      continue;
+    PtxKernel k;
+    size_t at = i + 6;
+    while (at < code.size() && std::isspace(static_cast<unsigned char>(code[at]))) ++at;
+    const size_t name_begin = at;
+    while (at < code.size() && is_ident(code[at])) ++at;
+    k.name = ptx.substr(name_begin, at - name_begin);
+    const size_t after_name = at;
+    while (at < code.size() && std::isspace(static_cast<unsigned char>(code[at]))) ++at;
+    size_t params_end = after_name;
+    Edit params{after_name, 0, " (\n" + std::string(kAddedParams) + ")"};
+    if (at < code.size() && code[at] == '(') {
+      const size_t close = matching(code, at, '(', ')');
+      if (close == std::string::npos) throw std::runtime_error("unbalanced parameter list of " + k.name);
+      const std::string list = code.substr(at + 1, close - at - 1);
+      const bool empty = list.find_first_not_of(" \t\r\n") == std::string::npos;
+      k.params = empty ? 0 : 1 + int(std::count(list.begin(), list.end(), ','));
+      params = {close, 0, (empty ? "\n" : ",\n") + std::string(kAddedParams)};
+      params_end = close + 1;
+    }
+    const size_t open = code.find_first_of("{;", params_end);
+    if (open == std::string::npos || code[open] == ';') {
+      i = open == std::string::npos ? code.size() : open;  // a declaration: no body to probe
+      continue;
+    }
+    const size_t close = matching(code, open, '{', '}');
+    if (close == std::string::npos) throw std::runtime_error("unbalanced body of " + k.name);
+    const std::string id = std::to_string(out.kernels.size());
+    const std::string exit_label = "$__dh_exit_" + id;
+
+    std::vector<Edit> body;
+    // Every return point becomes a branch to the exit probe.
+    for (size_t line = open + 1; line < close;) {
+      size_t eol = code.find('\n', line);
+      if (eol == std::string::npos || eol > close) eol = close;
+      std::smatch m;
+      const std::string text = code.substr(line, eol - line);
+      if (std::regex_match(text, m, return_stmt)) {
+        body.push_back({line, eol - line, m[1].str() + m[2].str() + "bra " + exit_label + ";"});
+        ++k.exits;
+      }
+      line = eol + 1;
+    }
+    if (k.exits == 0) {
+      k.why_not = "no ret or exit statement found in its body (not PTX as nvcc writes it)";
+      out.kernels.push_back(k);
+      i = close;
+      continue;
+    }
+    edits.push_back(params);
+    edits.push_back({open + 1, 0,
+                     "\n\t.reg .pred %dh_p;\n\t.reg .b32 %dh_r<2>;\n\t.reg .b64 %dh_d<2>;\n" +
+                         probe(mode, kEntry, "$__dh_entry_done_" + id)});
+    edits.insert(edits.end(), body.begin(), body.end());
+    edits.push_back({close, 0, exit_label + ":\n" + probe(mode, kExit, "$__dh_exit_done_" + id) + "\tret;\n"});
+    k.instrumented = true;
+    out.kernels.push_back(k);
+    i = close;
+    depth = 0;
+  }
+  edits.push_back({ptx.size(), 0, kClockEntry});
+
+  // Apply from the end, so that earlier positions stay valid.
+  std::stable_sort(edits.begin(), edits.end(), [](const Edit& a, const Edit& b) { return a.at > b.at; });
+  out.ptx = ptx;
+  for (const auto& e : edits) out.ptx.replace(e.at, e.erase, e.insert);
+  return out;
+}
+
+}  // namespace cudatrace::devhook

@@ -1,0 +1,38 @@
+#pragma once
+// Instruments PTX the way bpftime does, without its eBPF-to-PTX step: every kernel
+// (.entry) gets two extra parameters (the ring's control block and the launch's sequence
+// number), an entry probe at the top of its body and an exit probe in front of every
+// return. A probe calls __devhook_emit, which claims a ring slot with a global atomic and
+// writes a DeviceRecord into mapped host memory, or counts a drop when the ring is full.
+//
+// The module also gains __devhook_clock, a one-thread kernel that stores %globaltimer, so
+// the agent can put GPU timestamps on the host's CLOCK_MONOTONIC.
+//
+// The rewriter works on PTX as nvcc writes it (one statement per line); what it cannot
+// place a probe in, it leaves alone and says why.
+#include <string>
+#include <vector>
+
+#include "tracers/devhook/device_record.h"
+
+namespace cudatrace::devhook {
+
+inline constexpr const char* kClockKernel = "__devhook_clock";
+
+struct PtxKernel {
+  std::string name;         // the .entry's name as in the PTX (mangled for C++ kernels)
+  int params = 0;           // the kernel's own parameters; the two added ones follow them
+  int exits = 0;            // return points that got an exit probe
+  bool instrumented = false;
+  std::string why_not;      // when !instrumented
+};
+
+struct RewrittenPtx {
+  std::string ptx;
+  std::vector<PtxKernel> kernels;
+};
+
+// Throws std::runtime_error when the text is not PTX it can read at all (no .version).
+RewrittenPtx rewrite_ptx(const std::string& ptx, ProbeMode mode);
+
+}  // namespace cudatrace::devhook
