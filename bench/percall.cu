@@ -9,6 +9,7 @@
 #include <benchmark/benchmark.h>
 #include <cuda.h>
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -48,24 +49,48 @@ void must(cudaError_t e, const char* what) {
 // timing, the same loop runs untimed (GPU and caches awake). Besides Google Benchmark's
 // mean, each repetition reports the median batch as counter median_ns: one preempted batch
 // (this runs in a VM) moves a mean by hundreds of ns, a median not.
+//
+// In-process A/B: under a tracer that can pause itself (the preload shim exports
+// cudatrace_preload_pause), every timed batch is followed by the same batch with the
+// tracer paused. Counter ab_delta_ns is the median of the pairwise differences: the cost of
+// recording, free of everything that varies between processes (a launch's ~4 us moves by
+// ±15% from one process to the next, far more than the shim adds).
+using PauseFn = int (*)(int);
+PauseFn g_pause = nullptr;
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::nth_element(v.begin(), v.begin() + long(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
 template <class Body, class After>
 void batched(benchmark::State& state, Body&& body, After&& after, int batch = kBatch) {
-  for (int64_t w = 0; w < std::max<int64_t>(1, state.max_iterations / 4); ++w) {
-    for (int i = 0; i < batch; ++i) body();
-    after();
-  }
-  std::vector<double> per_call;
-  per_call.reserve(size_t(state.max_iterations));
-  for (auto _ : state) {
+  auto timed = [&] {
     const int64_t t0 = cudatrace::monotonic_ns();
     for (int i = 0; i < batch; ++i) body();
     const int64_t t1 = cudatrace::monotonic_ns();
     after();
-    per_call.push_back(double(t1 - t0) / batch);
+    return double(t1 - t0) / batch;
+  };
+  for (int64_t w = 0; w < std::max<int64_t>(1, state.max_iterations / 4); ++w) timed();
+  std::vector<double> per_call, paused, differences;
+  per_call.reserve(size_t(state.max_iterations));
+  for (auto _ : state) {
+    per_call.push_back(timed());
     state.SetIterationTime(per_call.back() / 1e9);
+    if (g_pause) {
+      g_pause(1);
+      paused.push_back(timed());
+      g_pause(0);
+      differences.push_back(per_call.back() - paused.back());
+    }
   }
-  std::nth_element(per_call.begin(), per_call.begin() + long(per_call.size() / 2), per_call.end());
-  state.counters["median_ns"] = per_call.empty() ? 0.0 : per_call[per_call.size() / 2];
+  state.counters["median_ns"] = median(per_call);
+  if (g_pause) {
+    state.counters["paused_median_ns"] = median(paused);
+    state.counters["ab_delta_ns"] = median(differences);
+  }
 }
 
 // vecadd launched and waited for, at two sizes: the cost a device-side tracer adds to a
@@ -154,6 +179,7 @@ void register_all(const std::string& suffix) {
 
 int main(int argc, char** argv) {
   const char* method = std::getenv("CUDATRACE_METHOD");
+  g_pause = reinterpret_cast<PauseFn>(dlsym(RTLD_DEFAULT, "cudatrace_preload_pause"));
   setup();
   register_all(std::string("/") + CUDATRACE_CUDART + "/method:" + (method && *method ? method : "unknown"));
   benchmark::Initialize(&argc, argv);

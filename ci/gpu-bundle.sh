@@ -9,6 +9,10 @@ cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build-gpu --parallel "$(nproc)"
 cmake --install build-gpu --prefix dist-gpu >/dev/null
 find build-gpu -name '*.o' -delete
+# Nothing on the GPU machine links or reconfigures: static archives, compiler-identification
+# leftovers and ninja's dependency log only count against the 64 MiB a carried tree may have.
+find build-gpu -name '*.a' -delete
+rm -rf build-gpu/CMakeFiles/[0-9]*/CompilerId* build-gpu/.ninja_deps
 # The workloads keep their symbol tables: with static cudart, the uprobe method finds the
 # cudart functions there (a fully stripped static binary hides its runtime layer).
 find build-gpu/bin build-gpu/lib build-gpu/tests dist-gpu/bin dist-gpu/lib -type f -perm -u+x \

@@ -50,6 +50,7 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
   json merged = {{"context", json::object()}, {"benchmarks", json::array()}};
   json skipped = json::array(), failures = json::array();
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> samples;
+  std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> ab_samples;  // in-process A/B
   std::vector<std::pair<std::string, std::string>> plan;  // (linkage, method) that can run
   for (const auto& linkage : opts.linkages)
     for (const auto& method : opts.methods) {
@@ -97,8 +98,11 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
         merged["benchmarks"].push_back(b);
         std::string call, l, m;
         if (b.value("run_type", "") == "iteration" && split_name(b.value("name", ""), call, l, m))
+        {
           samples[{call, l, m}].push_back(b.contains("median_ns") ? b["median_ns"].get<double>()
                                                                   : b.value("real_time", 0.0));
+          if (b.contains("ab_delta_ns")) ab_samples[{call, l, m}].push_back(b["ab_delta_ns"].get<double>());
+        }
       }
     }
   }
@@ -126,8 +130,19 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
       std::snprintf(buf, sizeof buf, "%.2fx", row["ratio"].get<double>());
       ratio = buf;
     }
-    std::fprintf(stderr, "%-28s %-7s %-8s %10.1f %10s %22s %7s\n", call.c_str(), linkage.c_str(), method.c_str(),
-                 median_of(values), delta.c_str(), interval.c_str(), ratio.c_str());
+    // The in-process A/B (a tracer that can pause): recording's cost, paired batch by batch.
+    std::string in_process;
+    if (auto ab = ab_samples.find(key); ab != ab_samples.end()) {
+      Difference d = median_difference(std::vector<double>(ab->second.size(), 0.0), ab->second);
+      row["in_process_delta_ns"] = d.delta;
+      row["in_process_delta_ci95_ns"] = {d.lo, d.hi};
+      row["in_process_values_ns"] = ab->second;
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "  in-process A/B %+.1f [%+.1f, %+.1f]", d.delta, d.lo, d.hi);
+      in_process = buf;
+    }
+    std::fprintf(stderr, "%-28s %-7s %-8s %10.1f %10s %22s %7s%s\n", call.c_str(), linkage.c_str(), method.c_str(),
+                 median_of(values), delta.c_str(), interval.c_str(), ratio.c_str(), in_process.c_str());
     rows.push_back(row);
   }
   write_json(root / "bench_summary.json", {{"v", 1}, {"run_id", run_id}, {"repetitions", reps}, {"rows", rows},

@@ -9,6 +9,9 @@
 #include "tracers/preload/preload_format.h"
 #include "tracers/preload/preload_tracer.h"
 #include "tracers/preload/shim/generic_hooks.h"
+#include "tracers/preload/shim/recorder.h"
+
+extern "C" int cudatrace_preload_pause(int paused);
 
 using namespace cudatrace;
 using namespace cudatrace::preload;
@@ -183,4 +186,19 @@ TEST(PreloadShim, HarmlessInAnyProcessAndAcrossFork) {
   EXPECT_EQ(r.output, "parent\nchild\n");
   TracerReport rep = convert_preload_output(dir, dir / "events.jsonl");
   EXPECT_EQ(rep.notes["records"], 0);
+}
+
+// The benchmark's in-process A/B pauses the shim: paused hooks only forward. Pausing never
+// turns recording on where it was off (no CUDATRACE_PRELOAD_DIR in this process).
+TEST(PreloadShim, PauseSwitchesTheHooksToForwardOnly) {
+  const bool live = hooks_live();
+  EXPECT_EQ(live, recording());
+  EXPECT_EQ(cudatrace_preload_pause(1), live ? 0 : 1);
+  EXPECT_FALSE(hooks_live());
+  EXPECT_EQ(cudatrace_preload_pause(0), 1);
+  EXPECT_EQ(hooks_live(), recording());
+  g_hooks_live = true;  // as a recording process has it
+  EXPECT_EQ(cudatrace_preload_pause(1), 0);
+  EXPECT_FALSE(hooks_live());
+  g_hooks_live = live;
 }

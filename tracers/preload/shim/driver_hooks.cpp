@@ -84,6 +84,7 @@ extern "C" CUresult CUDAAPI cuEventElapsedTime(float*, CUevent, CUevent);
   static std::atomic<void*> real_##NAME{nullptr};                                        \
   extern "C" CUresult CUDAAPI NAME PARAMS {                                              \
     const auto real = real_driver<CUresult(*) PARAMS>(real_##NAME, #NAME);                \
+    if (!hooks_live()) return real ARGS;                                                  \
     const int64_t t0 = now_ns();                                                          \
     const CUresult r = real ARGS;                                                         \
     emit(k_##NAME, int32_t(r), t0, now_ns(), ##__VA_ARGS__);                             \

@@ -39,6 +39,7 @@ template <int I>
 int forwarder(Word a0, Word a1, Word a2, Word a3, Word a4, Word a5, Word a6, Word a7, Word a8, Word a9, Word a10,
               Word a11, Word a12, Word a13, Word a14, Word a15) {
   const auto real = reinterpret_cast<Forward>(g_slots[I].real.load(std::memory_order_acquire));
+  if (!hooks_live()) return real(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15);
   const int64_t t0 = now_ns();
   const int r = real(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15);
   emit(HookId(kGenericBase + I), r, t0, now_ns());

@@ -188,11 +188,25 @@ __attribute__((constructor)) void start() {
     }
   }
   g_recording = true;
+  g_hooks_live = true;
 }
 
 }  // namespace
 
 bool recording() { return g_recording; }
+
+}  // namespace cudatrace::preload
+
+// For the per-call benchmark's in-process A/B: with recording paused the hooks only
+// forward, so alternating paused and live batches in one process isolates what recording
+// costs from everything a separate process run would vary. Returns the previous state.
+extern "C" __attribute__((visibility("default"))) int cudatrace_preload_pause(int paused) {
+  using namespace cudatrace::preload;
+  const bool was_live = g_hooks_live.exchange(!paused && g_recording);
+  return was_live ? 0 : 1;
+}
+
+namespace cudatrace::preload {
 
 void emit(HookId hook, int32_t ret, int64_t t0, int64_t t1, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3,
           uint64_t a4) {

@@ -4,6 +4,7 @@
 // fatal signal; whatever cannot be written is counted as dropped in the thread's trailer.
 #include <time.h>
 
+#include <atomic>
 #include <cstdint>
 
 #include "tracers/preload/preload_format.h"
@@ -12,6 +13,11 @@ namespace cudatrace::preload {
 
 // False when CUDATRACE_PRELOAD_DIR is unset: the hooks then only forward.
 bool recording();
+
+// What every hook checks first: recording, and not paused by cudatrace_preload_pause().
+// One relaxed load, so that a paused hook costs what an unrecorded forward costs.
+inline std::atomic<bool> g_hooks_live{false};
+inline bool hooks_live() { return g_hooks_live.load(std::memory_order_relaxed); }
 
 inline int64_t monotonic_ns() {
   timespec ts;

@@ -39,6 +39,7 @@ void __cudaRegisterFunction(void**, const char*, char*, const char*, int, uint3*
 #define RUNTIME_HOOK(NAME, PARAMS, ARGS, ...)                                             \
   extern "C" cudaError_t NAME PARAMS {                                                   \
     static const auto real = next_symbol<cudaError_t(*) PARAMS>(#NAME);                 \
+    if (!hooks_live()) return real ARGS;                                                  \
     const int64_t t0 = now_ns();                                                          \
     const cudaError_t r = real ARGS;                                                      \
     emit(k_##NAME, int32_t(r), t0, now_ns(), ##__VA_ARGS__);                             \
