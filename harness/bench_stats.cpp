@@ -12,24 +12,41 @@ double median_of(std::vector<double> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-Difference median_difference(const std::vector<double>& a, const std::vector<double>& b, int rounds, uint64_t seed) {
+namespace {
+
+// A statistic of two samples, its value and a percentile-bootstrap 95% interval.
+template <class Statistic>
+Difference bootstrap(const std::vector<double>& a, const std::vector<double>& b, int rounds, uint64_t seed,
+                     Statistic stat) {
   Difference d;
-  d.delta = median_of(b) - median_of(a);
   if (a.empty() || b.empty()) return d;
+  d.delta = stat(median_of(a), median_of(b));
   std::mt19937_64 rng(seed);
-  std::vector<double> deltas;
-  deltas.reserve(size_t(rounds));
+  std::vector<double> values;
+  values.reserve(size_t(rounds));
   std::vector<double> ra(a.size()), rb(b.size());
   std::uniform_int_distribution<size_t> pick_a(0, a.size() - 1), pick_b(0, b.size() - 1);
   for (int r = 0; r < rounds; ++r) {
     for (auto& x : ra) x = a[pick_a(rng)];
     for (auto& x : rb) x = b[pick_b(rng)];
-    deltas.push_back(median_of(rb) - median_of(ra));
+    values.push_back(stat(median_of(ra), median_of(rb)));
   }
-  std::sort(deltas.begin(), deltas.end());
-  d.lo = deltas[size_t(0.025 * (rounds - 1))];
-  d.hi = deltas[size_t(0.975 * (rounds - 1))];
+  std::sort(values.begin(), values.end());
+  d.lo = values[size_t(0.025 * (rounds - 1))];
+  d.hi = values[size_t(0.975 * (rounds - 1))];
   return d;
+}
+
+}  // namespace
+
+Difference median_difference(const std::vector<double>& a, const std::vector<double>& b, int rounds, uint64_t seed) {
+  Difference d = bootstrap(a, b, rounds, seed, [](double ma, double mb) { return mb - ma; });
+  if (a.empty() || b.empty()) d.delta = median_of(b) - median_of(a);
+  return d;
+}
+
+Difference median_ratio(const std::vector<double>& a, const std::vector<double>& b, int rounds, uint64_t seed) {
+  return bootstrap(a, b, rounds, seed, [](double ma, double mb) { return ma > 0 ? mb / ma : 0.0; });
 }
 
 }  // namespace cudatrace

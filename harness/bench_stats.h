@@ -17,4 +17,8 @@ struct Difference {
 Difference median_difference(const std::vector<double>& a, const std::vector<double>& b, int rounds = 2000,
                              uint64_t seed = 42);
 
+// The same for median(b) / median(a) (whole-workload slowdown): delta holds the ratio.
+Difference median_ratio(const std::vector<double>& a, const std::vector<double>& b, int rounds = 2000,
+                        uint64_t seed = 42);
+
 }  // namespace cudatrace

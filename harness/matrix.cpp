@@ -11,6 +11,7 @@
 #include "common/event_io.h"
 #include "harness/catalog.h"
 #include "common/elf_file.h"
+#include "harness/bench_stats.h"
 #include "harness/host.h"
 #include "harness/results_io.h"
 #include "harness/ledger_check.h"
@@ -218,10 +219,17 @@ json combo_json(const ComboOutcome& o, const std::vector<ComboOutcome>& all) {
             {"loss", o.loss},
             {"event_counts", o.event_counts}};
   // Whole-workload slowdown: this method's median wall time over the baseline's.
+  // With 3 or more repetitions of each, a bootstrap 95% interval of that ratio.
   for (const auto& base : all)
     if (base.combo.method == "none" && base.combo.workload == o.combo.workload &&
-        base.combo.linkage == o.combo.linkage && median(base.wall_ns) > 0 && base.ok > 0)
+        base.combo.linkage == o.combo.linkage && median(base.wall_ns) > 0 && base.ok > 0) {
       j["wall_ratio_vs_none"] = double(median(o.wall_ns)) / double(median(base.wall_ns));
+      if (base.wall_ns.size() >= 3 && o.wall_ns.size() >= 3) {
+        const std::vector<double> a(base.wall_ns.begin(), base.wall_ns.end()), b(o.wall_ns.begin(), o.wall_ns.end());
+        const Difference r = median_ratio(a, b);
+        j["wall_ratio_ci95"] = {r.lo, r.hi};
+      }
+    }
   return j;
 }
 

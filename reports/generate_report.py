@@ -87,8 +87,12 @@ def per_call_section(bench_rows):
         delta = f'{r["delta_ns"]:+.1f}' if "delta_ns" in r else "—"
         interval = f"[{ci[0]:+.1f}, {ci[1]:+.1f}]" if ci[0] is not None else "—"
         ratio = f'{r["ratio"]:.2f}×' if "ratio" in r else "—"
-        rows.append([esc(r["call"]), esc(r["linkage"]), esc(r["method"]), f'{r["median_ns"]:.1f}', delta, interval, ratio, r["reps"]])
-    return chart, table(["call", "cudart", "method", "median ns", "Δ vs none ns", "95% interval", "ratio", "reps"], rows, "per-call-table")
+        ab = r.get("in_process_delta_ci95_ns")
+        in_process = (f'{r["in_process_delta_ns"]:+.1f} [{ab[0]:+.1f}, {ab[1]:+.1f}]' if ab else "—")
+        rows.append([esc(r["call"]), esc(r["linkage"]), esc(r["method"]), f'{r["median_ns"]:.1f}', delta, interval, ratio,
+                     in_process, r["reps"]])
+    return chart, table(["call", "cudart", "method", "median ns", "Δ vs none ns", "95% interval", "ratio",
+                         "in-process A/B Δ ns [95%]", "reps"], rows, "per-call-table")
 
 
 def completeness_section(combos):
@@ -154,9 +158,12 @@ def slowdown_section(combos):
         if c["method"] == "none" or "wall_ratio_vs_none" not in c:
             continue
         w = c["wall_ns"]
+        ci = c.get("wall_ratio_ci95")
+        interval = f'{ci[0]:.2f}–{ci[1]:.2f}×' if ci else "— (needs 3+ reps)"
         rows.append([esc(c["workload"]), esc(c["linkage"]), esc(c["method"]), f'{c["wall_ratio_vs_none"]:.2f}×',
-                     f'{w["median"] / 1e6:.0f}', f'{w["min"] / 1e6:.0f}–{w["max"] / 1e6:.0f}', c["reps"]])
-    return table(["workload", "cudart", "method", "wall time vs none", "median ms", "range ms", "reps"], rows, "slowdown-table")
+                     interval, f'{w["median"] / 1e6:.0f}', f'{w["min"] / 1e6:.0f}–{w["max"] / 1e6:.0f}', c["reps"]])
+    return table(["workload", "cudart", "method", "wall time vs none", "95% interval", "median ms", "range ms", "reps"],
+                 rows, "slowdown-table")
 
 
 def skipped_section(summaries):

@@ -42,3 +42,17 @@ TEST(Cli, BenchTakesNoWorkloadAndDefaultsItsRepetitions) {
   EXPECT_THROW(parse_cli({"--bench", "--workload", "vecadd"}, {"vecadd"}, {"none"}), UsageError);
   EXPECT_TRUE(parse_cli({"--bench", "--reps", "9"}, {"vecadd"}, {"none"}).reps_given);
 }
+
+TEST(BenchStats, RatioOfMediansWithAnInterval) {
+  const std::vector<double> none = {100, 102, 98, 101, 99}, traced = {150, 149, 152, 151, 148};
+  const Difference r = median_ratio(none, traced);
+  EXPECT_DOUBLE_EQ(r.delta, 1.5);
+  EXPECT_LE(r.lo, r.delta);
+  EXPECT_GE(r.hi, r.delta);
+  EXPECT_GT(r.lo, 1.4);
+  EXPECT_LT(r.hi, 1.6);
+  // The same data gives the same interval (fixed seed).
+  const Difference again = median_ratio(none, traced);
+  EXPECT_EQ(again.lo, r.lo);
+  EXPECT_EQ(again.hi, r.hi);
+}
