@@ -62,6 +62,15 @@ Fn real_driver(std::atomic<void*>& slot, const char* name) {
 // cudart hands cuLaunchKernel a CUkernel (library kernel) as often as a CUfunction, and
 // each has its own name query.
 uint64_t kernel_of(CUfunction f) {
+  // The last few handles this thread launched, checked before the set: a launch loop
+  // repeats a handful of kernels, and a hash-set lookup costs more than the comparisons
+  // (initial-exec TLS: no __tls_get_addr call in a preloaded library).
+  constexpr int kRecent = 4;
+  __attribute__((tls_model("initial-exec"))) static thread_local CUfunction recent[kRecent];
+  __attribute__((tls_model("initial-exec"))) static thread_local unsigned next_recent;
+  for (CUfunction r : recent)
+    if (r == f) return u64(f);
+  recent[next_recent++ % kRecent] = f;
   thread_local std::unordered_set<CUfunction> named;
   if (f && named.insert(f).second) {
     using FuncName = CUresult (*)(const char**, CUfunction);
