@@ -59,6 +59,9 @@ def per_call_section(bench_rows):
     calls = sorted({r["call"] for r in bench_rows})
     fig, axes = plt.subplots(len(linkages), 1, figsize=(11, 3.6 * len(linkages)), squeeze=False)
     width = 0.8 / max(1, len(methods))
+    # One colour per method on every panel; a method with no row for a linkage gets no bar
+    # and no legend entry there.
+    colours = {m: plt.cm.tab10(i % 10) for i, m in enumerate(methods)}
     for ax, linkage in zip(axes[:, 0], linkages):
         for i, m in enumerate(methods):
             xs, ys, lo, hi = [], [], [], []
@@ -70,7 +73,8 @@ def per_call_section(bench_rows):
                 ys.append(row["median_ns"])
                 lo.append(row["median_ns"] - min(row["values_ns"]))
                 hi.append(max(row["values_ns"]) - row["median_ns"])
-            ax.bar(xs, ys, width, yerr=[lo, hi], capsize=2, label=m)
+            if xs:
+                ax.bar(xs, ys, width, yerr=[lo, hi], capsize=2, label=m, color=colours[m])
         ax.set_yscale("log")
         ax.set_ylabel("ns per call (median)")
         ax.set_title(f"{linkage} cudart")
@@ -80,7 +84,7 @@ def per_call_section(bench_rows):
     fig.tight_layout(h_pad=2.5)
     chart = f'<img id="per-call-chart" alt="per-call overhead" src="{png(fig)}">'
     rows = []
-    for r in sorted(bench_rows, key=lambda r: (r["call"], r["linkage"], r["method"])):
+    for r in sorted(bench_rows, key=lambda r: (r["call"], r["linkage"], r["method"], r["run"])):
         if r["method"] == "none":
             continue
         ci = r.get("delta_ci95_ns", [None, None])
@@ -90,9 +94,9 @@ def per_call_section(bench_rows):
         ab = r.get("in_process_delta_ci95_ns")
         in_process = (f'{r["in_process_delta_ns"]:+.1f} [{ab[0]:+.1f}, {ab[1]:+.1f}]' if ab else "—")
         rows.append([esc(r["call"]), esc(r["linkage"]), esc(r["method"]), f'{r["median_ns"]:.1f}', delta, interval, ratio,
-                     in_process, r["reps"]])
+                     in_process, r["reps"], esc(r.get("run", ""))])
     return chart, table(["call", "cudart", "method", "median ns", "Δ vs none ns", "95% interval", "ratio",
-                         "in-process A/B Δ ns [95%]", "reps"], rows, "per-call-table")
+                         "in-process A/B Δ ns [95%]", "reps", "bench run"], rows, "per-call-table")
 
 
 def completeness_section(combos):
@@ -209,7 +213,7 @@ def main():
         manifests.append(m)
         ids.append((s or b)["run_id"])
     combos = [c for s in summaries for c in s.get("combos", [])]
-    bench_rows = [r for b in benches for r in b.get("rows", [])]
+    bench_rows = [dict(r, run=b.get("run_id", "")) for b in benches for r in b.get("rows", [])]
     chart, per_call = per_call_section(bench_rows)
     failed = sum(s["counts"]["failed"] for s in summaries)
     page = f"""<!doctype html>

@@ -8,7 +8,7 @@ generator=$1 fixtures=$2 out=$3
 browser=$(command -v chromium || command -v chromium-browser || true)
 [[ -n "$browser" ]] || { echo "SKIP: chromium missing (ci/install-deps.sh --test installs it)"; exit 77; }
 mkdir -p "$out"
-/usr/bin/python3 "$generator" "$fixtures/matrix" "$fixtures/bench" -o "$out/overhead.html"
+/usr/bin/python3 "$generator" "$fixtures/matrix" "$fixtures/bench" "$fixtures/bench-devhook" -o "$out/overhead.html"
 
 # Let the page load, then ask the browser itself what it rendered.
 flags=(--headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking
@@ -27,7 +27,8 @@ fail=0
 expect() { grep -Eq "$1" <<<"$title" || { echo "FAIL: $2"; fail=1; }; }
 expect 'per-call-chart=[0-9]{3,}x[0-9]{3,}' "per-call chart did not render"
 expect 'completeness-heatmap=[0-9]{3,}x[0-9]{3,}' "completeness heatmap did not render"
-expect 'per-call-table:rows=32' "per-call table should have 32 rows (8 calls x 2 linkages x preload, strace)"
+expect 'per-call-table:rows=50' "per-call table should have 50 rows (10 calls x 2 linkages x preload; 10 x shared x preload, devhook, devhook-thread)"
+grep -q 'in-process A/B' "$out/overhead.html" || { echo "FAIL: no in-process A/B column"; fail=1; }
 expect 'fidelity-table:rows=[1-9]' "fidelity table is empty"
 expect 'loss-table:rows=[1-9]' "loss table is empty"
 expect 'slowdown-table:rows=[1-9]' "slowdown table is empty"
