@@ -133,7 +133,7 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
     // The in-process A/B (a tracer that can pause): recording's cost, paired batch by batch.
     std::string in_process;
     if (auto ab = ab_samples.find(key); ab != ab_samples.end()) {
-      Difference d = median_difference(std::vector<double>(ab->second.size(), 0.0), ab->second);
+      const Difference d = median_interval(ab->second);
       row["in_process_delta_ns"] = d.delta;
       row["in_process_delta_ci95_ns"] = {d.lo, d.hi};
       row["in_process_values_ns"] = ab->second;

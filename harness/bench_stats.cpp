@@ -19,8 +19,8 @@ template <class Statistic>
 Difference bootstrap(const std::vector<double>& a, const std::vector<double>& b, int rounds, uint64_t seed,
                      Statistic stat) {
   Difference d;
-  if (a.empty() || b.empty()) return d;
   d.delta = stat(median_of(a), median_of(b));
+  if (a.empty() || b.empty()) return d;
   std::mt19937_64 rng(seed);
   std::vector<double> values;
   values.reserve(size_t(rounds));
@@ -40,9 +40,11 @@ Difference bootstrap(const std::vector<double>& a, const std::vector<double>& b,
 }  // namespace
 
 Difference median_difference(const std::vector<double>& a, const std::vector<double>& b, int rounds, uint64_t seed) {
-  Difference d = bootstrap(a, b, rounds, seed, [](double ma, double mb) { return mb - ma; });
-  if (a.empty() || b.empty()) d.delta = median_of(b) - median_of(a);
-  return d;
+  return bootstrap(a, b, rounds, seed, [](double ma, double mb) { return mb - ma; });
+}
+
+Difference median_interval(const std::vector<double>& v, int rounds, uint64_t seed) {
+  return bootstrap({0.0}, v, rounds, seed, [](double, double mv) { return mv; });
 }
 
 Difference median_ratio(const std::vector<double>& a, const std::vector<double>& b, int rounds, uint64_t seed) {

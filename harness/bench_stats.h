@@ -17,6 +17,9 @@ struct Difference {
 Difference median_difference(const std::vector<double>& a, const std::vector<double>& b, int rounds = 2000,
                              uint64_t seed = 42);
 
+// One sample's median with its bootstrap interval (paired differences, already deltas).
+Difference median_interval(const std::vector<double>& v, int rounds = 2000, uint64_t seed = 42);
+
 // The same for median(b) / median(a) (whole-workload slowdown): delta holds the ratio.
 Difference median_ratio(const std::vector<double>& a, const std::vector<double>& b, int rounds = 2000,
                         uint64_t seed = 42);

@@ -195,6 +195,12 @@ std::filesystem::path find_on_path(const std::string& program) {
   return {};
 }
 
+void preload_first(Launch& launch, const fs::path& library, const std::string& what) {
+  if (!fs::exists(library)) throw std::runtime_error(what + " not found at " + library.string());
+  const char* existing = std::getenv("LD_PRELOAD");
+  launch.env["LD_PRELOAD"] = library.string() + (existing && *existing ? std::string(":") + existing : "");
+}
+
 Availability availability(const Method& m, const HostFacts& host) {
   if (!m.built && !m.not_built_reason.empty()) return {false, "not built: " + m.not_built_reason};
   if (!m.built) return {false, "not built yet (issue #" + std::to_string(m.issue) + ")"};

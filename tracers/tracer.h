@@ -96,4 +96,8 @@ Availability availability(const Method& m, const HostFacts& host);
 // PATH lookup as execvp does it; empty when absent.
 std::filesystem::path find_on_path(const std::string& program);
 
+// Puts `library` first in the child's LD_PRELOAD, keeping whatever the harness's own
+// environment preloads after it. Throws when the library is missing (`what` names it).
+void preload_first(Launch& launch, const std::filesystem::path& library, const std::string& what);
+
 }  // namespace cudatrace

@@ -56,3 +56,13 @@ TEST(BenchStats, RatioOfMediansWithAnInterval) {
   EXPECT_EQ(again.lo, r.lo);
   EXPECT_EQ(again.hi, r.hi);
 }
+
+TEST(BenchStats, OneSampleMedianWithAnInterval) {
+  const std::vector<double> deltas = {210, 205, 220, 214, 199, 230, 208};
+  const Difference d = median_interval(deltas);
+  EXPECT_DOUBLE_EQ(d.delta, 210);
+  EXPECT_LE(d.lo, 210);
+  EXPECT_GE(d.hi, 210);
+  EXPECT_GE(d.lo, 199);
+  EXPECT_LE(d.hi, 230);
+}

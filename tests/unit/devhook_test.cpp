@@ -127,11 +127,12 @@ TEST_P(DevhookRewrite, AssemblesWithPtxas) {
   const Fatbin f = parse_fatbin(zstd.data(), zstd.size());
   const RewrittenPtx r = rewrite_ptx(ptx_text(ptx_for(f, arch)), mode);
 
-  std::map<std::string, int> params;
+  std::map<std::string, int> params, exits;
   for (const auto& k : r.kernels) {
     EXPECT_TRUE(k.instrumented) << k.name << ": " << k.why_not;
     EXPECT_GE(k.exits, 1) << k.name;
     params[k.name] = k.params;
+    exits[k.name] = k.exits;
   }
   EXPECT_EQ(params.size(), 6u);
   EXPECT_EQ(params["vecadd"], 4);
@@ -139,7 +140,8 @@ TEST_P(DevhookRewrite, AssemblesWithPtxas) {
   EXPECT_EQ(params["by_value"], 2);
   EXPECT_EQ(params["grid3d"], 1);
   EXPECT_EQ(params["_Z5scaleIfEvPT_S0_i"], 3);
-  EXPECT_GE(params.count("early_exits"), 1u);
+  EXPECT_EQ(params["early_exits"], 2);
+  EXPECT_GE(exits["early_exits"], 2) << "its returns and exit; statements each branch to the exit probe";
   // One entry and one exit probe per kernel; every return but the exit probe's own is gone.
   EXPECT_EQ(count(r.ptx, "call __devhook_emit"), 2 * r.kernels.size());
   EXPECT_EQ(count(r.ptx, ".param .u64 __dh_ring"), r.kernels.size());
@@ -242,7 +244,7 @@ fs::path write_agent_output(const std::string& mode, const std::vector<DeviceRec
               {"fatbins", {{{"prepared", true}, {"source", "compute_90, zstd"}, {"error", ""}}}},
               {"kernels", {{{"name", "vecadd_kernel"}, {"fatbin", 0}, {"launches", 3}, {"instrumented", 2},
                             {"why_not", ""}}}},
-              {"launches", {{0, 0, 2, 1, 1, 64, 1, 1, 0, ""}, {0, 0, 2, 1, 1, 64, 1, 1, 0, ""}}},
+              {"launches", {{0, 0, 2, 1, 1, 64, 1, 1, ""}, {0, 0, 2, 1, 1, 64, 1, 1, ""}}},
               {"uninstrumented", {{"the instrumented launch failed (CUDA_ERROR_INVALID_VALUE): the original ran", 1}}}};
   std::ofstream(dir / ("devhook." + std::to_string(pid) + ".json")) << rep.dump();
   std::ofstream out(dir / ("devhook." + std::to_string(pid) + ".records"), std::ios::binary);

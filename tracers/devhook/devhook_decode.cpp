@@ -94,7 +94,7 @@ void convert_process(const json& rep, const fs::path& records_file, EventWriter&
   }
 
   for (const auto& [key, b] : blocks) {
-    const json& l = launches[key.launch];  // [kernel, context, gx, gy, gz, bx, by, bz, host_ns, failed]
+    const json& l = launches[key.launch];  // [kernel, context, gx, gy, gz, bx, by, bz, failed]
     const int kernel = l[0].get<int>();
     const int ctx = l[1].get<int>();
     const json& c = contexts[size_t(ctx)];

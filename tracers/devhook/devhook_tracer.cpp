@@ -41,10 +41,8 @@ fs::path devhook_agent_path(const fs::path& prefix) {
 }
 
 void DevhookTracer::prepare(Launch& launch, const Target& target, const fs::path& run_dir) {
-  if (!fs::exists(agent_)) throw std::runtime_error("devhook agent not found at " + agent_.string());
+  preload_first(launch, agent_, "devhook agent");
   cudart_ = target.cudart;
-  const char* existing = std::getenv("LD_PRELOAD");
-  launch.env["LD_PRELOAD"] = agent_.string() + (existing && *existing ? std::string(":") + existing : "");
   launch.env[kOutDirEnv] = run_dir.string();
   launch.env[kModeEnv] = options_.mode == ProbeMode::kThread ? "thread" : "block";
   launch.env[kRingRecordsEnv] = std::to_string(options_.ring_records);

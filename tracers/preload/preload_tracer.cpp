@@ -54,10 +54,8 @@ fs::path preload_shim_path(const fs::path& prefix) {
 }
 
 void PreloadTracer::prepare(Launch& launch, const Target& target, const fs::path& run_dir) {
-  if (!fs::exists(shim_)) throw std::runtime_error("preload shim not found at " + shim_.string());
+  preload_first(launch, shim_, "preload shim");
   cudart_ = target.cudart;
-  const char* existing = std::getenv("LD_PRELOAD");
-  launch.env["LD_PRELOAD"] = shim_.string() + (existing && *existing ? std::string(":") + existing : "");
   launch.env[kDirEnv] = run_dir.string();
 }
 

@@ -62,7 +62,6 @@ struct ContextState {
 struct LaunchRow {
   int kernel;
   unsigned grid[3], block[3];
-  int64_t host_ns;
   int context;
   std::string failed;  // the instrumented launch failed; the original ran instead
 };
@@ -334,7 +333,7 @@ bool launch_instrumented(const LaunchRequest& r) {
     control = cs.control;
     seq = a.launches.size();
     a.launches.push_back({it->second, {r.grid[0], r.grid[1], r.grid[2]}, {r.block[0], r.block[1], r.block[2]},
-                          monotonic_ns(), context_index, {}});
+                          context_index, {}});
   }
   // The program's arguments, then the two the probes read.
   void* small[32];
@@ -411,7 +410,7 @@ void save_output() {
   json launches = json::array();
   for (const LaunchRow& l : a.launches)
     launches.push_back({l.kernel, l.context, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2],
-                        l.host_ns, l.failed});
+                        l.failed});
   report.update({{"contexts", contexts},
                  {"fatbins", fatbins},
                  {"kernels", kernels},
