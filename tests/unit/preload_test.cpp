@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -159,6 +160,56 @@ std::set<std::string> symbols(const std::string& nm_args, const std::string& fil
 
 }  // namespace
 
+// The recorder, end to end: full buffers, threads, records made after a thread's exit hook
+// and from an atexit handler, a forked child. Every call made must come back, in order,
+// with its return code, and no loss may be reported.
+TEST(PreloadRecorder, EveryRecordReachesDiskThroughFlushesThreadsForkAndExit) {
+  auto dir = testsupport::temp_dir("recorder");
+  auto r = testsupport::run_command(std::string(kDirEnv) + "=" + dir.string() + " " + CUDATRACE_RECORDER_EXERCISER);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  int64_t main_calls = 0, atexit_calls = 0, thread_calls = 0, late_calls = 0, child_calls = 0;
+  ASSERT_EQ(std::sscanf(r.output.c_str(), "%ld %ld %ld %ld %ld", &main_calls, &atexit_calls, &thread_calls, &late_calls,
+                        &child_calls),
+            5)
+      << r.output;
+
+  TracerReport rep = convert_preload_output(dir, dir / "events.jsonl");
+  for (const char* kind : {"dropped", "missing", "unterminated_files", "corrupt_records"})
+    EXPECT_EQ(rep.loss[kind], 0) << kind;
+  auto events = read_events(dir / "events.jsonl").events;
+  std::map<std::pair<int64_t, int64_t>, std::vector<const Event*>> by_thread;
+  for (const auto& e : events) by_thread[{e.pid, e.tid}].push_back(&e);
+  std::map<int64_t, int> threads_of;
+  for (const auto& [key, _] : by_thread) ++threads_of[key.first];
+  ASSERT_EQ(threads_of.size(), 2u) << "the exerciser and its child";
+  const int64_t parent = threads_of.begin()->second == 5 ? threads_of.begin()->first : threads_of.rbegin()->first;
+  const int64_t child = threads_of.begin()->first == parent ? threads_of.rbegin()->first : threads_of.begin()->first;
+  EXPECT_EQ(threads_of[parent], 5) << "main thread and four others";
+  EXPECT_EQ(threads_of[child], 1);
+  for (const auto& [key, evs] : by_thread) {
+    const auto [pid, tid] = key;
+    // The child runs the atexit handler it inherited, too.
+    const int64_t expected = pid == child ? child_calls + atexit_calls
+                             : tid == pid ? main_calls + atexit_calls
+                                          : thread_calls + late_calls;
+    EXPECT_EQ(int64_t(evs.size()), expected) << "pid " << pid << " tid " << tid;
+    // Calls i = 0, 1, 2, ... return i % 3: order and codes survive every flush.
+    const size_t first_run = size_t(pid == child ? child_calls : tid == pid ? main_calls : thread_calls);
+    for (size_t i = 0; i < std::min(first_run, evs.size()); ++i) {
+      if (evs[i]->ret != int64_t(i % 3) || evs[i]->name != "cuFakeCall") {
+        ADD_FAILURE() << "pid " << pid << " tid " << tid << " record " << i << ": " << evs[i]->name << " ret "
+                      << evs[i]->ret.value_or(-1);
+        break;
+      }
+    }
+    for (size_t i = 1; i < evs.size(); ++i)
+      if (evs[i]->ts < evs[i - 1]->ts) {
+        ADD_FAILURE() << "time goes back at record " << i << " of tid " << tid;
+        break;
+      }
+  }
+}
+
 // The shim must hook every CUDA runtime function the workloads call (cudart's fatbin
 // registration and <<<>>> call-configuration plumbing aside).
 TEST(PreloadShim, CoversEveryCudaFunctionTheWorkloadsCall) {
@@ -197,8 +248,8 @@ TEST(PreloadShim, PauseSwitchesTheHooksToForwardOnly) {
   EXPECT_FALSE(hooks_live());
   EXPECT_EQ(cudatrace_preload_pause(0), 1);
   EXPECT_EQ(hooks_live(), recording());
-  g_hooks_live = true;  // as a recording process has it
+  g_shim.live = true;  // as a recording process has it
   EXPECT_EQ(cudatrace_preload_pause(1), 0);
   EXPECT_FALSE(hooks_live());
-  g_hooks_live = live;
+  g_shim.live = live;
 }

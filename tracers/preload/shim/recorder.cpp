@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -21,34 +22,22 @@
 
 namespace cudatrace::preload {
 
+constinit thread_local ThreadBuffer t_buffer __attribute__((tls_model("initial-exec")));
+
 namespace {
-
-constexpr uint32_t kCapacity = 1 << 15;  // records per thread buffer (2 MiB)
-
-struct ThreadBuffer {
-  Record* records = nullptr;
-  std::atomic<uint32_t> count{0};
-  int fd = -1;
-  int64_t tid = 0;
-  uint64_t emitted = 0;
-  uint64_t dropped = 0;
-  uint32_t generation = 0;
-  std::atomic<bool> closed{false};
-};
 
 char g_dir[4096];
 bool g_recording = false;
-std::atomic<uint32_t> g_generation{1};  // bumped in a forked child: the parent's buffers are not ours
+// The threads that have recorded, by their thread-local buffer: a thread removes its own
+// when it ends (under the lock), so flush_all() never reads a dead thread's TLS.
 std::mutex g_registry_mu;
-std::vector<ThreadBuffer*>* g_buffers;  // never freed: threads may outlive static destructors
+std::vector<ThreadBuffer*>* g_buffers;
 
 std::mutex g_kernels_mu;
 std::unordered_map<uint64_t, std::string>* g_kernels;      // handle -> name
 std::unordered_map<uint64_t, std::string>* g_stub_names;   // host stub -> name
 
-// initial-exec: a preloaded library gets static TLS, and %fs-relative access avoids a
-// __tls_get_addr call on every record.
-__attribute__((tls_model("initial-exec"))) thread_local ThreadBuffer* t_buffer = nullptr;
+constexpr size_t kMappingBytes = (kBufferRecords + 2) * sizeof(Record);
 
 // A (TSC, CLOCK_MONOTONIC) pair. The clock read is bracketed by two TSC reads and the
 // midpoint kept; of three tries, the tightest bracket wins (a first clock_gettime in a
@@ -70,35 +59,46 @@ Record calibration() {
   return c;
 }
 
-void write_all(ThreadBuffer* b, const void* data, size_t bytes) {
-  if (b->fd < 0) {
-    char path[4200];
-    std::snprintf(path, sizeof path, "%s/preload.%d.%lld.bin", g_dir, int(getpid()), (long long)b->tid);
-    b->fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  }
+int open_thread_file(int64_t tid) {
+  char path[4200];
+  std::snprintf(path, sizeof path, "%s/preload.%d.%lld.bin", g_dir, int(getpid()), (long long)tid);
+  return open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+}
+
+// Returns how many records it could not write.
+uint64_t write_records(int fd, const void* data, size_t bytes) {
   const char* p = static_cast<const char*>(data);
-  while (bytes > 0 && b->fd >= 0) {
-    ssize_t n = write(b->fd, p, bytes);
+  while (bytes > 0 && fd >= 0) {
+    ssize_t n = write(fd, p, bytes);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     p += n;
     bytes -= size_t(n);
   }
-  if (bytes > 0) b->dropped += bytes / sizeof(Record);
+  return bytes / sizeof(Record);
 }
 
-// The buffer keeps one slot spare for the calibration point that ends each flush.
+void write_all(ThreadBuffer* b, const void* data, size_t bytes) {
+  if (b->fd < 0) b->fd = open_thread_file(b->tid);
+  b->dropped += write_records(b->fd, data, bytes);
+}
+
+// Writes what the buffer holds, closed by a calibration point in the spare slot.
 void flush(ThreadBuffer* b) {
   const uint32_t n = b->count.load(std::memory_order_acquire);
   if (n) {
+    b->emitted += n - b->leading_calibrations;
     b->records[n] = calibration();
     write_all(b, b->records, (n + 1) * sizeof(Record));
   }
+  b->leading_calibrations = 0;
   b->count.store(0, std::memory_order_release);
 }
 
+// Flushes and ends the thread's current segment with its trailer. The owner goes to the
+// slow path on its next record (generation 0) and starts a new segment there.
 void close_buffer(ThreadBuffer* b) {
-  if (b->closed.exchange(true)) return;
+  if (b->generation.exchange(0) == 0) return;
   const int saved = errno;
   flush(b);
   Record trailer{};
@@ -113,32 +113,98 @@ void close_buffer(ThreadBuffer* b) {
   write_all(b, &trailer, sizeof trailer);
   if (b->fd >= 0) close(b->fd);
   b->fd = -1;
+  b->emitted = 0;
+  b->dropped = 0;
   errno = saved;
 }
 
-// Ends with the thread: its records are written and its trailer closes its file.
+// Starts a segment: in a thread's first record, after flush_all(), and in a forked child
+// (whose copy of the buffer holds the parent's records: the parent writes those).
+void attach(ThreadBuffer* b) {
+  if (!b->records) {
+    void* m = mmap(nullptr, kMappingBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    b->records = m == MAP_FAILED ? nullptr : static_cast<Record*>(m);
+  }
+  b->fd = -1;
+  b->tid = int64_t(syscall(SYS_gettid));
+  b->emitted = 0;
+  b->dropped = 0;
+  if (b->records) {
+    b->records[0] = calibration();  // every segment of the file starts from a known point
+    b->count.store(1, std::memory_order_relaxed);
+    b->leading_calibrations = 1;
+  }
+  {
+    std::lock_guard lk(g_registry_mu);
+    if (!b->registered) g_buffers->push_back(b);
+    b->registered = true;
+  }
+  b->generation.store(g_shim.generation.load(std::memory_order_relaxed), std::memory_order_relaxed);
+}
+
+// A record that has no buffer to go to (its thread is ending, or the mapping failed) is
+// written as a segment of its own: slow, but not lost. (Should that write fail too, there
+// is no trailer left to count it in.)
+void write_alone(const Record& r) {
+  Record segment[3] = {calibration(), r, {}};
+  Record& trailer = segment[2];
+  trailer.hook = kTrailer;
+  trailer.ts = int64_t(syscall(SYS_gettid));
+  trailer.a[0] = 1;
+  trailer.a[2] = kMagic;
+  const Record c = calibration();
+  trailer.a[3] = c.a[0];
+  trailer.a[4] = c.a[1];
+  const int saved = errno;
+  const int fd = open_thread_file(trailer.ts);
+  write_records(fd, segment, sizeof segment);
+  if (fd >= 0) close(fd);
+  errno = saved;
+}
+
+// Ends with the thread: its records are written and its trailer closes its file. The
+// buffer of any thread but the main one then leaves the registry, before its TLS goes
+// away; a record such a thread still makes (from a later TLS destructor) goes alone. The
+// main thread's TLS destructors run in exit() before the atexit handlers, and cudart's
+// teardown still calls the driver there: its buffer stays, starts a new segment, and
+// flush_all() writes it.
 struct ThreadExit {
   ~ThreadExit() {
-    if (t_buffer && t_buffer->generation == g_generation.load(std::memory_order_relaxed)) close_buffer(t_buffer);
+    ThreadBuffer* b = &t_buffer;
+    std::lock_guard lk(g_registry_mu);
+    close_buffer(b);
+    if (b->tid == int64_t(getpid())) return;
+    b->exited = true;
+    if (b->registered && g_buffers) std::erase(*g_buffers, b);
+    b->registered = false;
+    if (b->records) munmap(b->records, kMappingBytes);
+    b->records = nullptr;
   }
 };
 thread_local ThreadExit t_exit;
 
-ThreadBuffer* attach_thread() {
-  auto* b = new ThreadBuffer;
-  b->records = static_cast<Record*>(std::malloc((kCapacity + 1) * sizeof(Record)));
-  b->records[0] = calibration();  // every segment of the file starts from a known point
-  b->count.store(1, std::memory_order_relaxed);
-  b->tid = int64_t(syscall(SYS_gettid));
-  b->generation = g_generation.load(std::memory_order_relaxed);
-  (void)&t_exit;  // instantiate the thread's exit hook
-  {
-    std::lock_guard lk(g_registry_mu);
-    g_buffers->push_back(b);
+}  // namespace
+
+void emit_slow(const Record& r) {
+  if (!g_recording) return;
+  ThreadBuffer* b = &t_buffer;
+  if (!b->exited && b->generation.load(std::memory_order_relaxed) != g_shim.generation.load(std::memory_order_relaxed)) {
+    (void)&t_exit;  // instantiate the thread's exit hook
+    attach(b);
   }
-  t_buffer = b;
-  return b;
+  if (b->exited || !b->records) return write_alone(r);
+  uint32_t i = b->count.load(std::memory_order_relaxed);
+  if (i >= kBufferRecords) {
+    const int saved = errno;  // the program must not see our write()'s errno
+    flush(b);
+    errno = saved;
+    i = 0;
+  }
+  b->records[i] = r;
+  b->count.store(i + 1, std::memory_order_release);
 }
+
+namespace {
 
 void write_kernel_table() {
   std::lock_guard lk(g_kernels_mu);
@@ -162,11 +228,15 @@ void on_fatal_signal(int sig) {
 
 void after_fork_in_child() {
   // The parent still owns its buffers and will write them; this process starts afresh.
-  g_generation.fetch_add(1);
+  g_shim.generation.fetch_add(1);
   new (&g_registry_mu) std::mutex;
   new (&g_kernels_mu) std::mutex;
   g_buffers = new std::vector<ThreadBuffer*>;
-  t_buffer = nullptr;
+  ThreadBuffer& b = t_buffer;  // a copy of the parent's: its records and file are the parent's
+  if (b.fd >= 0) close(b.fd);
+  b.fd = -1;
+  b.generation = 0;
+  b.registered = false;
 }
 
 __attribute__((constructor)) void start() {
@@ -188,7 +258,7 @@ __attribute__((constructor)) void start() {
     }
   }
   g_recording = true;
-  g_hooks_live = true;
+  g_shim.live = true;
 }
 
 }  // namespace
@@ -202,42 +272,11 @@ bool recording() { return g_recording; }
 // costs from everything a separate process run would vary. Returns the previous state.
 extern "C" __attribute__((visibility("default"))) int cudatrace_preload_pause(int paused) {
   using namespace cudatrace::preload;
-  const bool was_live = g_hooks_live.exchange(!paused && g_recording);
+  const bool was_live = g_shim.live.exchange(!paused && g_recording);
   return was_live ? 0 : 1;
 }
 
 namespace cudatrace::preload {
-
-void emit(HookId hook, int32_t ret, int64_t t0, int64_t t1, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3,
-          uint64_t a4) {
-  if (!g_recording) return;
-  ThreadBuffer* b = t_buffer;
-  if (!b || b->generation != g_generation.load(std::memory_order_relaxed)) b = attach_thread();
-  if (b->closed.load(std::memory_order_relaxed)) {  // after the exit flush: nowhere to go
-    ++b->dropped;
-    return;
-  }
-  uint32_t i = b->count.load(std::memory_order_relaxed);
-  if (i == kCapacity) {
-    const int saved = errno;  // the program must not see our write()'s errno
-    flush(b);
-    errno = saved;
-    i = 0;
-  }
-  Record& r = b->records[i];
-  r.hook = hook;
-  r.flags = 0;
-  r.ret = ret;
-  r.ts = t0;
-  r.dur = t1 - t0;
-  r.a[0] = a0;
-  r.a[1] = a1;
-  r.a[2] = a2;
-  r.a[3] = a3;
-  r.a[4] = a4;
-  ++b->emitted;
-  b->count.store(i + 1, std::memory_order_release);
-}
 
 void note_kernel(uint64_t handle, const char* name) {
   if (!g_recording || !name) return;
@@ -261,16 +300,15 @@ void note_stub(uint64_t host_stub, const char* name) {
 
 void flush_all() {
   if (!g_recording) return;
-  std::vector<ThreadBuffer*> buffers;
   {
+    // Held while closing: a thread that ends meanwhile waits before its TLS goes away.
     std::lock_guard lk(g_registry_mu);
-    buffers = *g_buffers;
+    for (ThreadBuffer* b : *g_buffers) close_buffer(b);
   }
-  for (ThreadBuffer* b : buffers) close_buffer(b);
   write_kernel_table();
   write_generic_table();
   // Any thread that calls CUDA after this starts a new segment of its file.
-  g_generation.fetch_add(1);
+  g_shim.generation.fetch_add(1);
 }
 
 }  // namespace cudatrace::preload

@@ -2,34 +2,103 @@
 // The shim's hot path: one record per hooked call into a per-thread buffer, no locks.
 // Buffers go to disk when full, when their thread ends, at exit, before exec and on a
 // fatal signal; whatever cannot be written is counted as dropped in the thread's trailer.
-#include <time.h>
-
+//
+// What a record costs is mostly cache misses, not instructions: between two hooked calls
+// the driver runs for microseconds and evicts the shim's data, and each line the hook
+// then touches in a chain (TLS -> buffer header -> record slot) is a miss paid in turn.
+// So the append is inlined into every hook, reads one thread-local line (the buffer's
+// header lives in static TLS, not behind a pointer) and one process-wide line, and
+// prefetches the next record's line for writing, so that the next call finds it owned.
 #include <atomic>
 #include <cstdint>
 
+#include "common/clock.h"
 #include "tracers/preload/preload_format.h"
 
 namespace cudatrace::preload {
 
+// Records per thread buffer: 512 KiB, mapped and populated when the thread first records
+// (a page fault every 64 records would otherwise be paid on the hot path during the
+// buffer's first pass).
+inline constexpr uint32_t kBufferRecords = 1 << 13;
+
+// What every hook reads, on one cache line.
+struct alignas(64) ShimState {
+  // Recording and not paused by cudatrace_preload_pause(): the hooks only forward when
+  // false, so that a paused hook costs what an unrecorded forward costs.
+  std::atomic<bool> live{false};
+  // A thread's buffer belongs to the current generation or must be (re)attached first.
+  // Bumped in a forked child (the parent's buffers are not ours) and by flush_all()
+  // (a thread that records after the exit flush starts a new segment of its file).
+  std::atomic<uint32_t> generation{1};
+};
+inline ShimState g_shim;
+
+inline bool hooks_live() { return g_shim.live.load(std::memory_order_relaxed); }
+
+// One thread's buffer. The header is thread-local (initial-exec: %fs-relative, no
+// __tls_get_addr call in a preloaded library); the records are a separate mapping.
+// flush_all() may read another thread's header, hence the atomics.
+struct alignas(64) ThreadBuffer {
+  // Hot: what emit() reads and writes.
+  Record* records = nullptr;               // kBufferRecords + 2 spare (calibration, prefetch)
+  std::atomic<uint32_t> count{0};          // records held, calibration points included
+  std::atomic<uint32_t> generation{0};     // g_shim.generation while attached, else 0
+  // The driver hooks' cache of the kernel handles this thread launched last (their names
+  // are known): checked on every launch, so it shares the hot line.
+  static constexpr int kRecentKernels = 4;
+  uint64_t recent_kernels[kRecentKernels] = {};
+  uint32_t next_recent_kernel = 0;
+  // Cold: attach, flush, close.
+  int fd = -1;
+  int64_t tid = 0;
+  uint64_t emitted = 0;                    // records the thread made (trailer's a[0])
+  uint64_t dropped = 0;                    // records it could not keep (trailer's a[1])
+  uint32_t leading_calibrations = 0;       // calibration points among `count`
+  bool registered = false;
+  bool exited = false;                     // its thread is ending: late records go alone
+};
+extern constinit thread_local ThreadBuffer t_buffer __attribute__((tls_model("initial-exec")));
+
 // False when CUDATRACE_PRELOAD_DIR is unset: the hooks then only forward.
 bool recording();
 
-// What every hook checks first: recording, and not paused by cudatrace_preload_pause().
-// One relaxed load, so that a paused hook costs what an unrecorded forward costs.
-inline std::atomic<bool> g_hooks_live{false};
-inline bool hooks_live() { return g_hooks_live.load(std::memory_order_relaxed); }
-
-inline int64_t monotonic_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
+using cudatrace::monotonic_ns;
 
 // The hot-path clock: TSC ticks, converted to CLOCK_MONOTONIC ns after the run.
 inline int64_t now_ns() { return int64_t(__builtin_ia32_rdtsc()); }
 
-void emit(HookId hook, int32_t ret, int64_t t0, int64_t t1, uint64_t a0 = 0, uint64_t a1 = 0, uint64_t a2 = 0,
-          uint64_t a3 = 0, uint64_t a4 = 0);
+// Everything that is not a plain append: first record of a thread, a full buffer, a new
+// generation, a thread that is ending.
+void emit_slow(const Record& r);
+
+inline void emit(HookId hook, int32_t ret, int64_t t0, int64_t t1, uint64_t a0 = 0, uint64_t a1 = 0, uint64_t a2 = 0,
+                 uint64_t a3 = 0, uint64_t a4 = 0) {
+  ThreadBuffer& b = t_buffer;
+  const uint32_t i = b.count.load(std::memory_order_relaxed);
+  if (__builtin_expect(b.generation.load(std::memory_order_relaxed) != g_shim.generation.load(std::memory_order_relaxed) ||
+                           i >= kBufferRecords,
+                       0)) {
+    emit_slow(Record{hook, 0, ret, t0, t1 - t0, {a0, a1, a2, a3, a4}});
+    return;
+  }
+  Record* r = b.records + i;
+  r->hook = hook;
+  r->flags = 0;
+  r->ret = ret;
+  r->ts = t0;
+  r->dur = t1 - t0;
+  r->a[0] = a0;
+  r->a[1] = a1;
+  r->a[2] = a2;
+  r->a[3] = a3;
+  r->a[4] = a4;
+  b.count.store(i + 1, std::memory_order_release);
+  // Two slots ahead: a shared-cudart launch makes two records (driver, then runtime), so
+  // the next launch finds both of its lines owned. Both exist even past the last record
+  // (the mapping has two spare slots).
+  __asm__ volatile("prefetchw %0\n\tprefetchw %1" ::"m"(r[1]), "m"(r[2]));
+}
 
 // Kernel names for the converter: a handle (host stub, cudaKernel_t, CUfunction) -> name.
 void note_kernel(uint64_t handle, const char* name);
