@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "../correctness/harness_run.h"
@@ -34,4 +35,25 @@ TEST(Bench, PerCallOverheadUnderNoneAndPreload) {
   for (const auto& b : merged["benchmarks"])
     named = named || b["name"].get<std::string>().rfind("cudaGetDevice/shared/method:preload", 0) == 0;
   EXPECT_TRUE(named) << "benchmarks are named <call>/<linkage>/method:<method>";
+}
+
+// record_cost without a GPU: every part is measured, and recording costs something over
+// forwarding (two TSC reads and an append: never free).
+TEST(Bench, RecordCostOnThisCpu) {
+  auto dir = testsupport::temp_dir("record-cost");
+  const auto out = dir / "record_cost.json";
+  auto r = testsupport::run_command(std::string(RECORD_COST_PATH) + " --footprint_kib=64 --benchmark_out_format=json" +
+                                    " --benchmark_out=" + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream f(out);
+  ASSERT_TRUE(f) << r.output;
+  const nlohmann::json results = nlohmann::json::parse(f);
+  std::map<std::string, nlohmann::json> by_name;
+  for (const auto& b : results["benchmarks"]) by_name[b["name"].get<std::string>().substr(0, 8)] = b;
+  ASSERT_TRUE(by_name.count("tsc_read") && by_name.count("append/i") && by_name.count("forwarde")) << r.output;
+  EXPECT_GT(by_name["tsc_read"]["median_ns"].get<double>(), 0);
+  EXPECT_GT(by_name["append/i"]["median_ns"].get<double>(), 0);
+  const auto& fw = by_name["forwarde"];
+  EXPECT_GT(fw["ab_delta_ns"].get<double>(), 0) << fw.dump();
+  EXPECT_GT(fw["median_ns"].get<double>(), fw["paused_median_ns"].get<double>()) << fw.dump();
 }

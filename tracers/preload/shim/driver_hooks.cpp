@@ -43,34 +43,30 @@ void* driver_symbol(const char* name) {
   return h ? real_dlsym()(h, name) : nullptr;
 }
 
+[[gnu::noinline, gnu::cold]] void* resolve_driver_symbol(std::atomic<void*>& slot, const char* name) {
+  void* p = driver_symbol(name);
+  if (!p) {
+    std::fprintf(stderr, "cudatrace preload: libcuda.so.1 has no %s\n", name);
+    std::abort();
+  }
+  slot.store(p, std::memory_order_release);
+  return p;
+}
+
 // Lazily resolved real entry point of one wrapped driver function.
 template <class Fn>
-Fn real_driver(std::atomic<void*>& slot, const char* name) {
+[[gnu::always_inline]] inline Fn real_driver(std::atomic<void*>& slot, const char* name) {
   void* p = slot.load(std::memory_order_acquire);
-  if (!p) {
-    p = driver_symbol(name);
-    if (!p) {
-      std::fprintf(stderr, "cudatrace preload: libcuda.so.1 has no %s\n", name);
-      std::abort();
-    }
-    slot.store(p, std::memory_order_release);
-  }
+  if (__builtin_expect(!p, 0)) p = resolve_driver_symbol(slot, name);
   return reinterpret_cast<Fn>(p);
 }
 
 // Kernel names for driver launches: asked of the driver once per handle and thread.
 // cudart hands cuLaunchKernel a CUkernel (library kernel) as often as a CUfunction, and
 // each has its own name query.
-uint64_t kernel_of(CUfunction f) {
-  // The last few handles this thread launched, checked before the set: a launch loop
-  // repeats a handful of kernels, and a hash-set lookup costs more than the comparisons
-  // (initial-exec TLS: no __tls_get_addr call in a preloaded library).
-  constexpr int kRecent = 4;
-  __attribute__((tls_model("initial-exec"))) static thread_local CUfunction recent[kRecent];
-  __attribute__((tls_model("initial-exec"))) static thread_local unsigned next_recent;
-  for (CUfunction r : recent)
-    if (r == f) return u64(f);
-  recent[next_recent++ % kRecent] = f;
+[[gnu::noinline]] void name_kernel(CUfunction f) {
+  ThreadBuffer& b = t_buffer;
+  b.recent_kernels[b.next_recent_kernel++ % ThreadBuffer::kRecentKernels] = u64(f);
   thread_local std::unordered_set<CUfunction> named;
   if (f && named.insert(f).second) {
     using FuncName = CUresult (*)(const char**, CUfunction);
@@ -82,6 +78,14 @@ uint64_t kernel_of(CUfunction f) {
         (kernel_name && kernel_name(&name, reinterpret_cast<CUkernel>(f)) == CUDA_SUCCESS && name))
       note_kernel(u64(f), name);
   }
+}
+
+// The last few handles this thread launched are checked first: a launch loop repeats a
+// handful of kernels, and a hash-set lookup costs more than the comparisons.
+inline uint64_t kernel_of(CUfunction f) {
+  for (uint64_t r : t_buffer.recent_kernels)
+    if (r == u64(f)) return u64(f);
+  name_kernel(f);
   return u64(f);
 }
 

@@ -3,6 +3,7 @@
 // wrappers), so it reaches the real dlsym through dlvsym.
 #include <dlfcn.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 
@@ -20,6 +21,22 @@ Fn next_symbol(const char* name) {
     std::fprintf(stderr, "cudatrace preload: no definition of %s behind the shim\n", name);
     std::abort();
   }
+  return reinterpret_cast<Fn>(p);
+}
+
+// next_symbol(), asked once: the hot path then reads one plain pointer (no function-local
+// static, whose guard would be one more cache line to touch on every call).
+template <class Fn>
+[[gnu::noinline, gnu::cold]] void* resolve_next_symbol(std::atomic<void*>& slot, const char* name) {
+  void* p = reinterpret_cast<void*>(next_symbol<Fn>(name));
+  slot.store(p, std::memory_order_relaxed);
+  return p;
+}
+
+template <class Fn>
+[[gnu::always_inline]] inline Fn next_symbol_once(std::atomic<void*>& slot, const char* name) {
+  void* p = slot.load(std::memory_order_relaxed);
+  if (__builtin_expect(!p, 0)) p = resolve_next_symbol<Fn>(slot, name);
   return reinterpret_cast<Fn>(p);
 }
 

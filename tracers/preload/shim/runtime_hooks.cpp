@@ -37,8 +37,9 @@ void __cudaRegisterFunction(void**, const char*, char*, const char*, int, uint3*
 // One hooked runtime function: forward to the next definition (libcudart.so), time it,
 // record `SLOTS` (expressions over the parameters and `r`, the result).
 #define RUNTIME_HOOK(NAME, PARAMS, ARGS, ...)                                             \
+  static std::atomic<void*> real_##NAME{nullptr};                                        \
   extern "C" cudaError_t NAME PARAMS {                                                   \
-    static const auto real = next_symbol<cudaError_t(*) PARAMS>(#NAME);                 \
+    const auto real = next_symbol_once<cudaError_t(*) PARAMS>(real_##NAME, #NAME);      \
     if (!hooks_live()) return real ARGS;                                                  \
     const int64_t t0 = now_ns();                                                          \
     const cudaError_t r = real ARGS;                                                      \

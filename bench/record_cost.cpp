@@ -1,0 +1,125 @@
+// record_cost: what one preload record costs on this host's CPU, and its parts, without
+// a GPU. A record is two TSC reads (entry and exit) and an append to the thread's buffer;
+// the hook around it is a generic driver forwarder, the path any driver call takes. The
+// forwarder is timed live and paused (forward only) in alternating batches, as the
+// per-call benchmark does on the GPU; counter median_ns is the median batch of 64 calls
+// per call, so that the one batch in 8192 records that writes the buffer to disk does not
+// move it. `fake_driver` stands for the driver: it takes a lock (as the driver does), and
+// with --footprint_kib it also touches that much memory per call, to show what a record
+// costs once the driver's work has pushed the shim's lines out of the caches.
+//
+//   record_cost [--footprint_kib=N] [Google Benchmark flags]
+//
+// It re-runs itself with CUDATRACE_PRELOAD_DIR set to a temporary folder (the recorder
+// starts when the process does) and removes the folder afterwards.
+#include <benchmark/benchmark.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "tracers/preload/shim/generic_hooks.h"
+#include "tracers/preload/shim/recorder.h"
+
+extern "C" int cudatrace_preload_pause(int paused);
+
+namespace {
+
+using namespace cudatrace::preload;
+
+constexpr int kBatch = 64;
+std::atomic<long> g_lock;
+std::vector<char> g_scratch;
+
+int fake_driver(uint64_t a) {
+  g_lock.fetch_add(1);
+  for (size_t i = 0; i < g_scratch.size(); i += 64) g_scratch[i] = char(g_scratch[i] + char(a));
+  g_lock.fetch_sub(1);
+  return int(a & 1);
+}
+
+double median(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + long(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+template <class Body>
+double batch(Body&& body) {
+  const int64_t t0 = cudatrace::monotonic_ns();
+  for (int i = 0; i < kBatch; ++i) body(i);
+  return double(cudatrace::monotonic_ns() - t0) / kBatch;
+}
+
+void tsc_read(benchmark::State& s) {
+  std::vector<double> v;
+  for (auto _ : s) v.push_back(batch([](int) { benchmark::DoNotOptimize(now_ns()); }));
+  s.counters["median_ns"] = median(v);
+}
+
+void append(benchmark::State& s) {
+  std::vector<double> v;
+  int64_t t = 0;
+  for (auto _ : s) v.push_back(batch([&](int i) { emit(HookId(0), 0, t, t + 1, uint64_t(i)); ++t; }));
+  s.counters["median_ns"] = median(v);
+}
+
+// Live and paused batches alternate; ab_delta_ns is the median paired difference.
+void forwarder(benchmark::State& s) {
+  auto call = reinterpret_cast<int (*)(uint64_t)>(generic_wrapper_for("cuFakeDriver", reinterpret_cast<void*>(&fake_driver)));
+  std::vector<double> live, paused, diff;
+  for (auto _ : s) {
+    live.push_back(batch([&](int i) { benchmark::DoNotOptimize(call(uint64_t(i))); }));
+    cudatrace_preload_pause(1);
+    paused.push_back(batch([&](int i) { benchmark::DoNotOptimize(call(uint64_t(i))); }));
+    cudatrace_preload_pause(0);
+    diff.push_back(live.back() - paused.back());
+  }
+  s.counters["median_ns"] = median(live);
+  s.counters["paused_median_ns"] = median(paused);
+  s.counters["ab_delta_ns"] = median(diff);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  size_t footprint_kib = 0;
+  std::vector<char*> args;
+  for (int i = 0; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--footprint_kib=", 16) == 0)
+      footprint_kib = std::strtoul(argv[i] + 16, nullptr, 10);
+    else
+      args.push_back(argv[i]);
+  }
+  if (!recording()) {  // start again with the recorder on, in a folder of our own
+    char dir[] = "/tmp/cudatrace-record-cost-XXXXXX";
+    if (!mkdtemp(dir)) return 2;
+    const pid_t child = fork();
+    if (child == 0) {
+      setenv(kDirEnv, dir, 1);
+      execv("/proc/self/exe", argv);
+      _exit(127);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    std::filesystem::remove_all(dir);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+  }
+  g_scratch.assign(footprint_kib << 10, 0);
+  const std::string suffix = "/footprint_kib:" + std::to_string(footprint_kib);
+  benchmark::RegisterBenchmark("tsc_read", tsc_read)->Iterations(20000);
+  benchmark::RegisterBenchmark("append", append)->Iterations(20000);
+  benchmark::RegisterBenchmark(("forwarder_live_vs_paused" + suffix).c_str(), forwarder)->Iterations(5000);
+  int n = int(args.size());
+  benchmark::Initialize(&n, args.data());
+  if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 2;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
