@@ -2,18 +2,50 @@
 // Helpers shared by the tests: temporary folders, running a command and capturing it.
 #include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
-#include <filesystem>
-#include <string>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+#include <string>
+#include <vector>
+
 namespace testsupport {
+
+// The folders temp_dir() made go away when the test program ends with no test failed; a
+// failing program keeps them to be looked at (so does CUDATRACE_KEEP_TEST_DIRS=1). Only
+// the process that made them removes them: a forked child's exit must not.
+class TempDirs {
+ public:
+  static TempDirs& instance() {
+    static TempDirs dirs;
+    return dirs;
+  }
+  void add(const std::filesystem::path& dir) {
+    std::lock_guard lk(mu_);
+    dirs_.push_back(dir);
+  }
+  ~TempDirs() {
+    if (getpid() != owner_ || std::getenv("CUDATRACE_KEEP_TEST_DIRS")) return;
+    if (::testing::UnitTest::GetInstance()->Failed()) return;
+    std::error_code ec;
+    for (const auto& dir : dirs_) std::filesystem::remove_all(dir, ec);
+  }
+
+ private:
+  pid_t owner_ = getpid();
+  std::mutex mu_;
+  std::vector<std::filesystem::path> dirs_;
+};
 
 inline std::filesystem::path temp_dir(const std::string& tag) {
   std::string templ = (std::filesystem::temp_directory_path() / ("cudatrace-" + tag + "-XXXXXX")).string();
   char* made = mkdtemp(templ.data());
   if (!made) throw std::runtime_error("mkdtemp failed");
+  TempDirs::instance().add(made);
   return made;
 }
 
