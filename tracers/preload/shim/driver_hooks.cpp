@@ -288,16 +288,3 @@ extern "C" void* dlsym(void* handle, const char* name) {
   if (p && name && name[0] == 'c' && name[1] == 'u' && name[2] != 'd') p = swap_for_wrapper(name, p);
   return p;
 }
-
-// ---- exec: what is buffered must reach disk before the process image is replaced ----
-
-#define EXEC_HOOK(NAME, PARAMS, ARGS)                                               \
-  extern "C" int NAME PARAMS {                                                     \
-    static const auto real = next_symbol<int(*) PARAMS>(#NAME);                    \
-    flush_all();                                                                    \
-    return real ARGS;                                                               \
-  }
-EXEC_HOOK(execve, (const char* path, char* const argv[], char* const envp[]), (path, argv, envp))
-EXEC_HOOK(execv, (const char* path, char* const argv[]), (path, argv))
-EXEC_HOOK(execvp, (const char* file, char* const argv[]), (file, argv))
-EXEC_HOOK(execvpe, (const char* file, char* const argv[], char* const envp[]), (file, argv, envp))
