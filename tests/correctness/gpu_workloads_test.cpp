@@ -126,6 +126,35 @@ TEST_P(GpuPreload, RuntimeCompleteAndDriverLaunchesOneToOne) {
 
 INSTANTIATE_TEST_SUITE_P(Workloads, GpuPreload, ::testing::ValuesIn(cases(true)), name_of);
 
+// A program that dlopens libcuda.so.1 itself and finds its functions with dlsym: the shim
+// hands it wrappers, records each call with its code, and changes nothing it sees (its
+// output, every return code included, is the same as without a tracer).
+TEST(GpuPreloadDlopen, ProgramThatOpensLibcudaItself) {
+  if (!host().gpu) GTEST_SKIP() << "no GPU: " << host().gpu_reason;
+  HarnessRun r = run_harness(std::string("--method none,preload -- ") + DLOPEN_LIBCUDA);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::map<std::string, std::filesystem::path> run_of;  // method -> run folder
+  for (const auto& entry : std::filesystem::directory_iterator(r.root / "runs"))
+    for (const char* method : {"none", "preload"})
+      if (entry.path().filename().string().find(std::string(".") + method + ".") != std::string::npos)
+        run_of[method] = entry.path();
+  ASSERT_EQ(run_of.size(), 2u) << r.output;
+  auto slurp = [](const std::filesystem::path& p) {
+    std::ifstream f(p);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  };
+  const std::string plain = slurp(run_of["none"] / "stdout.txt");
+  EXPECT_NE(plain.find("cuDeviceGet(999) 101"), std::string::npos) << plain;
+  EXPECT_EQ(slurp(run_of["preload"] / "stdout.txt"), plain);
+  std::map<std::string, std::vector<int64_t>> codes;
+  for (const auto& e : cudatrace::read_events(run_of["preload"] / "events.jsonl").events)
+    if (e.layer == "driver") codes[e.name].push_back(e.ret.value_or(-1));
+  EXPECT_EQ(codes["cuInit"], std::vector<int64_t>{0});
+  EXPECT_EQ(codes["cuDeviceGetCount"], std::vector<int64_t>{0});
+  EXPECT_EQ(codes["cuDeviceGet"], (std::vector<int64_t>{0, 101}));
+  EXPECT_EQ(codes["cuDeviceGetName"], std::vector<int64_t>{0});
+}
+
 // uprobe: every runtime call on both linkages (libcudart.so, or the cudart functions of the
 // static executable), driver launches one-to-one, and nothing lost. Needs root too.
 class GpuUprobe : public ::testing::TestWithParam<Case> {};
