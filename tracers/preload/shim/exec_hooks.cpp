@@ -45,21 +45,16 @@ EXEC_HOOK(execveat, (int dirfd, const char* path, char* const argv[], char* cons
   argv[0] = const_cast<char*>(arg0);                                                \
   for (size_t i_ = 1; i_ <= argc_; ++i_) argv[i_] = va_arg(ap, char*);
 
-extern "C" int execl(const char* path, const char* arg0, ...) {
-  va_list ap;
-  va_start(ap, arg0);
-  ARGUMENT_VECTOR(argv, arg0, ap)
-  va_end(ap);
-  return execv(path, argv);
-}
-
-extern "C" int execlp(const char* file, const char* arg0, ...) {
-  va_list ap;
-  va_start(ap, arg0);
-  ARGUMENT_VECTOR(argv, arg0, ap)
-  va_end(ap);
-  return execvp(file, argv);
-}
+#define EXEC_LIST_FORM(NAME, VECTOR_FORM)                   \
+  extern "C" int NAME(const char* file, const char* arg0, ...) { \
+    va_list ap;                                                  \
+    va_start(ap, arg0);                                          \
+    ARGUMENT_VECTOR(argv, arg0, ap)                              \
+    va_end(ap);                                                  \
+    return VECTOR_FORM(file, argv);                              \
+  }
+EXEC_LIST_FORM(execl, execv)
+EXEC_LIST_FORM(execlp, execvp)
 
 extern "C" int execle(const char* path, const char* arg0, ...) {
   va_list ap;
