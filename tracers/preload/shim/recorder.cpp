@@ -121,6 +121,9 @@ void close_buffer(ThreadBuffer* b) {
 // Starts a segment: in a thread's first record, after flush_all(), and in a forked child
 // (whose copy of the buffer holds the parent's records: the parent writes those).
 void attach(ThreadBuffer* b) {
+  // A segment still open here was attached while flush_all() ran (it closed the others
+  // and then moved the generation on): write it before starting over.
+  close_buffer(b);
   if (!b->records) {
     void* m = mmap(nullptr, kMappingBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     b->records = m == MAP_FAILED ? nullptr : static_cast<Record*>(m);
