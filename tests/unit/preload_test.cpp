@@ -211,6 +211,23 @@ TEST(PreloadRecorder, EveryRecordReachesDiskThroughFlushesThreadsForkAndExit) {
   }
 }
 
+// A thread whose buffer cannot be mapped (address space capped) writes each record on its
+// own: slower, but every call is on disk, none through a null buffer.
+TEST(PreloadRecorder, WithoutABufferEveryRecordIsWrittenAlone) {
+  auto dir = testsupport::temp_dir("recorder-nomap");
+  auto r = testsupport::run_command(std::string(kDirEnv) + "=" + dir.string() + " " + CUDATRACE_RECORDER_EXERCISER +
+                                    " nomap");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const int64_t calls = std::stoll(r.output);
+  TracerReport rep = convert_preload_output(dir, dir / "events.jsonl");
+  for (const char* kind : {"dropped", "missing", "unterminated_files", "corrupt_records"})
+    EXPECT_EQ(rep.loss[kind], 0) << kind;
+  auto events = read_events(dir / "events.jsonl").events;
+  ASSERT_EQ(int64_t(events.size()), calls);
+  for (size_t i = 0; i < events.size(); ++i)
+    ASSERT_EQ(events[i].ret, int64_t(i % 3)) << "record " << i << " out of order or with the wrong code";
+}
+
 // A program that execs or dies of a fatal signal: the shim writes what it holds first, so
 // every call is on disk and its thread's file is closed by a trailer.
 TEST(PreloadShim, FlushesBeforeExecAndOnFatalSignals) {

@@ -4,13 +4,16 @@
 // child, and the main thread recording from an atexit handler after its thread-local
 // exit hook. Calls go through a generic driver forwarder around a fake driver function,
 // the same hot path a real driver call takes. Prints how many calls each part made; the
-// test compares that with what the converter reads back.
+// test compares that with what the converter reads back. With argument `nomap` it
+// records with no buffer at all instead (see without_a_buffer()).
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -21,6 +24,7 @@ namespace {
 
 constexpr int kMainCalls = 3 * int(cudatrace::preload::kBufferRecords) + 100;  // three flushes
 constexpr int kThreads = 4, kThreadCalls = 10000, kLateCalls = 3, kChildCalls = 500, kAtexitCalls = 7;
+constexpr int kNoMapCalls = 100;
 
 int fake_driver_call(uint64_t a) { return int(a % 3); }
 int (*g_call)(uint64_t);
@@ -40,7 +44,27 @@ thread_local LateRecorder t_late;
 
 }  // namespace
 
-int main() {
+// `nomap`: the thread's buffer cannot be mapped (the address space is capped just above
+// what the process uses): every record must still reach disk, each on its own.
+int without_a_buffer() {
+  long pages = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld", &pages) != 1) pages = 0;
+    std::fclose(f);
+  }
+  if (pages <= 0) return 5;
+  rlimit saved{};
+  getrlimit(RLIMIT_AS, &saved);
+  rlimit capped = saved;
+  capped.rlim_cur = rlim_t(pages) * rlim_t(sysconf(_SC_PAGESIZE)) + (128 << 10);
+  if (setrlimit(RLIMIT_AS, &capped) != 0) return 6;
+  calls(kNoMapCalls);
+  setrlimit(RLIMIT_AS, &saved);
+  std::printf("%d\n", kNoMapCalls);
+  return 0;
+}
+
+int main(int argc, char** argv) {
   using namespace cudatrace::preload;
   if (!recording()) {
     std::fprintf(stderr, "recorder_exerciser: set %s\n", kDirEnv);
@@ -48,6 +72,7 @@ int main() {
   }
   g_call = reinterpret_cast<int (*)(uint64_t)>(generic_wrapper_for("cuFakeCall", reinterpret_cast<void*>(&fake_driver_call)));
   if (!g_call) return 3;
+  if (argc > 1 && std::strcmp(argv[1], "nomap") == 0) return without_a_buffer();
   std::atexit([] { calls(kAtexitCalls); });
   calls(kMainCalls);
   std::vector<std::thread> threads;

@@ -95,26 +95,31 @@ void flush(ThreadBuffer* b) {
   b->count.store(0, std::memory_order_release);
 }
 
+// What closes a segment: how many records it announces and drops, and a last
+// calibration point.
+Record trailer(int64_t tid, uint64_t emitted, uint64_t dropped) {
+  Record t{};
+  t.hook = kTrailer;
+  t.ts = tid;
+  t.a[0] = emitted;
+  t.a[1] = dropped;
+  t.a[2] = kMagic;
+  const Record c = calibration();
+  t.a[3] = c.a[0];
+  t.a[4] = c.a[1];
+  return t;
+}
+
 // Flushes and ends the thread's current segment with its trailer. The owner goes to the
 // slow path on its next record (generation 0) and starts a new segment there.
 void close_buffer(ThreadBuffer* b) {
   if (b->generation.exchange(0) == 0) return;
   const int saved = errno;
   flush(b);
-  Record trailer{};
-  trailer.hook = kTrailer;
-  trailer.ts = b->tid;
-  trailer.a[0] = b->emitted;
-  trailer.a[1] = b->dropped;
-  trailer.a[2] = kMagic;
-  const Record c = calibration();
-  trailer.a[3] = c.a[0];
-  trailer.a[4] = c.a[1];
-  write_all(b, &trailer, sizeof trailer);
+  const Record end = trailer(b->tid, b->emitted, b->dropped);
+  write_all(b, &end, sizeof end);
   if (b->fd >= 0) close(b->fd);
   b->fd = -1;
-  b->emitted = 0;
-  b->dropped = 0;
   errno = saved;
 }
 
@@ -132,11 +137,12 @@ void attach(ThreadBuffer* b) {
   b->tid = int64_t(syscall(SYS_gettid));
   b->emitted = 0;
   b->dropped = 0;
-  if (b->records) {
-    b->records[0] = calibration();  // every segment of the file starts from a known point
-    b->count.store(1, std::memory_order_relaxed);
-    b->leading_calibrations = 1;
-  }
+  // Without a mapping every record of this thread is written alone: the generation
+  // stays 0, so none of them takes the fast path (which would write through null).
+  if (!b->records) return;
+  b->records[0] = calibration();  // every segment of the file starts from a known point
+  b->count.store(1, std::memory_order_relaxed);
+  b->leading_calibrations = 1;
   {
     std::lock_guard lk(g_registry_mu);
     if (!b->registered) g_buffers->push_back(b);
@@ -149,17 +155,10 @@ void attach(ThreadBuffer* b) {
 // written as a segment of its own: slow, but not lost. (Should that write fail too, there
 // is no trailer left to count it in.)
 void write_alone(const Record& r) {
-  Record segment[3] = {calibration(), r, {}};
-  Record& trailer = segment[2];
-  trailer.hook = kTrailer;
-  trailer.ts = int64_t(syscall(SYS_gettid));
-  trailer.a[0] = 1;
-  trailer.a[2] = kMagic;
-  const Record c = calibration();
-  trailer.a[3] = c.a[0];
-  trailer.a[4] = c.a[1];
+  const int64_t tid = int64_t(syscall(SYS_gettid));
+  const Record segment[3] = {calibration(), r, trailer(tid, 1, 0)};
   const int saved = errno;
-  const int fd = open_thread_file(trailer.ts);
+  const int fd = open_thread_file(tid);
   write_records(fd, segment, sizeof segment);
   if (fd >= 0) close(fd);
   errno = saved;
