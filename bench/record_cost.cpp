@@ -16,7 +16,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -25,6 +24,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "harness/bench_stats.h"
 #include "tracers/preload/shim/generic_hooks.h"
 #include "tracers/preload/shim/recorder.h"
 
@@ -33,6 +33,7 @@ extern "C" int cudatrace_preload_pause(int paused);
 namespace {
 
 using namespace cudatrace::preload;
+using cudatrace::median_of;
 
 constexpr int kBatch = 64;
 std::atomic<long> g_lock;
@@ -45,11 +46,6 @@ int fake_driver(uint64_t a) {
   return int(a & 1);
 }
 
-double median(std::vector<double> v) {
-  std::nth_element(v.begin(), v.begin() + long(v.size() / 2), v.end());
-  return v[v.size() / 2];
-}
-
 template <class Body>
 double batch(Body&& body) {
   const int64_t t0 = cudatrace::monotonic_ns();
@@ -60,14 +56,14 @@ double batch(Body&& body) {
 void tsc_read(benchmark::State& s) {
   std::vector<double> v;
   for (auto _ : s) v.push_back(batch([](int) { benchmark::DoNotOptimize(now_ns()); }));
-  s.counters["median_ns"] = median(v);
+  s.counters["median_ns"] = median_of(v);
 }
 
 void append(benchmark::State& s) {
   std::vector<double> v;
   int64_t t = 0;
   for (auto _ : s) v.push_back(batch([&](int i) { emit(HookId(0), 0, t, t + 1, uint64_t(i)); ++t; }));
-  s.counters["median_ns"] = median(v);
+  s.counters["median_ns"] = median_of(v);
 }
 
 // Live and paused batches alternate; ab_delta_ns is the median paired difference.
@@ -81,9 +77,9 @@ void forwarder(benchmark::State& s) {
     cudatrace_preload_pause(0);
     diff.push_back(live.back() - paused.back());
   }
-  s.counters["median_ns"] = median(live);
-  s.counters["paused_median_ns"] = median(paused);
-  s.counters["ab_delta_ns"] = median(diff);
+  s.counters["median_ns"] = median_of(live);
+  s.counters["paused_median_ns"] = median_of(paused);
+  s.counters["ab_delta_ns"] = median_of(diff);
 }
 
 }  // namespace
