@@ -19,6 +19,8 @@ inline constexpr const char* kDevice = "device";
 inline constexpr const char* kGpuActivity = "gpu-activity";
 inline constexpr const char* kSyscall = "syscall";
 inline constexpr const char* kMeta = "meta";
+// Ledgers only: kernel executions no launch call stands for one to one (graph replays).
+inline constexpr const char* kExecution = "execution";
 }  // namespace layer
 
 struct Event {

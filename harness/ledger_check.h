@@ -1,7 +1,8 @@
 #pragma once
 // Is the ground truth itself sound? A ledger is consistent when it has its header, every
 // record is well-formed, the calls per name are exactly what the workload intended, and
-// (errors workload) every injected failure returned one of the codes it should.
+// (errors workload) every injected failure returned one of the codes it should. A run
+// whose processes each wrote a ledger (multiproc) is checked file by file.
 #include <map>
 #include <string>
 #include <vector>
@@ -16,7 +17,8 @@ struct LedgerCheck {
   bool consistent = false;
   std::vector<std::string> problems;
   std::map<std::string, int64_t> counts;  // recorded calls per name
-  int64_t records = 0;
+  int64_t records = 0;     // calls (runtime and driver)
+  int64_t executions = 0;  // "execution" records: kernel runs of graph replays
   int64_t threads = 0;
   int64_t injected_checked = 0;  // injected failures whose code was compared
   nlohmann::json header = nlohmann::json::object();

@@ -1,9 +1,12 @@
 #include "ledger/ledger.h"
 
+#include <fcntl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -17,6 +20,8 @@ namespace {
 
 struct Record {
   const char* name;
+  const char* layer;
+  const char* by;
   int64_t begin;
   int64_t end;
   int32_t ret;
@@ -26,6 +31,7 @@ struct Record {
 
 struct ThreadLog {
   int64_t tid;
+  int64_t pid;  // the process that made the log: a forked child writes only its own
   std::vector<Record> records;
   std::vector<Arg> args;
 };
@@ -56,9 +62,10 @@ State& state() {
 thread_local ThreadLog* t_log = nullptr;
 
 ThreadLog& thread_log() {
-  if (!t_log) {
+  if (!t_log) {  // start() resets it in a forked child (no getpid() per record: strace would see it)
     auto log = std::make_unique<ThreadLog>();
     log->tid = int64_t(syscall(SYS_gettid));
+    log->pid = getpid();
     log->records.reserve(1 << 12);
     log->args.reserve(1 << 14);
     std::lock_guard lk(state().mu);
@@ -88,6 +95,17 @@ nlohmann::json arg_value(const Arg& a) {
 
 void start(const char* workload, const char* cudart, int argc, char** argv) {
   State& s = state();
+  static bool exit_hook = false;
+  {
+    // A forked child starts its own ledger: nothing inherited from the parent is its.
+    std::lock_guard lk(s.mu);
+    s.logs.clear();
+    s.intended.clear();
+    s.injected.clear();
+    s.info = nlohmann::json::object();
+    s.finished = false;
+  }
+  t_log = nullptr;
   s.workload = workload;
   s.cudart = cudart;
   s.argv.assign(argv, argv + argc);
@@ -95,17 +113,52 @@ void start(const char* workload, const char* cudart, int argc, char** argv) {
   s.enabled = path && *path;
   if (s.enabled) s.path = path;
   // A workload that returns from main without finish() still leaves its ledger behind.
-  std::atexit([] { finish(); });
+  if (!exit_hook) std::atexit([] { finish(); });
+  exit_hook = true;
 }
 
 bool enabled() { return state().enabled; }
 
-void record(const char* name, int64_t begin, int64_t end, int ret, std::initializer_list<Arg> args) {
+namespace {
+void append(const char* layer, const char* name, int64_t begin, int64_t end, int ret, std::initializer_list<Arg> args,
+            const char* by = nullptr) {
   if (!state().enabled) return;
   ThreadLog& log = thread_log();
-  log.records.push_back(Record{name, begin, end, ret, uint32_t(log.args.size()), uint8_t(args.size())});
+  log.records.push_back(Record{name, layer, by, begin, end, ret, uint32_t(log.args.size()), uint8_t(args.size())});
   log.args.insert(log.args.end(), args.begin(), args.end());
 }
+}  // namespace
+
+void record(const char* name, int64_t begin, int64_t end, int ret, std::initializer_list<Arg> args, const char* by) {
+  append(cudatrace::layer::kRuntime, name, begin, end, ret, args, by);
+}
+
+void record_driver(const char* name, int64_t begin, int64_t end, int ret, std::initializer_list<Arg> args) {
+  append(cudatrace::layer::kDriver, name, begin, end, ret, args);
+}
+
+void executed(const char* kernel, const uint32_t grid[3], const uint32_t block[3], int64_t times) {
+  const int64_t t = now();
+  append(cudatrace::layer::kExecution, kernel, t, t, kNoRet,
+         {Arg::Dim3("grid", grid[0], grid[1], grid[2]), Arg::Dim3("block", block[0], block[1], block[2]),
+          Arg::Int("times", times)});
+}
+
+namespace {
+// The first process to finish takes the path; every other one (a forked child, a program
+// it exec'd) takes PATH.<pid>. Created exclusively, never through a link.
+std::string claim_path(const std::string& path) {
+  for (const std::string& p : {path, path + "." + std::to_string(getpid())}) {
+    int fd = open(p.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      close(fd);
+      return p;
+    }
+    if (errno != EEXIST) throw std::runtime_error("cannot create " + p + ": " + std::strerror(errno));
+  }
+  throw std::runtime_error("cannot create " + path + "." + std::to_string(getpid()) + ": it exists already");
+}
+}  // namespace
 
 void intend(const char* name, int64_t count) {
   std::lock_guard lk(state().mu);
@@ -133,8 +186,8 @@ bool finish() {
   if (!s.enabled || s.finished) return true;
   s.finished = true;
   try {
-    cudatrace::EventWriter out(s.path);
     const int64_t pid = getpid();
+    cudatrace::EventWriter out(claim_path(s.path));
 
     cudatrace::Event header;
     header.layer = cudatrace::layer::kMeta;
@@ -144,18 +197,20 @@ bool finish() {
     header.tid = pid;
     nlohmann::json injected = nlohmann::json::array();
     for (const auto& inj : s.injected) injected.push_back({{"step", inj.step}, {"name", inj.name}, {"codes", inj.codes}});
-    size_t total = 0;
-    for (const auto& log : s.logs) total += log->records.size();
+    size_t total = 0, threads = 0;
+    for (const auto& log : s.logs)
+      if (log->pid == pid) total += log->records.size(), ++threads;
     header.args = {{"workload", s.workload}, {"cudart", s.cudart},     {"argv", s.argv},
-                   {"intended", s.intended}, {"injected", injected},  {"threads", s.logs.size()},
+                   {"intended", s.intended}, {"injected", injected},  {"threads", threads},
                    {"records", total},       {"info", s.info}};
     out.write(header);
 
     // Threads one after another, each in program order: per-thread order is what matters.
     for (const auto& log : s.logs) {
+      if (log->pid != pid) continue;
       for (const Record& r : log->records) {
         cudatrace::Event e;
-        e.layer = cudatrace::layer::kRuntime;
+        e.layer = r.layer;
         e.name = r.name;
         e.ts = r.begin;
         e.dur = r.end - r.begin;
@@ -166,6 +221,7 @@ bool finish() {
           const Arg& a = log->args[r.first_arg + i];
           e.args[a.key] = arg_value(a);
         }
+        if (r.by) e.args["by"] = r.by;
         out.write(e);
       }
     }

@@ -1,7 +1,12 @@
 #pragma once
-// The ground truth: every workload records each CUDA runtime call it makes (name, key
-// arguments, return code, begin/end on CLOCK_MONOTONIC, thread) into per-thread buffers,
-// and writes them as event records (layer "runtime") when it finishes.
+// The ground truth: every workload records each CUDA call it makes (name, key arguments,
+// return code, begin/end on CLOCK_MONOTONIC, thread) into per-thread buffers, and writes
+// them as event records when it finishes: layer "runtime" for cuda* calls, "driver" for
+// the cu* calls a workload makes itself (driverapi), and "execution" for kernel runs that
+// no launch call of the program stands for one to one (a CUDA graph's replays).
+//
+// Each process writes its own file: the first one to finish takes the path named by
+// CUDATRACE_LEDGER, every other (forked children, exec'd programs) takes PATH.<pid>.
 //
 // Recording is on when CUDATRACE_LEDGER names an output file, and costs the same under
 // every tracing method: two clock reads and an append to a thread-local vector.
@@ -37,12 +42,21 @@ struct Arg {
 
 inline int64_t now() { return cudatrace::monotonic_ns(); }
 
-// Reads CUDATRACE_LEDGER; call first thing in main. `cudart` is "static" or "shared".
+// Reads CUDATRACE_LEDGER; call first thing in main (and again first thing in a forked
+// child that records calls of its own: it starts that process's ledger afresh).
+// `cudart` is "static" or "shared".
 void start(const char* workload, const char* cudart, int argc, char** argv);
 bool enabled();
 
 inline constexpr int kNoRet = INT32_MIN;  // the call returns nothing we can see (<<<>>>)
-void record(const char* name, int64_t begin, int64_t end, int ret, std::initializer_list<Arg> args);
+// `by`: the library that made the call, when not the program itself (a library with its
+// own static cudart, like cuBLAS): written as args.by.
+void record(const char* name, int64_t begin, int64_t end, int ret, std::initializer_list<Arg> args,
+            const char* by = nullptr);
+void record_driver(const char* name, int64_t begin, int64_t end, int ret, std::initializer_list<Arg> args);
+// `times` executions of `kernel` with this grid and block that no recorded launch call
+// stands for (a graph replay): what the gpu-activity and device layers must see of them.
+void executed(const char* kernel, const uint32_t grid[3], const uint32_t block[3], int64_t times);
 
 // What the workload means to call, computed from its parameters rather than from what
 // was recorded: the harness checks the ledger against it.

@@ -12,6 +12,14 @@ namespace rt {
 
 using ledger::Arg;
 
+// A library that includes this header to make calls of its own (privatert) defines
+// CUDATRACE_LEDGER_BY as its name, so the ledger says who made each call.
+#ifdef CUDATRACE_LEDGER_BY
+inline constexpr const char* kBy = CUDATRACE_LEDGER_BY;
+#else
+inline constexpr const char* kBy = nullptr;
+#endif
+
 inline const char* kind_name(cudaMemcpyKind k) {
   switch (k) {
     case cudaMemcpyHostToHost: return "HtoH";
@@ -30,7 +38,7 @@ inline cudaError_t recorded(const char* name, Call&& call, Args&& args_of) {
   int64_t t0 = ledger::now();
   cudaError_t r = call();
   int64_t t1 = ledger::now();
-  args_of(r, [&](std::initializer_list<Arg> a) { ledger::record(name, t0, t1, int(r), a); });
+  args_of(r, [&](std::initializer_list<Arg> a) { ledger::record(name, t0, t1, int(r), a, kBy); });
   return r;
 }
 #define RT_RECORD(NAME, CALL, ...) \
@@ -104,6 +112,39 @@ inline cudaError_t DeviceSynchronize() { return RT_RECORD("cudaDeviceSynchronize
 inline cudaError_t GetLastError() { return RT_RECORD("cudaGetLastError", cudaGetLastError()); }
 inline cudaError_t PeekAtLastError() { return RT_RECORD("cudaPeekAtLastError", cudaPeekAtLastError()); }
 
+
+// CUDA graphs: captured from a stream, or built node by node, then replayed.
+inline cudaError_t StreamBeginCapture(cudaStream_t s) {
+  return RT_RECORD("cudaStreamBeginCapture", cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal),
+                   Arg::Ptr("stream", s));
+}
+inline cudaError_t StreamEndCapture(cudaStream_t s, cudaGraph_t* g) {
+  return RT_RECORD("cudaStreamEndCapture", cudaStreamEndCapture(s, g), Arg::Ptr("stream", s),
+                   Arg::Ptr("graph", r == cudaSuccess ? *g : nullptr));
+}
+inline cudaError_t GraphCreate(cudaGraph_t* g) {
+  return RT_RECORD("cudaGraphCreate", cudaGraphCreate(g, 0), Arg::Ptr("graph", r == cudaSuccess ? *g : nullptr));
+}
+inline cudaError_t GraphAddKernelNode(cudaGraphNode_t* node, cudaGraph_t g, const cudaGraphNode_t* deps, size_t ndeps,
+                                      const cudaKernelNodeParams* p, const char* kernel) {
+  return RT_RECORD("cudaGraphAddKernelNode", cudaGraphAddKernelNode(node, g, deps, ndeps, p), Arg::Ptr("graph", g),
+                   Arg::Str("kernel", kernel), Arg::Dim3("grid", p->gridDim.x, p->gridDim.y, p->gridDim.z),
+                   Arg::Dim3("block", p->blockDim.x, p->blockDim.y, p->blockDim.z));
+}
+inline cudaError_t GraphInstantiate(cudaGraphExec_t* e, cudaGraph_t g) {
+  return RT_RECORD("cudaGraphInstantiate", cudaGraphInstantiate(e, g, 0), Arg::Ptr("graph", g),
+                   Arg::Ptr("exec", r == cudaSuccess ? *e : nullptr));
+}
+inline cudaError_t GraphLaunch(cudaGraphExec_t e, cudaStream_t s) {
+  return RT_RECORD("cudaGraphLaunch", cudaGraphLaunch(e, s), Arg::Ptr("exec", e), Arg::Ptr("stream", s));
+}
+inline cudaError_t GraphExecDestroy(cudaGraphExec_t e) {
+  return RT_RECORD("cudaGraphExecDestroy", cudaGraphExecDestroy(e), Arg::Ptr("exec", e));
+}
+inline cudaError_t GraphDestroy(cudaGraph_t g) {
+  return RT_RECORD("cudaGraphDestroy", cudaGraphDestroy(g), Arg::Ptr("graph", g));
+}
+
 #undef RT_RECORD
 
 // A <<<>>> launch, recorded as cudaLaunchKernel (the family CUDA 13's __cudaLaunchKernel
@@ -117,9 +158,10 @@ inline void record_launch(const char* name, int64_t t0, int64_t t1, dim3 grid, d
             b = Arg::Dim3("block", block.x, block.y, block.z), sm = Arg::Int("smem", int64_t(smem)),
             st = Arg::Ptr("stream", stream), via = Arg::Str("via", "<<<>>>");
   if (expect)
-    ledger::record("cudaLaunchKernel", t0, t1, ledger::kNoRet, {kernel, g, b, sm, st, via, Arg::Str("expect", expect)});
+    ledger::record("cudaLaunchKernel", t0, t1, ledger::kNoRet, {kernel, g, b, sm, st, via, Arg::Str("expect", expect)},
+                   kBy);
   else
-    ledger::record("cudaLaunchKernel", t0, t1, ledger::kNoRet, {kernel, g, b, sm, st, via});
+    ledger::record("cudaLaunchKernel", t0, t1, ledger::kNoRet, {kernel, g, b, sm, st, via}, kBy);
 }
 }  // namespace detail
 
@@ -129,6 +171,16 @@ inline void Launch(const char* name, void (*kernel)(Params...), dim3 grid, dim3 
   int64_t t0 = ledger::now();
   kernel<<<grid, block, smem, stream>>>(std::forward<Args>(args)...);
   detail::record_launch(name, t0, ledger::now(), grid, block, smem, stream, nullptr);
+}
+
+// A <<<>>> launch while its stream is being captured: it adds a node to the graph and
+// runs nothing now; the graph's replays run it (ledger::executed records those).
+template <class... Params, class... Args>
+inline void LaunchCaptured(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t stream,
+                           Args&&... args) {
+  int64_t t0 = ledger::now();
+  kernel<<<grid, block, 0, stream>>>(std::forward<Args>(args)...);
+  detail::record_launch(name, t0, ledger::now(), grid, block, 0, stream, "captured");
 }
 
 // A launch the workload makes to fail (a bad configuration): no kernel runs, so the
