@@ -9,7 +9,9 @@ namespace cudatrace {
 struct WorkloadInfo {
   std::string name;
   std::string summary;
-  bool needs_gpu = true;
+  bool needs_gpu = true;        // false: without a GPU it runs its host-side path (--host_path)
+  bool needs_libcuda = false;   // linked with -lcuda: cannot start where no libcuda.so.1 is found
+  std::vector<std::string> linkages{"static", "shared"};  // the builds it has
 };
 
 const std::vector<WorkloadInfo>& workloads();
@@ -18,6 +20,10 @@ inline const std::vector<std::string>& linkages() {
   static const std::vector<std::string> l{"static", "shared"};
   return l;
 }
+
+// Why this workload cannot run here, or empty.
+struct HostFacts;
+std::string workload_unavailable(const WorkloadInfo& w, const HostFacts& host);
 
 // <prefix>/libexec/cudatrace/<workload>.<linkage>
 std::filesystem::path workload_binary(const std::filesystem::path& prefix, const std::string& workload,

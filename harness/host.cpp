@@ -148,6 +148,7 @@ HostFacts probe_host(const std::filesystem::path& prefix) {
   const GpuState& g = gpu_state();
   h.gpu = g.ok;
   h.gpu_reason = g.reason;
+  h.libcuda = driver().handle != nullptr;
   return h;
 }
 

@@ -1,5 +1,6 @@
 #include "harness/ledger_check.h"
 
+#include <algorithm>
 #include <set>
 
 namespace cudatrace {
@@ -77,12 +78,54 @@ LedgerCheck check_ledger(const EventStream& ledger) {
               ", expected one of " + inj.value("codes", nlohmann::json::array()).dump());
   }
   c.consistent = c.problems.empty();
+  c.processes = 1;
   return c;
+}
+
+LedgerCheck read_ledgers(const std::filesystem::path& run_dir, EventStream& merged) {
+  std::vector<std::filesystem::path> files;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(run_dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name == "ledger.jsonl" || name.rfind("ledger.jsonl.", 0) == 0) files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  LedgerCheck all;
+  all.consistent = true;
+  if (files.empty()) {
+    all.consistent = false;
+    all.problems.push_back("no ledger written");
+    return all;
+  }
+  for (const auto& f : files) {
+    LedgerCheck one;
+    try {
+      EventStream s = read_events(f);
+      one = check_ledger(s);
+      merged.meta.insert(merged.meta.end(), s.meta.begin(), s.meta.end());
+      merged.events.insert(merged.events.end(), s.events.begin(), s.events.end());
+    } catch (const std::exception& e) {
+      one.problems.push_back(e.what());
+    }
+    const std::string who = files.size() > 1 ? f.filename().string() + ": " : "";
+    for (const auto& p : one.problems)
+      if (all.problems.size() < 20) all.problems.push_back(who + p);
+    all.consistent = all.consistent && one.consistent;
+    for (const auto& [name, n] : one.counts) all.counts[name] += n;
+    all.records += one.records;
+    all.executions += one.executions;
+    all.threads += one.threads;
+    all.injected_checked += one.injected_checked;
+    ++all.processes;
+    if (all.header.empty()) all.header = one.header;  // the first (ledger.jsonl): info shown
+  }
+  return all;
 }
 
 nlohmann::json to_json(const LedgerCheck& c) {
   return {{"consistent", c.consistent}, {"problems", c.problems}, {"records", c.records},
-          {"threads", c.threads},       {"counts", c.counts},     {"executions", c.executions},     {"injected_checked", c.injected_checked},
+          {"threads", c.threads},       {"counts", c.counts},     {"executions", c.executions},
+          {"processes", c.processes},     {"injected_checked", c.injected_checked},
           {"info", c.header.value("info", nlohmann::json::object())}};
 }
 

@@ -17,10 +17,13 @@ using namespace cudatrace;
 namespace {
 
 void print_list(const HostFacts& host) {
-  std::printf("workloads (each built with static and shared cudart):\n");
+  std::printf("workloads (built with static and shared cudart unless said; without a GPU, those that can run\n"
+              "their host-side path, the calls made until the driver refuses):\n");
   for (const auto& w : workloads()) {
-    std::string state = !w.needs_gpu || host.gpu ? "ok" : "skip: needs a GPU";
-    std::printf("  %-13s %-88s %s\n", w.name.c_str(), w.summary.c_str(), state.c_str());
+    const std::string why = workload_unavailable(w, host);
+    std::string state = why.empty() ? (host.gpu || w.needs_gpu ? "ok" : "ok: host-side path only") : "skip: " + why;
+    std::string builds = w.linkages.size() == 1 ? " [" + w.linkages[0] + " only]" : "";
+    std::printf("  %-13s %-88s %s\n", w.name.c_str(), (w.summary + builds).c_str(), state.c_str());
   }
   std::printf("\nmethods:\n");
   for (const auto& m : methods()) {

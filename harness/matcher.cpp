@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <functional>
+#include <set>
 #include <unordered_map>
 
 #include "common/cuda_names.h"
@@ -64,8 +65,9 @@ struct Scorer {
 
   void compare(const Event& truth, const Event& seen) {
     for (const auto& [key, value] : truth.args.items()) {
-      // How the workload launched and what it expects: the ledger's notes, not arguments.
-      if (key == "via" || key == "expect") continue;
+      // How the workload launched, what it expects, which injected step and which library
+      // made the call: the ledger's notes, not arguments.
+      if (key == "via" || key == "expect" || key == "step" || key == "by") continue;
       auto it = seen.args.find(key);
       if (it == seen.args.end()) {
         ++score.args_undecoded;
@@ -221,10 +223,14 @@ LayerScore score_counts(const std::string& layer, const std::string& expectation
   return score;
 }
 
-// A ledger launch whose kernel runs on the GPU (one the workload made to fail does not).
+// A ledger launch whose kernel runs on the GPU now: not one the workload made to fail, nor
+// one captured into a graph (the graph's replays run it: "execution" records say how often).
 bool kernel_runs(const Event& t) {
-  return is_runtime_launch(canonical_name(t.name)) && t.args.contains("kernel") &&
-         t.args.value("expect", "") != "launch error";
+  const std::string c = canonical_name(t.name);
+  if (!(t.layer == layer::kRuntime ? is_runtime_launch(c) : t.layer == layer::kDriver && is_driver_launch(c)))
+    return false;
+  const std::string expect = t.args.value("expect", "");
+  return t.args.contains("kernel") && expect != "launch error" && expect != "captured" && (!t.ret || *t.ret == 0);
 }
 
 int64_t dim_product(const nlohmann::json& d) {
@@ -252,7 +258,7 @@ LayerScore score_syscall_visibility(const std::vector<Event>& ledger, const std:
   }
   for (auto& [tid, v] : by_thread) std::sort(v.begin(), v.end());
   for (const auto& t : ledger) {
-    if (t.layer != layer::kRuntime) continue;
+    if (t.layer != layer::kRuntime && t.layer != layer::kDriver) continue;
     std::string name = canonical_name(t.name);
     ++score.expected;
     ++score.by_name[name].expected;
@@ -280,9 +286,16 @@ LayerScore score_syscall_visibility(const std::vector<Event>& ledger, const std:
 
 std::vector<LayerScore> match(const std::vector<Event>& ledger, const std::vector<Event>& events,
                               const std::vector<std::string>& layers, const MatchOptions& opts) {
-  std::vector<Event> calls;
-  for (const auto& t : ledger)
+  std::vector<Event> calls, driver_calls;
+  // Kernel runs: launches that run now, and the executions graph replays cause.
+  std::vector<std::pair<const Event*, int64_t>> runs;  // (launch or execution record, times)
+  for (const auto& t : ledger) {
     if (t.layer == layer::kRuntime) calls.push_back(t);
+    if (t.layer == layer::kDriver) driver_calls.push_back(t);
+    if (kernel_runs(t)) runs.push_back({&t, 1});
+    if (t.layer == layer::kExecution) runs.push_back({&t, t.args.value("times", int64_t(1))});
+  }
+  auto kernel_of = [](const Event& t) { return t.layer == layer::kExecution ? t.name : t.args["kernel"].get<std::string>(); };
 
   std::vector<LayerScore> out;
   for (const auto& l : layers) {
@@ -292,6 +305,16 @@ std::vector<LayerScore> match(const std::vector<Event>& ledger, const std::vecto
           [](const Event& t) { return canonical_name(t.name); },
           [](const Event& e) { return canonical_name(e.name); },
           [](const Event& e) { return is_runtime_internal(e.name); }));
+    } else if (l == layer::kDriver && !driver_calls.empty()) {
+      // The program calls the driver itself (driverapi): every such call is ground truth.
+      // Driver calls of families it never makes are counted, not scored.
+      std::set<std::string> families;
+      for (const auto& t : driver_calls) families.insert(canonical_name(t.name));
+      out.push_back(score_calls(
+          l, "every driver call in the ledger (other driver families: unscored)", driver_calls, events, opts,
+          [](const Event& t) { return canonical_name(t.name); },
+          [](const Event& e) { return canonical_name(e.name); },
+          [families](const Event& e) { return !families.count(canonical_name(e.name)); }));
     } else if (l == layer::kDriver) {
       // cudart makes its driver calls itself; the only exact expectation is one driver
       // launch inside each runtime launch. Other driver calls are counted, not scored.
@@ -302,21 +325,21 @@ std::vector<LayerScore> match(const std::vector<Event>& ledger, const std::vecto
           [](const Event& e) { return !is_driver_launch(canonical_name(e.name)); }));
     } else if (l == layer::kGpuActivity) {
       std::map<std::string, int64_t> expected;
-      for (const auto& t : calls)
-        if (kernel_runs(t)) ++expected[t.args["kernel"].get<std::string>()];
-      out.push_back(score_counts(l, "one kernel record per ledger launch", expected, events, opts));
+      for (const auto& [t, times] : runs) expected[kernel_of(*t)] += times;
+      out.push_back(score_counts(l, "one kernel record per kernel run (launches, and graph replays' executions)",
+                                 expected, events, opts));
     } else if (l == layer::kDevice) {
       const bool per_thread = opts.device_mode == "thread";
       std::map<std::string, int64_t> expected;
-      for (const auto& t : calls)
-        if (kernel_runs(t))
-          expected[t.args["kernel"].get<std::string>()] +=
-              dim_product(t.args.value("grid", nlohmann::json())) *
-              (per_thread ? dim_product(t.args.value("block", nlohmann::json())) : 1);
-      out.push_back(score_counts(l, per_thread ? "grid x block threads per ledger launch" : "grid blocks per ledger launch",
+      for (const auto& [t, times] : runs)
+        expected[kernel_of(*t)] += times * dim_product(t->args.value("grid", nlohmann::json())) *
+                                   (per_thread ? dim_product(t->args.value("block", nlohmann::json())) : 1);
+      out.push_back(score_counts(l, per_thread ? "grid x block threads per kernel run" : "grid blocks per kernel run",
                                  expected, events, opts, per_thread ? "threads" : nullptr));
     } else if (l == layer::kSyscall) {
-      out.push_back(score_syscall_visibility(calls, events, opts));
+      std::vector<Event> all_calls = calls;
+      all_calls.insert(all_calls.end(), driver_calls.begin(), driver_calls.end());
+      out.push_back(score_syscall_visibility(all_calls, events, opts));
     }
   }
   return out;

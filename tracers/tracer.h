@@ -21,6 +21,7 @@ struct HostFacts {
   bool root = false;  // euid 0, or CAP_BPF + CAP_PERFMON
   bool gpu = false;
   std::string gpu_reason;  // why not, when !gpu
+  bool libcuda = false;    // the loader finds a libcuda.so.1 (a driver, or the toolkit's stub)
   std::filesystem::path prefix;  // install root: bin/ lib/ libexec/ below it
 };
 
