@@ -78,7 +78,11 @@ std::string cudart_linkage(const std::filesystem::path& elf) {
   if (!probe) return "unknown";
   for (const auto& lib : needed_libraries(elf))
     if (lib.rfind("libcudart.so", 0) == 0) return "shared";
-  return "static";
+  // Static cudart leaves its API functions in the executable (as local symbols).
+  std::string error;
+  for (const auto& f : function_symbols(elf, true, error))
+    if (f.name == "cudaGetDeviceCount" || f.name == "cudaMalloc" || f.name == "cudaLaunchKernel") return "static";
+  return "none";
 }
 
 std::vector<FunctionSymbol> function_symbols(const std::filesystem::path& elf, bool with_local, std::string& error) {

@@ -20,8 +20,9 @@ struct DynamicInfo {
 DynamicInfo dynamic_info(const std::filesystem::path& elf);
 std::vector<std::string> needed_libraries(const std::filesystem::path& elf);
 
-// "shared" when it needs libcudart.so*, "static" when not (cudart linked in, or no CUDA
-// at all: we cannot tell those apart without symbols), "unknown" when unreadable.
+// "shared" when it needs libcudart.so*, "static" when cudart's functions are in its symbol
+// table, "none" otherwise (no cudart at start: a Python interpreter, a program that
+// dlopens it, or a stripped static binary), "unknown" when unreadable.
 std::string cudart_linkage(const std::filesystem::path& elf);
 
 struct FunctionSymbol {

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <set>
 #include <cstdio>
 #include <ctime>
 #include <fstream>
@@ -17,6 +18,7 @@
 #include "harness/ledger_check.h"
 #include "harness/matcher.h"
 #include "harness/runner.h"
+#include "harness/verdict.h"
 #include "ledger/ledger.h"
 #include "workloads/exit_codes.h"
 
@@ -44,6 +46,9 @@ struct ComboOutcome {
   std::map<std::string, LayerScore> layers;
   json loss = json::object();
   std::map<std::string, std::map<std::string, int64_t>> event_counts;  // layer -> name -> count
+  FamilyCounts families;                          // layer -> family -> calls or kernel runs
+  std::set<std::string> observed;                 // layers a repetition observed
+  std::map<std::string, std::string> unobserved;  // layer -> why a repetition did not
 };
 
 int64_t median(std::vector<int64_t> v) {
@@ -161,7 +166,17 @@ json run_one(const Combo& combo, int rep, const RunContext& ctx, ComboOutcome& o
     }
   }
   for (const auto& e : events.events) ++outcome.event_counts[e.layer][e.name];
-  if (!combo.workload.empty()) {
+  count_families(events.events, outcome.families);
+  // The layers this method exists to observe and did not, each with its reason.
+  const json unobserved = unobserved_layers(method, report);
+  run["unobserved"] = unobserved;
+  for (const auto& u : unobserved) outcome.unobserved[u["layer"].get<std::string>()] = u["reason"].get<std::string>();
+  for (const auto& l : report.layers) outcome.observed.insert(l);
+  if (combo.workload.empty()) {
+    json per_layer = json::object();
+    for (const auto& e : events.events) per_layer[e.layer] = per_layer.value(e.layer, int64_t(0)) + 1;
+    run["event_counts"] = per_layer;
+  } else {
     json scores = json::array();  // empty when the tracer observed no layer of this target
     MatchOptions match_opts;
     match_opts.slack_ns = report.match_slack_ns;
@@ -208,6 +223,9 @@ json combo_json(const ComboOutcome& o, const std::vector<ComboOutcome>& all) {
             {"layers", layers},
             {"loss", o.loss},
             {"event_counts", o.event_counts}};
+  json unobserved = json::array();
+  for (const auto& [layer, reason] : o.unobserved) unobserved.push_back({{"layer", layer}, {"reason", reason}});
+  j["unobserved"] = unobserved;
   // Whole-workload slowdown: this method's median wall time over the baseline's.
   // With 3 or more repetitions of each, a bootstrap 95% interval of that ratio.
   for (const auto& base : all)
@@ -236,7 +254,7 @@ void print_progress(size_t index, size_t total, const Combo& c, int rep, int rep
   std::string what = c.workload.empty() ? "command" : c.workload + " " + c.linkage;
   std::string verdict = run["ok"].get<bool>() ? "ok" : "FAILED";
   char line[512];
-  std::snprintf(line, sizeof line, "[%3zu/%zu] %-22s %-8s rep %d/%d  %-6s %7.2f s", index, total, what.c_str(),
+  std::snprintf(line, sizeof line, "[%3zu/%zu] %-22s %-14s rep %d/%d  %-6s %7.2f s", index, total, what.c_str(),
                 c.method.c_str(), rep, reps, verdict.c_str(), run["wall_ns"].get<int64_t>() / 1e9);
   std::string extra;
   if (run.contains("ledger")) extra += "  ledger " + std::to_string(run["ledger"]["records"].get<int64_t>()) + " calls";
@@ -246,8 +264,50 @@ void print_progress(size_t index, size_t total, const Combo& c, int rep, int rep
       std::snprintf(buf, sizeof buf, "  %s %.1f%%", s["layer"].get<std::string>().c_str(), 100 * s["recall"].get<double>());
       extra += buf;
     }
+  else if (run.contains("event_counts"))
+    for (const auto& [layer, n] : run["event_counts"].items()) extra += "  " + layer + " " + std::to_string(n.get<int64_t>());
+  for (const auto& u : run["unobserved"])
+    extra += "  " + u["layer"].get<std::string>() + " NOT OBSERVED (" + u["reason"].get<std::string>() + ")";
   if (!run["ok"].get<bool>()) extra += "  (" + run["failures"][0].get<std::string>() + ")";
   std::fprintf(stderr, "%s%s\n", line, extra.c_str());
+}
+
+// The verdict of a command run, as a table: method, layer, coverage of the reference.
+void print_verdict(const json& verdict) {
+  std::fprintf(stderr, "\nwhat each method saw of the command (reference per layer):\n");
+  for (const auto& [layer, ref] : verdict["reference"].items())
+    std::fprintf(stderr, "  %-12s %lld from %s\n", layer.c_str(), static_cast<long long>(ref["total"].get<int64_t>()),
+                 ref["source"].get<std::string>().c_str());
+  for (const auto& row : verdict["coverage"]) {
+    std::string detail;
+    if (row["status"] == "not observed") {
+      detail = "NOT OBSERVED: " + row["reason"].get<std::string>();
+    } else {
+      char buf[160];
+      if (row["coverage"].is_null())
+        std::snprintf(buf, sizeof buf, "%s (%lld seen)", row["status"].get<std::string>().c_str(),
+                      static_cast<long long>(row["seen"].get<int64_t>()));
+      else
+        std::snprintf(buf, sizeof buf, "%5.1f%% %s (%lld of %lld; %lld only it saw)", 100 * row["coverage"].get<double>(),
+                      row["status"].get<std::string>().c_str(), static_cast<long long>(row["seen"].get<int64_t>()),
+                      static_cast<long long>(row["reference"].get<int64_t>()),
+                      static_cast<long long>(row["only_it_saw"].get<int64_t>()));
+      detail = buf;
+      if (!row["missed_families"].empty()) {
+        detail += "; missed entirely:";
+        size_t shown = 0;
+        for (const auto& f : row["missed_families"]) {
+          if (++shown > 6) {
+            detail += " ... (" + std::to_string(row["missed_families"].size()) + " in all)";
+            break;
+          }
+          detail += " " + f.get<std::string>();
+        }
+      }
+    }
+    std::fprintf(stderr, "  %-14s %-12s %s\n", row["method"].get<std::string>().c_str(),
+                 row["layer"].get<std::string>().c_str(), detail.c_str());
+  }
 }
 
 }  // namespace
@@ -340,13 +400,28 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
                   {"counts", {{"runs", ok + failed}, {"ok", ok}, {"failed", failed}, {"skipped_combinations", skipped.size()}}},
                   {"combos", combos_json},
                   {"skipped", skipped}};
-  if (!opts.command.empty()) summary["agreement"] = agreement(outcomes);
+  int64_t unobserved_total = 0;
+  for (const auto& o : outcomes) unobserved_total += int64_t(o.unobserved.size());
+  summary["counts"]["layers_not_observed"] = unobserved_total;
+  if (!opts.command.empty()) {
+    summary["agreement"] = agreement(outcomes);
+    std::vector<MethodView> views;
+    for (const auto& o : outcomes) {
+      const Method& m = *find_method(o.combo.method);
+      views.push_back({o.combo.method, o.ok > 0, m.layers, o.observed, o.unobserved, o.families,
+                       int(o.statuses.size())});
+    }
+    summary["verdict"] = command_verdict(views);
+    print_verdict(summary["verdict"]);
+  }
   write_json(root / "summary.json", summary);
   write_report(host.prefix, root);
   if (ctx.run_as) chown_tree(root, ctx.run_as->uid, ctx.run_as->gid);
 
-  std::fprintf(stderr, "harness: %d run(s) ok, %d failed, %zu combination(s) skipped%s; summary: %s\n", ok, failed,
-               skipped.size(), g_interrupted ? ", INTERRUPTED (partial results kept)" : "",
+  const std::string not_observed =
+      unobserved_total ? ", " + std::to_string(unobserved_total) + " method layer(s) NOT OBSERVED (reasons above)" : "";
+  std::fprintf(stderr, "harness: %d run(s) ok, %d failed, %zu combination(s) skipped%s%s; summary: %s\n", ok, failed,
+               skipped.size(), not_observed.c_str(), g_interrupted ? ", INTERRUPTED (partial results kept)" : "",
                (root / "summary.json").c_str());
   if (g_interrupted) return 130;
   if (failed) return 1;

@@ -10,6 +10,7 @@
 #include "tracers/strace/strace_tracer.h"
 #include "bpf/cupti_event.h"
 #include "bpf/uprobe_event.h"
+#include "common/event.h"
 #include "tracers/tracer.h"
 #include "tracers/ebpf/ring_option.h"
 #ifdef CUDATRACE_HAVE_BPF
@@ -167,6 +168,18 @@ const std::vector<Method>& methods() {
                  .tools = {"strace"},
                  .tool_packages = {{"strace", "strace"}},
                  .make = [](const HostFacts&, const MethodOptions&) { return std::make_unique<StraceTracer>(find_on_path("strace")); }});
+    // What each method exists to observe; the cost references (none, *-empty, cupti-inject,
+    // cupti-bare) observe nothing, so nothing of theirs can be missing.
+    const std::map<std::string, std::vector<std::string>> observes{
+        {"preload", {layer::kRuntime, layer::kDriver}},
+        {"uprobe", {layer::kRuntime, layer::kDriver}},
+        {"uprobe-enter", {layer::kRuntime, layer::kDriver}},
+        {"cupti", {layer::kRuntime, layer::kDriver, layer::kGpuActivity}},
+        {"devhook", {layer::kDevice}},
+        {"devhook-thread", {layer::kDevice}},
+        {"strace", {layer::kSyscall}}};
+    for (auto& method : m)
+      if (auto it = observes.find(method.name); it != observes.end()) method.layers = it->second;
     return m;
   }();
   return all;

@@ -28,7 +28,7 @@ struct HostFacts {
 // The program being traced.
 struct Target {
   std::vector<std::string> argv;  // argv[0] is an absolute path
-  std::string cudart;             // "static", "shared" or "unknown" (how it links the CUDA runtime)
+  std::string cudart;  // "static", "shared", "none" or "unknown" (how it links the CUDA runtime; cudart_linkage)
 };
 
 // How the child will be started; prepare() may change any of it.
@@ -39,6 +39,8 @@ struct Launch {
 
 struct TracerReport {
   std::vector<std::string> layers;  // the layers this method observed for this target
+  // Layers it is meant to observe (Method::layers) but could not for this target: why.
+  std::map<std::string, std::string> unobserved;
   nlohmann::json loss = nlohmann::json::object();   // e.g. {"dropped": 0, "ring_full": 0}
   nlohmann::json notes = nlohmann::json::object();  // what was attached where, warnings
   std::string error;  // non-empty: the collector failed; the run is recorded as failed
@@ -78,6 +80,9 @@ struct Method {
   std::vector<std::string> tools;  // programs it needs on PATH (with the Debian package)
   std::map<std::string, std::string> tool_packages;
   std::map<std::string, std::string> options;  // what --set METHOD.KEY=VALUE accepts: key -> help
+  // The layers it exists to observe. A run that observed fewer says which and why: a
+  // layer not observed is a result, never a clean zero. Cost references have none.
+  std::vector<std::string> layers;
   std::string not_built_reason;  // when !built although it has an issue (e.g. built without libbpf)
   // A check of its own, after the common ones: empty = can run, else the one-line reason.
   std::function<std::string()> unavailable_because;

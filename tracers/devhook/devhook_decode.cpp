@@ -171,7 +171,7 @@ TracerReport convert_devhook_output(const fs::path& dir, const fs::path& events_
   if (t.fatbins > 0) {
     report.layers = {layer::kDevice};
   } else {
-    notes["why_nothing"] = cudart == "static"
+    notes["why_nothing"] = report.unobserved[layer::kDevice] = cudart == "static"
                                ? "cudart is linked statically: kernels register and launch inside the executable, where "
                                  "the preloaded agent cannot reach (devhook needs -cudart shared)"
                                : "no fatbin was registered through libcudart.so (the program made no kernels, or "

@@ -205,13 +205,18 @@ TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_
 
 TracerReport PreloadTracer::finish(const fs::path& run_dir) {
   TracerReport report = convert_preload_output(run_dir, run_dir / "events.jsonl");
-  if (cudart_ != "static") report.layers.push_back(layer::kRuntime);
+  if (cudart_ != "static")
+    report.layers.push_back(layer::kRuntime);
+  else
+    report.unobserved[layer::kRuntime] =
+        "cudart is linked statically into the executable: its calls never reach the libcudart.so exports the shim "
+        "replaces";
   // Without a driver, cudart never loads libcuda: no driver call can happen, so there is
   // nothing to score the driver layer on (rather than a 0% the tracer did not earn).
   if (report.notes["driver_entry_points_resolved"].get<int64_t>() > 0 || report.notes["driver_records"].get<int64_t>() > 0)
     report.layers.push_back(layer::kDriver);
   else
-    report.notes["driver_layer"] = "not scored: the program never reached libcuda.so.1";
+    report.unobserved[layer::kDriver] = "the program never reached libcuda.so.1 (no driver, or no driver call made)";
   report.notes["shim"] = shim_.string();
   return report;
 }

@@ -112,12 +112,13 @@ void UprobeTracer::prepare(Launch& launch, const Target& target, const fs::path&
     ldlp = env;
   exe_ = launch.argv.at(0);
   plan_ = plan_probes(exe_, target.cudart, ldlp);
-  if (plan_.functions.empty())
-    throw std::runtime_error("nothing to probe: no cudart functions and no libcuda.so.1 for " + launch.argv.at(0));
+  // Nothing to probe is a result (both layers not observed, with the plan's reasons), not
+  // a failed run: the program still runs, untraced.
   if (plan_.functions.size() > 0xFFFF) throw std::runtime_error("more functions than a probe cookie can number");
 }
 
 void UprobeTracer::attach(pid_t child) {
+  if (plan_.functions.empty()) return;
   const int64_t t0 = monotonic_ns();
   session_ = std::make_unique<UprobeSession>(mode_, ring_bytes_);
   // One batch per file, each probe's cookie carrying its function's index.
@@ -151,6 +152,14 @@ void UprobeTracer::attach(pid_t child) {
 
 TracerReport UprobeTracer::finish(const fs::path& run_dir) {
   TracerReport report;
+  if (plan_.functions.empty() && !session_) {
+    report.notes = plan_.notes;
+    report.notes["probes"] = "none attached: nothing to probe before the program ran";
+    for (const char* l : {layer::kRuntime, layer::kDriver})
+      report.unobserved[l] = plan_.notes.contains(l) && plan_.notes[l].is_string() ? plan_.notes[l].get<std::string>()
+                                                                                     : "nothing to probe";
+    return report;
+  }
   if (!session_) {
     report.error = "the uprobe session never started";
     return report;
@@ -182,8 +191,19 @@ TracerReport UprobeTracer::finish(const fs::path& run_dir) {
   out.close();
 
   if (mode_ != UPROBE_MODE_EMPTY) {
-    if (plan_.runtime) report.layers.push_back(layer::kRuntime);
-    if (plan_.driver) report.layers.push_back(layer::kDriver);
+    // What was not probed says why in the plan's notes (a string where nothing was found).
+    auto why = [&](const char* key, const char* fallback) {
+      return plan_.notes.contains(key) && plan_.notes[key].is_string() ? plan_.notes[key].get<std::string>()
+                                                                         : std::string(fallback);
+    };
+    if (plan_.runtime)
+      report.layers.push_back(layer::kRuntime);
+    else
+      report.unobserved[layer::kRuntime] = why("runtime", "no cudart found to probe before the program ran");
+    if (plan_.driver)
+      report.layers.push_back(layer::kDriver);
+    else
+      report.unobserved[layer::kDriver] = why("driver", "no libcuda.so.1 found to probe");
   }
   report.notes = plan_.notes;
   for (const auto& [k, v] : attach_notes_.items()) report.notes[k] = v;

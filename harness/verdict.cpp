@@ -1,0 +1,149 @@
+#include "harness/verdict.h"
+
+#include <cxxabi.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+
+#include "common/cuda_names.h"
+
+namespace cudatrace {
+
+using json = nlohmann::json;
+
+json unobserved_layers(const Method& m, const TracerReport& report) {
+  json out = json::array();
+  for (const auto& l : m.layers) {
+    if (std::find(report.layers.begin(), report.layers.end(), l) != report.layers.end()) continue;
+    std::string reason;
+    if (auto it = report.unobserved.find(l); it != report.unobserved.end()) reason = it->second;
+    else if (!report.error.empty()) reason = "the tracer failed: " + report.error;
+    else reason = "the method reported no " + l + " layer for this program (see the run's notes)";
+    out.push_back({{"layer", l}, {"reason", reason}});
+  }
+  return out;
+}
+
+std::string kernel_family(const std::string& name) {
+  std::string s = name;
+  if (s.rfind("_Z", 0) == 0) {
+    int status = 0;
+    std::unique_ptr<char, decltype(&std::free)> d(abi::__cxa_demangle(s.c_str(), nullptr, nullptr, &status), &std::free);
+    if (status == 0 && d) s = d.get();
+  }
+  if (auto paren = s.find('('); paren != std::string::npos) s.resize(paren);
+  if (auto angle = s.find('<'); angle != std::string::npos) s.resize(angle);  // templates: one family
+  if (auto space = s.rfind(' '); space != std::string::npos) s = s.substr(space + 1);  // "void f" -> "f"
+  return s;
+}
+
+void count_families(const std::vector<Event>& events, FamilyCounts& into) {
+  std::set<std::tuple<int64_t, int64_t, std::string>> device_runs;  // (pid, launch, kernel)
+  for (const auto& e : events) {
+    if (e.layer == layer::kRuntime || e.layer == layer::kDriver) {
+      if (is_runtime_internal(e.name)) continue;  // cudart's plumbing: no program calls it
+      ++into[e.layer][canonical_name(e.name)];
+    } else if (e.layer == layer::kGpuActivity) {
+      ++into[e.layer][kernel_family(e.args.contains("kernel") ? e.args["kernel"].get<std::string>() : e.name)];
+    } else if (e.layer == layer::kDevice) {
+      const std::string k = kernel_family(e.args.contains("kernel") ? e.args["kernel"].get<std::string>() : e.name);
+      if (device_runs.insert({e.pid, e.args.value("launch", int64_t(-1)), k}).second) ++into[e.layer][k];
+    } else if (e.layer == layer::kSyscall) {
+      ++into[e.layer][e.name];
+    }
+  }
+}
+
+namespace {
+
+const char* kReferenceMethod = "cupti";
+
+// The layer whose counts serve as the reference for `l`: kernel runs are one quantity,
+// whether a method sees them as activity records or device blocks.
+std::string reference_layer(const std::string& l) { return l == layer::kDevice ? layer::kGpuActivity : l; }
+
+}  // namespace
+
+json command_verdict(const std::vector<MethodView>& methods) {
+  std::set<std::string> layers;
+  for (const auto& m : methods)
+    for (const auto& l : m.intended) layers.insert(l);
+
+  const MethodView* cupti = nullptr;
+  for (const auto& m : methods)
+    if (m.method == kReferenceMethod && m.ran_ok && !m.observed.empty()) cupti = &m;
+
+  json reference = json::object(), coverage = json::array(), families = json::object();
+  for (const auto& l : layers) {
+    const std::string rl = reference_layer(l);
+    std::map<std::string, int64_t> ref;
+    std::string source;
+    if (cupti && cupti->observed.count(rl) && l != layer::kSyscall) {
+      auto it = cupti->counts.find(rl);
+      if (it != cupti->counts.end()) ref = it->second;
+      source = rl == layer::kGpuActivity ? "cupti: CUPTI's kernel activity records (kernel runs)"
+                                         : "cupti: CUPTI's " + rl + " API callbacks";
+      // Per repetition, so that methods with other repetition counts compare alike.
+      for (auto& [f, n] : ref) n /= std::max(1, cupti->reps);
+    } else {
+      source = "no cupti run: the most any method saw of each family (a union; it can hide what all missed)";
+      for (const auto& m : methods) {
+        if (!m.observed.count(l) && !m.observed.count(rl)) continue;
+        for (const std::string& ml : {l, rl}) {
+          auto it = m.counts.find(ml);
+          if (it == m.counts.end() || !m.observed.count(ml)) continue;
+          for (const auto& [f, n] : it->second) ref[f] = std::max(ref[f], n / std::max(1, m.reps));
+        }
+      }
+    }
+    int64_t total = 0;
+    for (const auto& [f, n] : ref) total += n;
+    reference[l] = {{"source", source}, {"total", total}, {"families", ref.size()}};
+
+    json& fam = families[l];
+    for (const auto& [f, n] : ref) fam[f]["reference"] = n;
+    for (const auto& m : methods) {
+      if (std::find(m.intended.begin(), m.intended.end(), l) == m.intended.end()) continue;
+      json row = {{"method", m.method}, {"layer", l}};
+      if (!m.observed.count(l)) {
+        auto r = m.unobserved.find(l);
+        row["status"] = "not observed";
+        row["reason"] = r != m.unobserved.end() ? r->second : (m.ran_ok ? "no reason given" : "the method's runs failed");
+        row["coverage"] = nullptr;
+        coverage.push_back(row);
+        continue;
+      }
+      std::map<std::string, int64_t> seen;
+      if (auto it = m.counts.find(l); it != m.counts.end())
+        for (const auto& [f, n] : it->second) seen[f] = n / std::max(1, m.reps);
+      int64_t covered = 0, extra = 0, seen_total = 0;
+      json missed = json::array();
+      for (const auto& [f, n] : ref) {
+        const int64_t s = seen.count(f) ? seen[f] : 0;
+        covered += std::min(s, n);
+        if (s == 0 && n > 0) missed.push_back(f);
+      }
+      for (const auto& [f, s] : seen) {
+        seen_total += s;
+        extra += std::max<int64_t>(0, s - (ref.count(f) ? ref[f] : 0));
+        fam[f][m.method] = s;
+      }
+      row["seen"] = seen_total;
+      row["reference"] = total;
+      row["only_it_saw"] = extra;
+      row["missed_families"] = missed;
+      if (total == 0) {
+        row["coverage"] = nullptr;
+        row["status"] = seen_total ? "nothing in the reference" : "nothing to see";
+      } else {
+        row["coverage"] = double(covered) / double(total);
+        row["status"] = covered == total ? "complete" : covered == 0 ? "blind" : "partial";
+      }
+      coverage.push_back(row);
+    }
+  }
+  return {{"reference", reference}, {"coverage", coverage}, {"families", families}};
+}
+
+}  // namespace cudatrace

@@ -1,0 +1,46 @@
+#pragma once
+// What a method saw of a program, said truthfully where there is no ledger (`harness --
+// CMD`), and which of its layers it did not observe at all, with the reason, in any run.
+// A layer not observed is a result of its own: never shown as a clean zero loss.
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/event.h"
+#include "tracers/tracer.h"
+
+namespace cudatrace {
+
+// The layers `m` exists to observe that this run's report lacks: [{layer, reason}].
+nlohmann::json unobserved_layers(const Method& m, const TracerReport& report);
+
+// Per layer, what a method's events add up to, in units every method shares: calls per
+// family (runtime, driver: cuMemAlloc_v2 and cuMemAlloc are one family, __cudaLaunchKernel
+// is cudaLaunchKernel), kernel runs per kernel (gpu-activity: one record each; device:
+// distinct launches with at least one block seen), syscalls per name.
+using FamilyCounts = std::map<std::string, std::map<std::string, int64_t>>;
+void count_families(const std::vector<Event>& events, FamilyCounts& into);
+
+// "_Z6kernelPfi" and "kernel(float*, int)" -> "kernel": methods name kernels differently.
+std::string kernel_family(const std::string& name);
+
+struct MethodView {
+  std::string method;
+  bool ran_ok = false;                 // at least one repetition without failure
+  std::vector<std::string> intended;   // Method::layers
+  std::set<std::string> observed;      // layers its reports said it observed
+  std::map<std::string, std::string> unobserved;  // layer -> reason
+  FamilyCounts counts;                 // summed over repetitions
+  int reps = 0;
+};
+
+// The verdict of a command run: per layer a reference (CUPTI's callbacks, and its kernel
+// activity for kernel runs, where cupti ran; otherwise the most any method saw of each
+// family), then per method and layer its coverage of that reference, what only it saw and
+// the families it missed entirely, and the families side by side.
+nlohmann::json command_verdict(const std::vector<MethodView>& methods);
+
+}  // namespace cudatrace

@@ -1,0 +1,165 @@
+// The workloads that behave like real software (graphs, driverapi, dlopen, privatert,
+// multiproc) and command runs: whatever a method sees, every layer it exists to observe is
+// either scored or named as not observed with its reason, never a silent zero. The host-
+// side cases run anywhere (CI: no GPU, root); the GPU cases skip without one.
+#include <unistd.h>
+
+#include "harness_run.h"
+#include "tracers/tracer.h"
+
+using namespace correctness;
+using nlohmann::json;
+
+namespace {
+
+// Methods of `wanted` that can run here.
+std::string runnable(std::initializer_list<const char*> wanted) {
+  std::string out;
+  for (const char* m : wanted)
+    if (cudatrace::availability(*cudatrace::find_method(m), host()).ok) out += (out.empty() ? "" : ",") + std::string(m);
+  return out;
+}
+
+// Every layer the run's method exists to observe is scored or named, with a reason.
+void expect_every_layer_accounted_for(const json& run) {
+  const cudatrace::Method& m = *cudatrace::find_method(run["method"].get<std::string>());
+  for (const auto& l : m.layers) {
+    bool scored = false, named = false;
+    for (const auto& s : run["match"]) scored = scored || s["layer"] == l;
+    for (const auto& u : run["unobserved"])
+      if (u["layer"] == l) {
+        named = true;
+        EXPECT_FALSE(u["reason"].get<std::string>().empty()) << run.dump(1);
+      }
+    EXPECT_TRUE(scored != named) << m.name << " " << l << " must be scored or named, once: " << run["match"].dump()
+                                 << run["unobserved"].dump();
+  }
+}
+
+const char* const kHostWorkloads = "graphs,dlopen,privatert,multiproc";
+
+}  // namespace
+
+TEST(RealPatterns, HostSidePathUnderEveryHostSideMethod) {
+  const std::string methods = runnable({"none", "preload", "strace", "uprobe"});
+  HarnessRun r = run_harness(std::string("--workload ") + kHostWorkloads + " --method " + methods);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_GE(r.summary["combos"].size(), 7u * 2) << r.output;  // dlopen has one build
+  for (const auto& c : r.summary["combos"]) {
+    const std::string label = c["workload"].get<std::string>() + "." + c["linkage"].get<std::string>() + "." +
+                              c["method"].get<std::string>();
+    SCOPED_TRACE(label);
+    const json run = r.run_json(label);
+    ASSERT_TRUE(run.contains("ledger")) << r.output;
+    EXPECT_TRUE(run["ledger"]["consistent"].get<bool>()) << run["ledger"]["problems"].dump();
+    expect_every_layer_accounted_for(run);
+    if (!host().gpu) EXPECT_TRUE(run["ledger"]["info"].contains("host_path_only")) << run["ledger"].dump();
+    if (c["workload"] == "multiproc")
+      EXPECT_EQ(run["ledger"]["processes"], 4) << "parent, two workers and the exec'd vecadd each write a ledger";
+    if (c["method"] == "preload" && c["linkage"] == "static") {
+      ASSERT_FALSE(run["unobserved"].empty());
+      EXPECT_EQ(run["unobserved"][0]["layer"], "runtime");
+      EXPECT_NE(run["unobserved"][0]["reason"].get<std::string>().find("statically"), std::string::npos);
+    }
+  }
+  EXPECT_NE(r.output.find("NOT OBSERVED ("), std::string::npos) << "the console names unobserved layers";
+  EXPECT_GT(r.summary["counts"]["layers_not_observed"].get<int>(), 0);
+}
+
+// driverapi links libcuda: on a machine without a driver it runs on the toolkit's stub,
+// whose every function returns CUDA_ERROR_STUB_LIBRARY (34), as a JIT launcher would in CI.
+TEST(RealPatterns, DriverApiOnTheStubLibcudaIsRecordedWithItsCode) {
+  if (host().gpu) GTEST_SKIP() << "a driver is installed: the stub would shadow it";
+  const std::filesystem::path stub = "/usr/local/cuda/lib64/stubs/libcuda.so";
+  if (!std::filesystem::exists(stub)) GTEST_SKIP() << "no " << stub;
+  const auto dir = testsupport::temp_dir("stub-libcuda");
+  std::filesystem::create_symlink(stub, dir / "libcuda.so.1");
+  const std::string methods = runnable({"none", "preload", "uprobe"});
+  HarnessRun r = run_harness("--workload driverapi --method " + methods, "LD_LIBRARY_PATH=" + dir.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const auto& c : r.summary["combos"]) {
+    const std::string label = "driverapi." + c["linkage"].get<std::string>() + "." + c["method"].get<std::string>();
+    SCOPED_TRACE(label);
+    const json run = r.run_json(label);
+    EXPECT_EQ(run["ledger"]["counts"], json({{"cuInit", 1}})) << run["ledger"].dump();
+    expect_every_layer_accounted_for(run);
+    if (c["method"] == "none") continue;
+    const json* drv = layer_of(run, "driver");
+    ASSERT_NE(drv, nullptr) << run.dump(1);
+    EXPECT_EQ((*drv)["expected"], 1);
+    EXPECT_EQ((*drv)["matched"], 1) << (*drv)["examples"].dump();
+    EXPECT_EQ((*drv)["ret_equal"], 1) << "cuInit's code (34, the stub) as the program got it";
+  }
+}
+
+TEST(RealPatterns, CommandWithoutCudaGetsAVerdictNotACleanZero) {
+  const std::string methods = runnable({"none", "preload", "strace", "uprobe"});
+  HarnessRun r = run_harness("--method " + methods + " -- /bin/true");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_TRUE(r.summary.contains("verdict")) << r.output;
+  const json& v = r.summary["verdict"];
+  // A row for every layer of every method that ran.
+  size_t expected_rows = 0;
+  for (const auto& c : r.summary["combos"]) expected_rows += cudatrace::find_method(c["method"])->layers.size();
+  ASSERT_EQ(v["coverage"].size(), expected_rows) << v.dump(1);
+  for (const auto& row : v["coverage"]) {
+    SCOPED_TRACE(row.dump());
+    if (row["layer"] == "driver") EXPECT_EQ(row["status"], "not observed") << "/bin/true never loads libcuda";
+    if (row["status"] == "not observed") EXPECT_FALSE(row["reason"].get<std::string>().empty());
+    if (row["layer"] == "syscall") EXPECT_EQ(row["status"], "complete");
+    if (row["layer"] == "runtime" && row["status"] != "not observed") EXPECT_EQ(row["status"], "nothing to see");
+  }
+  EXPECT_NE(r.output.find("what each method saw of the command"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("NOT OBSERVED"), std::string::npos) << r.output;
+}
+
+// With a GPU: each workload's own result check passes under `none`, and the ledger holds
+// what each pattern is about.
+class RealPatternsGpu : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(RealPatternsGpu, ResultsRightAndLedgerComplete) {
+  if (!host().gpu) GTEST_SKIP() << "no GPU: " << host().gpu_reason;
+  const std::string workload = GetParam();
+  HarnessRun r = run_harness("--workload " + workload + " --method none");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const auto& c : r.summary["combos"]) {
+    const json run = r.run_json(workload + "." + c["linkage"].get<std::string>() + ".none");
+    SCOPED_TRACE(run["linkage"].dump());
+    EXPECT_EQ(run["exit_code"], 0) << "the workload's own result check";
+    const json& ledger = run["ledger"];
+    EXPECT_TRUE(ledger["consistent"].get<bool>()) << ledger["problems"].dump();
+    EXPECT_FALSE(ledger["info"].contains("host_path_only"));
+    if (workload == "graphs") {
+      EXPECT_EQ(ledger["executions"], 3) << "three execution records";
+      EXPECT_EQ(ledger["counts"]["cudaGraphLaunch"], 30);
+    } else if (workload == "driverapi") {
+      EXPECT_EQ(ledger["injected_checked"], 3);
+      EXPECT_EQ(ledger["counts"]["cuLaunchKernelEx"], 21);
+    } else if (workload == "privatert") {
+      EXPECT_EQ(ledger["counts"]["cudaLaunchKernel"], 20) << "10 by the program, 10 by the library";
+    } else if (workload == "multiproc") {
+      EXPECT_EQ(ledger["processes"], 4);
+    } else if (workload == "dlopen") {
+      EXPECT_EQ(ledger["counts"]["cudaLaunchKernel"], 20);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Workloads, RealPatternsGpu,
+                         ::testing::Values("graphs", "driverapi", "dlopen", "privatert", "multiproc"),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+// With a GPU, every method that can run here on every new workload: each layer scored or named.
+TEST(RealPatternsGpuMatrix, EveryMethodLayerScoredOrNamed) {
+  if (!host().gpu) GTEST_SKIP() << "no GPU: " << host().gpu_reason;
+  const std::string methods = runnable({"preload", "strace", "uprobe", "cupti", "devhook"});
+  HarnessRun r = run_harness("--workload graphs,driverapi,dlopen,privatert,multiproc --method " + methods);
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.output;
+  for (const auto& c : r.summary["combos"]) {
+    const std::string label = c["workload"].get<std::string>() + "." + c["linkage"].get<std::string>() + "." +
+                              c["method"].get<std::string>();
+    SCOPED_TRACE(label);
+    const json run = r.run_json(label);
+    if (run["ok"] == true) expect_every_layer_accounted_for(run);
+  }
+}
