@@ -101,7 +101,7 @@ json command_verdict(const std::vector<MethodView>& methods) {
     for (const auto& [f, n] : ref) total += n;
     reference[l] = {{"source", source}, {"total", total}, {"families", ref.size()}};
 
-    json& fam = families[l];
+    json& fam = families[l] = json::object();
     for (const auto& [f, n] : ref) fam[f]["reference"] = n;
     for (const auto& m : methods) {
       if (std::find(m.intended.begin(), m.intended.end(), l) == m.intended.end()) continue;

@@ -108,17 +108,28 @@ def completeness_section(combos):
             if layer["expected"] == 0:
                 continue
             cells[(f'{c["workload"]}.{c["linkage"]}', f'{c["method"]}:{layer["layer"]}')] = layer
+        # A layer the method exists to observe and did not: red, never blank.
+        for u in c.get("unobserved", []):
+            cells[(f'{c["workload"]}.{c["linkage"]}', f'{c["method"]}:{u["layer"]}')] = None
     if not cells:
+        if any(not c.get("workload") for c in combos):
+            return "<p>Command runs have no ledger: see <i>What each method saw of the command</i> below.</p>"
         return "<p>No scored layers in these results (only the baseline ran).</p>"
     rows = sorted({k[0] for k in cells})
     cols = sorted({k[1] for k in cells})
     fig, ax = plt.subplots(figsize=(1.4 + 1.2 * len(cols), 0.8 + 0.45 * len(rows)))
-    grid = [[(cells[(r, c)]["matched"] / cells[(r, c)]["expected"]) if (r, c) in cells else float("nan") for c in cols] for r in rows]
+    def value(r, c):
+        if (r, c) not in cells:
+            return float("nan")
+        cell = cells[(r, c)]
+        return 0.0 if cell is None else cell["matched"] / cell["expected"]
+    grid = [[value(r, c) for c in cols] for r in rows]
     im = ax.imshow(grid, cmap="RdYlGn", vmin=0, vmax=1, aspect="auto")
     for i, r in enumerate(rows):
         for j, c in enumerate(cols):
             if (r, c) in cells:
-                ax.text(j, i, f"{100 * grid[i][j]:.0f}%", ha="center", va="center", fontsize=8)
+                text = "not obs." if cells[(r, c)] is None else f"{100 * grid[i][j]:.0f}%"
+                ax.text(j, i, text, ha="center", va="center", fontsize=7 if cells[(r, c)] is None else 8)
     ax.set_xticks(range(len(cols)))
     ax.set_xticklabels(cols, rotation=30, ha="right", fontsize=8)
     ax.set_yticks(range(len(rows)))
@@ -126,9 +137,64 @@ def completeness_section(combos):
     fig.colorbar(im, ax=ax, label="recall")
     ax.set_title("recall: matched / expected, per workload x method:layer")
     return (f'<img id="completeness-heatmap" alt="completeness heatmap" src="{png(fig)}">'
-            "<p>Blank: the method does not observe that layer for that linkage, or the workload gives it "
-            "nothing to expect (burst makes no launch). Driver: one launch inside each runtime launch; "
-            "syscall: ledger calls during which their thread made a syscall.</p>")
+            "<p>“not obs.”: a layer the method exists to observe and did not observe for that program "
+            "(the reason is in the table below). Blank: the workload gives that layer nothing to expect "
+            "(burst makes no launch). Driver: one launch inside each runtime launch, or every driver call "
+            "the program made itself; syscall: ledger calls during which their thread made a syscall.</p>")
+
+
+def unobserved_table(combos):
+    """Every layer a method exists to observe and did not, with the reason: always red."""
+    rows = []
+    for c in combos:
+        for u in c.get("unobserved", []):
+            rows.append([esc(c.get("workload") or "command"), esc(c.get("linkage") or ""), esc(c["method"]),
+                         f'<b class="bad">{esc(u["layer"])}</b>', f'<span class="bad">{esc(u["reason"])}</span>'])
+    if not rows:
+        return '<p id="unobserved">Every method observed every layer it exists to observe.</p>'
+    return ('<p>Layers not observed: the method could not see this layer of this program at all, so its '
+            'zero loss there means nothing.</p>'
+            + table(["workload", "cudart", "method", "layer not observed", "why"], rows, "unobserved"))
+
+
+def command_section(summaries):
+    """Command runs (no ledger): coverage per method and layer against a reference, and the
+    call families side by side (disagreements first, everything behind a toggle)."""
+    out = []
+    for s in summaries:
+        v = s.get("verdict")
+        if not v:
+            continue
+        cmd = " ".join(s.get("command_line", []))
+        out.append(f'<p>Command run {esc(s.get("run_id", ""))}: <code>{esc(cmd)}</code></p>')
+        out.append("<ul>" + "".join(f'<li>{esc(l)}: {r["total"]} from {esc(r["source"])}</li>'
+                                    for l, r in sorted(v["reference"].items())) + "</ul>")
+        rows = []
+        for r in sorted(v["coverage"], key=lambda r: (r["method"], r["layer"])):
+            status = r["status"]
+            cls = "good" if status in ("complete", "nothing to see") else "bad"
+            cov = "—" if r.get("coverage") is None else f'{100 * r["coverage"]:.1f}%'
+            why = r.get("reason") or ", ".join(r.get("missed_families", [])[:12])
+            rows.append([esc(r["method"]), esc(r["layer"]), f'<b class="{cls}">{esc(status)}</b>', f'<b class="{cls}">{cov}</b>',
+                         r.get("seen", "—"), r.get("reference", "—"), r.get("only_it_saw", "—"), esc(why)])
+        out.append(table(["method", "layer", "verdict", "coverage", "seen", "reference", "only it saw",
+                          "not observed because / families missed entirely"], rows, "command-coverage"))
+        for layer, fams in sorted((v.get("families") or {}).items()):
+            fams = fams or {}
+            methods = sorted({m for counts in fams.values() for m in counts if m != "reference"})
+            disagree, agree = [], []
+            for fam, counts in sorted(fams.items()):
+                ref = counts.get("reference", 0)
+                row = [esc(fam), ref] + [counts.get(m, 0) for m in methods]
+                (agree if all(counts.get(m, 0) == ref for m in methods) else disagree).append(row)
+            headers = ["family", "reference"] + methods
+            out.append(f"<h3>{esc(layer)}: families where methods disagree ({len(disagree)})</h3>"
+                       + table(headers, disagree, f"families-{esc(layer)}")
+                       + f"<details><summary>all {len(disagree) + len(agree)} families</summary>"
+                       + table(headers, disagree + agree, f"families-all-{esc(layer)}") + "</details>")
+    if not out:
+        return '<p id="command-coverage">No command runs in these results.</p>'
+    return "\n".join(out)
 
 
 def fidelity_table(combos):
@@ -151,8 +217,11 @@ def loss_table(combos):
         loss = c.get("loss", {})
         total = sum(v for v in loss.values() if isinstance(v, int))
         detail = ", ".join(f"{esc(k)} {v}" for k, v in sorted(loss.items())) or "—"
-        rows.append([esc(c.get("workload") or "command"), esc(c.get("linkage") or ""), esc(c["method"]),
-                     f'<b class="{"bad" if total else "good"}">{total}</b>', detail])
+        unobserved = [u["layer"] for u in c.get("unobserved", [])]
+        # Zero loss of a layer never observed is no good news.
+        cell = (f'<b class="bad">{total}; not observed: {esc(", ".join(unobserved))}</b>' if unobserved
+                else f'<b class="{"bad" if total else "good"}">{total}</b>')
+        rows.append([esc(c.get("workload") or "command"), esc(c.get("linkage") or ""), esc(c["method"]), cell, detail])
     return table(["workload", "cudart", "method", "lost (all counters)", "counters"], rows, "loss-table")
 
 
@@ -224,7 +293,8 @@ img{{max-width:100%}}.good{{color:#070}}.bad{{color:#b00}}</style></head><body>
 <h1>CUDA tracing methods: what each one sees, and what it costs</h1>
 <p>Runs: {esc(", ".join(ids))}. {failed} failed run(s).</p>
 <h2>Per-call overhead</h2>{chart}{per_call}
-<h2>Completeness</h2>{completeness_section(combos)}{fidelity_table(combos)}
+<h2>Completeness</h2>{completeness_section(combos)}{unobserved_table(combos)}{fidelity_table(combos)}
+<h2>What each method saw of the command</h2>{command_section(summaries)}
 <h2>Loss</h2><p>Every counter a tracer reports about events it could not keep; 0 is the only good value.</p>{loss_table(combos)}
 <h2>Whole-workload slowdown</h2>{slowdown_section(combos)}
 <h2>Skipped, and why</h2>{skipped_section(summaries + benches)}

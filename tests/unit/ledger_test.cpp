@@ -117,3 +117,46 @@ TEST(LedgerCheck, InjectedFailuresMustReturnTheirCodes) {
   ASSERT_FALSE(c.problems.empty());
   EXPECT_NE(c.problems[0].find("invalid-device"), std::string::npos) << c.problems[0];
 }
+
+TEST(LedgerCheck, TaggedInjectedCallsAreFoundAmongSuccessfulOnesOfTheSameName) {
+  nlohmann::json header = {{"records", 3},
+                           {"intended", {{"cuMemAlloc", 3}}},
+                           {"injected", {{{"step", "impossible"}, {"name", "cuMemAlloc"}, {"codes", {2}}}}}};
+  auto s = ledger_with(header, {{"cuMemAlloc", 0}, {"cuMemAlloc", 2}, {"cuMemAlloc", 0}});
+  s.events[1].args["step"] = "impossible";
+  auto c = check_ledger(s);
+  EXPECT_TRUE(c.consistent) << nlohmann::json(c.problems).dump();
+  EXPECT_EQ(c.injected_checked, 1);
+  s.events[1].ret = 0;
+  EXPECT_FALSE(check_ledger(s).consistent);
+}
+
+// multiproc: one ledger per process, each checked on its own, their calls merged.
+TEST(LedgerCheck, EveryProcessLedgerIsReadAndCheckedOnItsOwn) {
+  auto dir = testsupport::temp_dir("ledgers");
+  auto write = [&](const std::string& file, int64_t pid, EventStream s) {
+    EventWriter out(dir / file);
+    s.meta[0].pid = pid;
+    out.write(s.meta[0]);
+    for (auto& e : s.events) {
+      e.pid = pid;
+      out.write(e);
+    }
+    out.close();
+  };
+  const nlohmann::json header = {{"records", 1}, {"intended", {{"cudaMalloc", 1}}}};
+  write("ledger.jsonl", 10, ledger_with(header, {{"cudaMalloc", 0}}));
+  write("ledger.jsonl.11", 11, ledger_with(header, {{"cudaMalloc", 0}}));
+  EventStream merged;
+  LedgerCheck c = read_ledgers(dir, merged);
+  EXPECT_TRUE(c.consistent) << nlohmann::json(c.problems).dump();
+  EXPECT_EQ(c.processes, 2);
+  EXPECT_EQ(c.records, 2);
+  EXPECT_EQ(merged.events.size(), 2u);
+  // One process short of its intent makes the whole run inconsistent, and says which.
+  write("ledger.jsonl.12", 12, ledger_with({{"records", 0}, {"intended", {{"cudaMalloc", 1}}}}, {}));
+  c = read_ledgers(dir, merged);
+  EXPECT_FALSE(c.consistent);
+  ASSERT_FALSE(c.problems.empty());
+  EXPECT_NE(c.problems[0].find("ledger.jsonl.12"), std::string::npos) << c.problems[0];
+}

@@ -1,0 +1,156 @@
+// The verdict where there is no ledger: names folded into families, the reference per
+// layer, coverage, and layers not observed named with their reason.
+#include <gtest/gtest.h>
+
+#include "harness/matcher.h"
+#include "harness/verdict.h"
+
+using namespace cudatrace;
+using nlohmann::json;
+
+namespace {
+
+Event ev(const std::string& layer, const std::string& name, json args = json::object(), int64_t pid = 1) {
+  Event e;
+  e.layer = layer;
+  e.name = name;
+  e.pid = pid;
+  e.tid = pid;
+  e.ts = 1;
+  e.args = std::move(args);
+  return e;
+}
+
+MethodView view(const std::string& method, std::vector<std::string> intended, std::set<std::string> observed,
+                const std::vector<Event>& events, int reps = 1) {
+  MethodView v{method, true, std::move(intended), std::move(observed), {}, {}, reps};
+  count_families(events, v.counts);
+  return v;
+}
+
+const json& row(const json& verdict, const std::string& method, const std::string& layer) {
+  for (const auto& r : verdict["coverage"])
+    if (r["method"] == method && r["layer"] == layer) return r;
+  static const json none;
+  ADD_FAILURE() << "no row for " << method << " " << layer << " in " << verdict.dump(1);
+  return none;
+}
+
+}  // namespace
+
+TEST(Verdict, KernelNamesFoldIntoOneFamily) {
+  EXPECT_EQ(kernel_family("_Z6vecaddPKfS0_Pfi"), "vecadd");
+  EXPECT_EQ(kernel_family("vecadd(float const*, float const*, float*, int)"), "vecadd");
+  EXPECT_EQ(kernel_family("void scale<float>(float*, int)"), "scale");
+  EXPECT_EQ(kernel_family("ptx_fill"), "ptx_fill");
+}
+
+TEST(Verdict, CallsFoldIntoFamiliesAndKernelRunsAreCountedOncePerLaunch) {
+  FamilyCounts c;
+  count_families({ev("driver", "cuMemAlloc_v2"), ev("driver", "cuMemAlloc"), ev("runtime", "__cudaLaunchKernel"),
+                  ev("runtime", "cudaLaunchKernel_ptsz"), ev("runtime", "__cudaRegisterFatBinary"),
+                  ev("device", "k", {{"kernel", "k"}, {"launch", 0}}), ev("device", "k", {{"kernel", "k"}, {"launch", 0}}),
+                  ev("device", "k", {{"kernel", "k"}, {"launch", 1}}), ev("device", "k", {{"kernel", "k"}, {"launch", 0}}, 2),
+                  ev("gpu-activity", "_Z1kv", {{"kernel", "_Z1kv"}})},
+                 c);
+  EXPECT_EQ(c["driver"], (std::map<std::string, int64_t>{{"cuMemAlloc", 2}}));
+  EXPECT_EQ(c["runtime"], (std::map<std::string, int64_t>{{"cudaLaunchKernel", 2}})) << "cudart plumbing is no call";
+  EXPECT_EQ(c["device"]["k"], 3) << "launches 0 and 1 of pid 1, launch 0 of pid 2";
+  EXPECT_EQ(c["gpu-activity"]["k"], 1);
+}
+
+TEST(Verdict, CuptiIsTheReferenceAndShortfallsAreNamed) {
+  std::vector<Event> all{ev("runtime", "cudaMalloc"), ev("runtime", "cudaMalloc"), ev("runtime", "cudaGraphLaunch"),
+                         ev("runtime", "cudaFree"), ev("gpu-activity", "k", {{"kernel", "k"}}),
+                         ev("gpu-activity", "k", {{"kernel", "k"}})};
+  std::vector<Event> partial{ev("runtime", "cudaMalloc"), ev("runtime", "cudaMalloc"), ev("runtime", "cudaFree"),
+                             ev("runtime", "cudaPeekAtLastError")};
+  std::vector<Event> blocks{ev("device", "k", {{"kernel", "k"}, {"launch", 0}})};
+  MethodView cupti = view("cupti", {"runtime", "driver", "gpu-activity"}, {"runtime", "driver", "gpu-activity"}, all);
+  MethodView preload = view("preload", {"runtime", "driver"}, {"runtime"}, partial);
+  preload.unobserved["driver"] = "never reached libcuda";
+  MethodView devhook = view("devhook", {"device"}, {"device"}, blocks);
+  const json v = command_verdict({cupti, preload, devhook});
+
+  EXPECT_NE(v["reference"]["runtime"]["source"].get<std::string>().find("cupti"), std::string::npos);
+  EXPECT_EQ(v["reference"]["runtime"]["total"], 4);
+  const json& rt = row(v, "preload", "runtime");
+  EXPECT_DOUBLE_EQ(rt["coverage"].get<double>(), 0.75);
+  EXPECT_EQ(rt["status"], "partial");
+  EXPECT_EQ(rt["missed_families"], json({"cudaGraphLaunch"}));
+  EXPECT_EQ(rt["only_it_saw"], 1) << "cudaPeekAtLastError";
+  const json& drv = row(v, "preload", "driver");
+  EXPECT_EQ(drv["status"], "not observed");
+  EXPECT_EQ(drv["reason"], "never reached libcuda");
+  // Kernel runs: devhook's device layer against CUPTI's kernel activity.
+  EXPECT_DOUBLE_EQ(row(v, "devhook", "device")["coverage"].get<double>(), 0.5);
+  EXPECT_EQ(row(v, "cupti", "runtime")["status"], "complete");
+}
+
+TEST(Verdict, WithoutCuptiTheReferenceIsTheUnionPerRepetition) {
+  std::vector<Event> a{ev("runtime", "cudaMalloc"), ev("runtime", "cudaMalloc")};  // two reps of one call
+  std::vector<Event> b{ev("runtime", "cudaFree")};
+  const json v = command_verdict({view("preload", {"runtime"}, {"runtime"}, a, 2), view("uprobe", {"runtime"}, {"runtime"}, b)});
+  EXPECT_NE(v["reference"]["runtime"]["source"].get<std::string>().find("union"), std::string::npos);
+  EXPECT_EQ(v["reference"]["runtime"]["total"], 2) << "cudaMalloc once per repetition, cudaFree once";
+  EXPECT_DOUBLE_EQ(row(v, "preload", "runtime")["coverage"].get<double>(), 0.5);
+  EXPECT_EQ(row(v, "uprobe", "runtime")["missed_families"], json({"cudaMalloc"}));
+}
+
+TEST(Verdict, UnobservedLayersCarryTheTracersReasonOrSayWhy) {
+  Method m{.name = "x"};
+  m.layers = {"runtime", "driver", "device"};
+  TracerReport r;
+  r.layers = {"runtime"};
+  r.unobserved["driver"] = "no libcuda";
+  json u = unobserved_layers(m, r);
+  ASSERT_EQ(u.size(), 2u);
+  EXPECT_EQ(u[0], json({{"layer", "driver"}, {"reason", "no libcuda"}}));
+  EXPECT_EQ(u[1]["layer"], "device");
+  EXPECT_FALSE(u[1]["reason"].get<std::string>().empty());
+  r.error = "collector died";
+  EXPECT_NE(unobserved_layers(m, r)[1]["reason"].get<std::string>().find("collector died"), std::string::npos);
+}
+
+// The ledger side of real patterns: graph replays, captured launches, a program's own
+// driver calls.
+TEST(MatcherRealPatterns, GraphReplaysCountAndCapturedLaunchesDoNot) {
+  Event captured = ev("runtime", "cudaLaunchKernel", {{"kernel", "k"}, {"grid", {4, 1, 1}}, {"expect", "captured"}});
+  Event exec = ev("execution", "k", {{"grid", {4, 1, 1}}, {"block", {32, 1, 1}}, {"times", 5}});
+  std::vector<Event> seen;
+  for (int i = 0; i < 5; ++i) seen.push_back(ev("gpu-activity", "k", {{"kernel", "k"}}));
+  auto scores = match({captured, exec}, seen, {"gpu-activity", "device"});
+  ASSERT_EQ(scores.size(), 2u);
+  EXPECT_EQ(scores[0].expected, 5) << "the replays' executions, not the capture-time launch";
+  EXPECT_EQ(scores[0].matched, 5);
+  EXPECT_EQ(scores[1].expected, 20) << "5 runs x 4 blocks";
+}
+
+TEST(MatcherRealPatterns, AProgramsOwnDriverCallsAreScoredExactly) {
+  Event init = ev("driver", "cuInit");
+  init.ts = 100;
+  init.dur = 50;
+  init.ret = 0;
+  Event alloc = ev("driver", "cuMemAlloc", {{"bytes", 64}});
+  alloc.ts = 200;
+  alloc.dur = 50;
+  alloc.ret = 2;
+  Event launch = ev("driver", "cuLaunchKernel", {{"kernel", "k"}, {"grid", {2, 1, 1}}});
+  launch.ts = 300;
+  launch.dur = 10;
+  launch.ret = 0;
+  Event seen_alloc = ev("driver", "cuMemAlloc_v2", {{"bytes", 64}});
+  seen_alloc.ts = 210;
+  seen_alloc.ret = 2;
+  Event other = ev("driver", "cuCtxGetCurrent");
+  other.ts = 120;
+  auto scores = match({init, alloc, launch}, {seen_alloc, other, ev("gpu-activity", "k", {{"kernel", "k"}})},
+                      {"driver", "gpu-activity"});
+  ASSERT_EQ(scores.size(), 2u);
+  EXPECT_EQ(scores[0].expected, 3);
+  EXPECT_EQ(scores[0].matched, 1);
+  EXPECT_EQ(scores[0].missing, 2);
+  EXPECT_EQ(scores[0].unscored, 1) << "a driver family the program never called";
+  EXPECT_EQ(scores[0].ret_equal, 1);
+  EXPECT_EQ(scores[1].expected, 1) << "a driver launch that succeeded runs its kernel";
+}
