@@ -1,5 +1,12 @@
 #include "common/event_io.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <memory>
+
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -54,9 +61,17 @@ Event event_from_json(const nlohmann::json& j) {
   return e;
 }
 
-EventWriter::EventWriter(const std::filesystem::path& path) : path_(path) {
-  f_ = std::fopen(path.c_str(), "w");
-  if (!f_) throw std::runtime_error("cannot write " + path.string() + ": " + std::strerror(errno));
+EventWriter::EventWriter(const std::filesystem::path& path)
+    : EventWriter(open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644), path) {}
+
+EventWriter::EventWriter(int fd, const std::filesystem::path& path) : path_(path) {
+  if (fd < 0) throw std::runtime_error("cannot create " + path.string() + ": " + std::strerror(errno));
+  f_ = fdopen(fd, "w");
+  if (!f_) {
+    const int err = errno;
+    ::close(fd);
+    throw std::runtime_error("cannot write " + path.string() + ": " + std::strerror(err));
+  }
 }
 
 EventWriter::~EventWriter() {
@@ -91,14 +106,35 @@ void EventWriter::close() {
   if (bad) throw std::runtime_error("write failed on " + path_.string() + ": " + std::strerror(err));
 }
 
-EventStream read_events(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) throw EventFormatError(path.string() + ": cannot open");
+EventStream read_events(const std::filesystem::path& path, uint64_t max_bytes) {
+  // Never through a link, a regular file only: the traced program may have written it.
+  int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  struct stat st {};
+  if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    const int err = fd < 0 ? errno : EINVAL;
+    if (fd >= 0) close(fd);
+    throw EventFormatError(path.string() + ": cannot open (" + (err == EINVAL ? "not a regular file" : std::strerror(err)) + ")");
+  }
+  if (uint64_t(st.st_size) > max_bytes) {
+    ::close(fd);
+    throw EventFormatError(path.string() + ": " + std::to_string(st.st_size) + " bytes, over the " +
+                           std::to_string(max_bytes) + " this file may have: not read");
+  }
+  std::unique_ptr<FILE, int (*)(FILE*)> in(fdopen(fd, "r"), &std::fclose);
+  if (!in) {
+    ::close(fd);
+    throw EventFormatError(path.string() + ": cannot open");
+  }
   EventStream out;
-  std::string line;
+  char* buf = nullptr;
+  size_t cap = 0;
+  std::unique_ptr<char*, void (*)(char**)> free_buf(&buf, [](char** b) { std::free(*b); });
   size_t lineno = 0;
-  while (std::getline(in, line)) {
+  ssize_t n;
+  while ((n = getline(&buf, &cap, in.get())) >= 0) {
     ++lineno;
+    std::string line(buf, size_t(n));
+    if (!line.empty() && line.back() == '\n') line.pop_back();
     if (line.empty()) continue;
     try {
       Event e = event_from_json(nlohmann::json::parse(line));

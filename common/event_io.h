@@ -1,5 +1,6 @@
 #pragma once
 // The one reader and writer of event streams (events.jsonl, ledger.jsonl).
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <stdexcept>
@@ -20,7 +21,10 @@ struct EventFormatError : std::runtime_error {
 // Appends one line per event; the caller owns the FILE* lifetime via the writer.
 class EventWriter {
  public:
-  explicit EventWriter(const std::filesystem::path& path);  // truncates; throws on failure
+  // Creates the file exclusively, never through a link (an existing file or a planted link
+  // is an error, not a target); throws with the path and the reason.
+  explicit EventWriter(const std::filesystem::path& path);
+  EventWriter(int fd, const std::filesystem::path& path);  // writes to an fd opened by the caller
   ~EventWriter();
   EventWriter(const EventWriter&) = delete;
   EventWriter& operator=(const EventWriter&) = delete;
@@ -39,7 +43,8 @@ struct EventStream {
   std::vector<Event> events;  // everything else, in file order
 };
 
-// Reads a whole .jsonl file. Throws EventFormatError with "<path>:<line>: <reason>".
-EventStream read_events(const std::filesystem::path& path);
+// Reads a whole .jsonl file: never through a link, a regular file of at most max_bytes.
+// Throws EventFormatError with "<path>:<line>: <reason>".
+EventStream read_events(const std::filesystem::path& path, uint64_t max_bytes = UINT64_MAX);
 
 }  // namespace cudatrace

@@ -1,5 +1,7 @@
 #include "harness/bench.h"
 
+#include "harness/safe_files.h"
+
 #include <unistd.h>
 
 #include <cstdio>
@@ -41,11 +43,11 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
     return 3;
   }
   const int reps = opts.reps_given ? opts.reps : 5;
-  const std::string run_id = utc_now("%Y%m%d-%H%M%S") + "-" + std::to_string(getpid()) + "-bench";
-  const fs::path root = opts.out / run_id;
-  fs::create_directories(root / "runs");
+  fs::path root;
+  const std::string run_id = create_run_folder(opts.out, "-bench", root);
+  make_dir_exclusive(root / "runs");
   write_json(root / "manifest.json", {{"v", 1}, {"run_id", run_id}, {"started", utc_now("%Y-%m-%dT%H:%M:%SZ")},
-                                      {"command_line", command_line}, {"environment", environment_manifest(host)}});
+                                      {"command_line", command_line}, {"environment", environment_manifest(host, opts.methods)}});
 
   json merged = {{"context", json::object()}, {"benchmarks", json::array()}};
   json skipped = json::array(), failures = json::array();

@@ -104,6 +104,8 @@ Options parse_cli(const std::vector<std::string>& args, const std::vector<std::s
       o.export_trace = value;
     } else if (flag == "--timeout") {
       o.timeout_s = positive_number(flag, value);
+      if (o.timeout_s < 0.001 || o.timeout_s > 7 * 86400.0)
+        throw UsageError("--timeout wants seconds from 0.001 to 604800 (7 days), got '" + value + "'");
     } else if (flag == "--set") {
       auto dot = value.find('.'), eq = value.find('=');
       if (dot == std::string::npos || eq == std::string::npos || eq < dot || dot == 0 || eq == dot + 1)

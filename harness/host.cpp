@@ -1,5 +1,7 @@
 #include "harness/host.h"
 
+#include "common/spawn.h"
+
 #include <dlfcn.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -103,13 +105,10 @@ bool has_bpf_caps() {
   return false;
 }
 
-std::string first_line_of(const std::string& command) {
-  std::array<char, 512> buf{};
-  FILE* p = popen((command + " 2>&1").c_str(), "r");
-  if (!p) return "";
-  std::string out = fgets(buf.data(), int(buf.size()), p) ? buf.data() : "";
-  pclose(p);
-  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+std::string first_line_of(const std::vector<std::string>& argv) {
+  std::string out = spawn_and_wait(argv, true, 4096).output;
+  out = out.substr(0, out.find('\n'));
+  while (!out.empty() && out.back() == '\r') out.pop_back();
   return out;
 }
 
@@ -152,7 +151,7 @@ HostFacts probe_host(const std::filesystem::path& prefix) {
   return h;
 }
 
-nlohmann::json environment_manifest(const HostFacts& host) {
+nlohmann::json environment_manifest(const HostFacts& host, const std::vector<std::string>& methods) {
   nlohmann::json gpu = {{"available", host.gpu}};
   const Driver& d = driver();
   if (!host.gpu) gpu["reason"] = host.gpu_reason;
@@ -187,12 +186,20 @@ nlohmann::json environment_manifest(const HostFacts& host) {
 
   utsname u{};
   uname(&u);
+  // Only the tools this run uses are run (for their version): a root process starts no
+  // program it does not need.
+  std::vector<std::string> used;
+  if (host.gpu) used.push_back("nvidia-smi");
+  for (const auto& name : methods)
+    if (const Method* m = find_method(name))
+      for (const auto& t : m->tools) used.push_back(t);
   nlohmann::json tools = nlohmann::json::object();
-  for (const char* tool : {"strace", "bpftool", "nvidia-smi", "bpftime"}) {
+  for (const std::string& tool : used) {
+    if (tools.contains(tool)) continue;
     auto path = find_on_path(tool);
     tools[tool] = path.empty() ? nlohmann::json(nullptr)
                                : nlohmann::json{{"path", path.string()},
-                                                {"version", first_line_of(path.string() + (std::string(tool) == "bpftool" ? " version" : " -V"))}};
+                                                {"version", first_line_of({path.string(), "-V"})}};
   }
   char hostname[256] = {};
   gethostname(hostname, sizeof hostname - 1);

@@ -18,6 +18,7 @@
 #include "harness/ledger_check.h"
 #include "harness/matcher.h"
 #include "harness/runner.h"
+#include "harness/safe_files.h"
 #include "harness/verdict.h"
 #include "ledger/ledger.h"
 #include "workloads/exit_codes.h"
@@ -84,7 +85,9 @@ struct RunContext {
 // One repetition of one combination: run, read back, check, score, write run.json.
 json run_one(const Combo& combo, int rep, const RunContext& ctx, ComboOutcome& outcome) {
   const fs::path dir = ctx.runs_dir / (combo.label() + ".r" + std::to_string(rep));
-  fs::create_directories(dir);
+  make_dir_exclusive(dir);
+  // The target (run as the sudo user) writes its ledger and spool files here; root creates
+  // its own files here exclusively and never through a link (safe_files.h).
   if (ctx.run_as) (void)!chown(dir.c_str(), ctx.run_as->uid, ctx.run_as->gid);
 
   json run = {{"workload", combo.workload.empty() ? json(nullptr) : json(combo.workload)},
@@ -349,17 +352,17 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
     }
   }
 
-  const std::string run_id = utc_now("%Y%m%d-%H%M%S") + "-" + std::to_string(getpid());
-  const fs::path root = opts.out / run_id;
+  fs::path root;
+  const std::string run_id = create_run_folder(opts.out, "", root);
   const fs::path runs_dir = root / "runs";
-  fs::create_directories(runs_dir);
+  make_dir_exclusive(runs_dir);
   RunContext ctx{opts, host, runs_dir, invoking_user()};
 
   json manifest = {{"v", 1},
                    {"run_id", run_id},
                    {"started", utc_now("%Y-%m-%dT%H:%M:%SZ")},
                    {"command_line", command_line},
-                   {"environment", environment_manifest(host)},
+                   {"environment", environment_manifest(host, opts.methods)},
                    {"workloads_run_as", ctx.run_as ? json(ctx.run_as->user) : json("the harness's own user")}};
   write_json(root / "manifest.json", manifest);
   std::fprintf(stderr, "harness: run %s: %zu combination(s) x %d rep(s) to run, %zu skipped; results in %s\n",

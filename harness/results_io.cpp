@@ -1,5 +1,8 @@
 #include "harness/results_io.h"
 
+#include "common/spawn.h"
+#include "harness/safe_files.h"
+
 #include <unistd.h>
 
 #include <cstdio>
@@ -18,13 +21,7 @@ std::string utc_now(const char* strftime_format) {
 }
 
 void write_json(const std::filesystem::path& path, const nlohmann::json& j) {
-  const std::filesystem::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream f(tmp);
-    f << j.dump(2) << "\n";
-    if (!f) throw std::runtime_error("cannot write " + tmp.string());
-  }
-  std::filesystem::rename(tmp, path);
+  write_file_atomic(path, j.dump(2) + "\n");
 }
 
 void write_report(const std::filesystem::path& prefix, const std::filesystem::path& results) {
@@ -36,17 +33,13 @@ void write_report(const std::filesystem::path& prefix, const std::filesystem::pa
   // Debian's python3-matplotlib belongs to /usr/bin/python3, whatever python3 is first on PATH.
   const std::string python = std::filesystem::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
   const std::string out = (results / "overhead.html").string();
-  const std::string command = python + " '" + script.string() + "' '" + results.string() + "' -o '" + out + "' >&2";
-  if (std::system(command.c_str()) != 0)
-    std::fprintf(stderr, "harness: the report was not written (see above); results are complete without it\n");
+  // An argument vector, never a shell: a folder name with a quote in it is just a name.
+  const SpawnResult r = spawn_and_wait({python, script.string(), results.string(), "-o", out}, false);
+  if (r.exit_code != 0)
+    std::fprintf(stderr, "harness: the report was not written (%s); results are complete without it\n",
+                 r.error.empty() ? "see above" : r.error.c_str());
 }
 
-void chown_tree(const std::filesystem::path& root, uid_t uid, gid_t gid) {
-  std::error_code ec;
-  (void)!chown(root.c_str(), uid, gid);
-  for (auto it = std::filesystem::recursive_directory_iterator(root, ec);
-       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec))
-    (void)!lchown(it->path().c_str(), uid, gid);
-}
+void chown_tree(const std::filesystem::path& root, uid_t uid, gid_t gid) { chown_tree_nofollow(root, uid, gid); }
 
 }  // namespace cudatrace

@@ -62,6 +62,7 @@ void install_interrupt_handler() {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGHUP, &sa, nullptr);  // a closed terminal: stop the run and keep what finished
 }
 
 const char* to_string(ChildStatus s) {
@@ -119,10 +120,12 @@ ChildResult run_child(const ChildSpec& spec, Tracer& tracer) {
     setpgid(0, 0);  // its own group: a timeout or ^C takes down its children too
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
     close(gate[1]);
     close(report[0]);
-    int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    // Still root here: created exclusively, never through a link the user planted.
+    int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
+    int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
     if (out < 0 || err < 0) child_fail(report[1], errno);
     if (spec.run_as && (fchown(out, spec.run_as->uid, spec.run_as->gid) != 0 ||
                         fchown(err, spec.run_as->uid, spec.run_as->gid) != 0))

@@ -147,13 +147,10 @@ void executed(const char* kernel, const uint32_t grid[3], const uint32_t block[3
 namespace {
 // The first process to finish takes the path; every other one (a forked child, a program
 // it exec'd) takes PATH.<pid>. Created exclusively, never through a link.
-std::string claim_path(const std::string& path) {
+std::pair<int, std::string> claim_path(const std::string& path) {
   for (const std::string& p : {path, path + "." + std::to_string(getpid())}) {
     int fd = open(p.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd >= 0) {
-      close(fd);
-      return p;
-    }
+    if (fd >= 0) return {fd, p};
     if (errno != EEXIST) throw std::runtime_error("cannot create " + p + ": " + std::strerror(errno));
   }
   throw std::runtime_error("cannot create " + path + "." + std::to_string(getpid()) + ": it exists already");
@@ -187,7 +184,8 @@ bool finish() {
   s.finished = true;
   try {
     const int64_t pid = getpid();
-    cudatrace::EventWriter out(claim_path(s.path));
+    const auto [fd, claimed] = claim_path(s.path);
+    cudatrace::EventWriter out(fd, claimed);
 
     cudatrace::Event header;
     header.layer = cudatrace::layer::kMeta;

@@ -24,7 +24,9 @@ TEST(PreloadErrors, SharedCudartEveryRuntimeCallWithItsCode) {
     EXPECT_EQ(run["tracer"]["loss"][counter], 0) << counter;
   if (!host().gpu) {
     EXPECT_EQ(layer_of(run, "driver"), nullptr) << "no driver: nothing to score there";
-    EXPECT_NE(run["tracer"]["notes"]["driver_layer"].get<std::string>().find("never reached libcuda"), std::string::npos);
+    ASSERT_EQ(run["unobserved"].size(), 1u) << run["unobserved"].dump();
+    EXPECT_EQ(run["unobserved"][0]["layer"], "driver");
+    EXPECT_NE(run["unobserved"][0]["reason"].get<std::string>().find("never reached libcuda"), std::string::npos);
   }
 }
 

@@ -306,7 +306,9 @@ TEST(DevhookDecode, StaticCudartAndAMissingReportAreExplained) {
   EXPECT_EQ(r.error, "");
   EXPECT_TRUE(r.layers.empty());
   EXPECT_NE(r.notes["why_nothing"].get<std::string>().find("statically"), std::string::npos);
+  EXPECT_EQ(r.unobserved["device"], r.notes["why_nothing"].get<std::string>());
   // The traced program itself left no report: it died before its exit handlers ran.
+  fs::remove(dir / "events.jsonl");  // root creates it exclusively: a second conversion writes anew
   r = convert_devhook_output(dir, dir / "events.jsonl", "shared", 8);
   EXPECT_NE(r.error.find("wrote no report for pid 8"), std::string::npos) << r.error;
   fs::remove_all(dir);

@@ -1,5 +1,7 @@
 #include "tracers/uprobe/library_search.h"
 
+#include "common/spawn.h"
+
 #include <unistd.h>
 
 #include <array>
@@ -46,15 +48,7 @@ fs::path first_in(const std::vector<std::string>& dirs, const std::string& sonam
 std::string ldconfig_output() {
   for (const char* ldconfig : {"/sbin/ldconfig", "/usr/sbin/ldconfig", "/usr/bin/ldconfig"}) {
     if (access(ldconfig, X_OK) != 0) continue;
-    std::string cmd = std::string(ldconfig) + " -p 2>/dev/null";
-    FILE* p = popen(cmd.c_str(), "r");
-    if (!p) continue;
-    std::string out;
-    std::array<char, 4096> buf;
-    size_t n;
-    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-    pclose(p);
-    return out;
+    return spawn_and_wait({ldconfig, "-p"}, true, 16 << 20).output;  // no shell
   }
   return {};
 }

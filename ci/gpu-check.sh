@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# On a GPU machine, over a tree prepared by ci/gpu-bundle.sh (build-gpu/, dist-gpu/) and
+# ../shared/tools/device-kit.sh (.devkit/: strace): the GPU tests, the real-program
+# workloads under every method, and real software as commands. Results go to OUT (a
+# folder; default results-gpu), as a tarball and the console logs.
+#   usage: ci/gpu-check.sh [ctest-regex]      (default: every gpu|privileged test)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-results-gpu}
+mkdir -p "$out"
+[[ -d .devkit ]] && export PATH=$PWD/.devkit/bin:$PATH LD_LIBRARY_PATH=$PWD/.devkit/lib:${LD_LIBRARY_PATH:-}
+# ctest recorded this checkout's absolute path when it was built.
+built_at=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' build-gpu/CMakeCache.txt)
+[[ "$built_at" != "$PWD" ]] && { mkdir -p "$(dirname "$built_at")"; ln -sfn "$PWD" "$built_at"; }
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu.txt"
+harness=dist-gpu/bin/harness
+results=$out/results
+log() { echo "== $*" | tee -a "$out/console.log"; }
+
+log "ctest"
+(cd "$built_at/build-gpu" && ctest -L "gpu|privileged" ${1:+-R "$1"} -j4 --timeout 300 2>&1) | tail -40 | tee -a "$out/console.log"
+
+log "matrix: real-program workloads x every method"
+$harness --workload graphs,driverapi,dlopen,privatert,multiproc --method all --linkage both --out "$results" 2>&1 |
+  tee -a "$out/console.log" | grep -v '^\[' | tail -30
+
+for prog in tests/real_programs/torch_train_step.py tests/real_programs/cupy_kernels.py; do
+  log "command: $prog"
+  timeout 300 $harness --method none,preload,uprobe,cupti,devhook,strace --out "$results" -- python3 "$prog" 2>&1 |
+    tee -a "$out/console.log" | tail -28
+done
+tar -C "$out" -czf "$out/results.tgz" results && rm -rf "$results"
+ls -la "$out"
