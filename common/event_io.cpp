@@ -92,18 +92,29 @@ void EventWriter::write(const Event& e) {
   line += ",\"args\":" + (e.args.is_object() ? e.args.dump() : std::string("{}"));
   if (e.corr) line += ",\"corr\":" + std::to_string(*e.corr);
   line += "}\n";
-  if (std::fwrite(line.data(), 1, line.size(), f_) != line.size())
-    throw std::runtime_error("write failed on " + path_.string() + ": " + std::strerror(errno));
+  if (std::fwrite(line.data(), 1, line.size(), f_) != line.size()) fail(errno);
   ++written_;
+}
+
+void EventWriter::fail(int err) {
+  // No half line is left for a reader to trip on: the partial file goes.
+  std::fclose(f_);
+  f_ = nullptr;
+  ::unlink(path_.c_str());
+  throw std::runtime_error("cannot write " + path_.string() + ": " + std::strerror(err) + " (partial file removed)");
 }
 
 void EventWriter::close() {
   if (!f_) return;
   bool bad = std::fflush(f_) != 0 || std::ferror(f_);
   int err = errno;
-  std::fclose(f_);
+  if (bad) fail(err);
+  if (std::fclose(f_) != 0) {
+    f_ = nullptr;
+    ::unlink(path_.c_str());
+    throw std::runtime_error("cannot write " + path_.string() + ": " + std::strerror(errno) + " (partial file removed)");
+  }
   f_ = nullptr;
-  if (bad) throw std::runtime_error("write failed on " + path_.string() + ": " + std::strerror(err));
 }
 
 EventStream read_events(const std::filesystem::path& path, uint64_t max_bytes) {

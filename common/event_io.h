@@ -29,10 +29,13 @@ class EventWriter {
   EventWriter(const EventWriter&) = delete;
   EventWriter& operator=(const EventWriter&) = delete;
   void write(const Event& e);
-  void close();  // flushes and reports a write error (disk full) instead of losing it
+  // Flushes and reports a write error (disk full) instead of losing it; a failed write or
+  // close removes the partial file.
+  void close();
   size_t written() const { return written_; }
 
  private:
+  [[noreturn]] void fail(int err);  // removes the partial file, throws with the reason
   FILE* f_ = nullptr;
   std::filesystem::path path_;
   size_t written_ = 0;

@@ -9,6 +9,7 @@
 #include "harness/cli.h"
 #include "harness/host.h"
 #include "harness/matrix.h"
+#include "harness/process_tree.h"
 #include "harness/runner.h"
 #include "harness/trace_export.h"
 
@@ -100,6 +101,8 @@ int main(int argc, char** argv) {
     opts.command[0] = std::filesystem::absolute(resolved).string();
   }
   install_interrupt_handler();
+  start_janitor();     // before the next line: the janitor must stay outside our tree
+  become_subreaper();  // what a target leaves running comes back to us, to be killed
   try {
     std::vector<std::string> command_line(argv, argv + argc);
     return opts.bench ? run_bench(opts, host, command_line) : run_matrix(opts, host, command_line);

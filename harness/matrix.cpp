@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <set>
 #include <cstdio>
 #include <ctime>
@@ -80,10 +82,16 @@ struct RunContext {
   const HostFacts& host;
   fs::path runs_dir;
   std::optional<Credentials> run_as;
+  std::string write_error;  // set when results could not be written: the matrix stops
 };
 
+// A results write that failed for want of space: nothing after it can be kept either.
+bool out_of_space(const std::string& what) {
+  return what.find(std::strerror(ENOSPC)) != std::string::npos || what.find(std::strerror(EDQUOT)) != std::string::npos;
+}
+
 // One repetition of one combination: run, read back, check, score, write run.json.
-json run_one(const Combo& combo, int rep, const RunContext& ctx, ComboOutcome& outcome) {
+json run_one(const Combo& combo, int rep, RunContext& ctx, ComboOutcome& outcome) {
   const fs::path dir = ctx.runs_dir / (combo.label() + ".r" + std::to_string(rep));
   make_dir_exclusive(dir);
   // The target (run as the sudo user) writes its ledger and spool files here; root creates
@@ -140,6 +148,7 @@ json run_one(const Combo& combo, int rep, const RunContext& ctx, ComboOutcome& o
   run["wall_ns"] = child.wall_ns;
   run["detail"] = child.detail;
   run["launch_env"] = launch.env;
+  run["left_running"] = child.left_running;  // killed when the program ended
   if (child.status == ChildStatus::Exited && child.exit_code != 0)
     failures.push_back(exit_meaning(combo, child.exit_code));
   else if (child.status != ChildStatus::Exited)
@@ -192,9 +201,27 @@ json run_one(const Combo& combo, int rep, const RunContext& ctx, ComboOutcome& o
   }
   add_loss(outcome.loss, report.loss);
 
+  if (out_of_space(report.error)) ctx.write_error = report.error;
+  if (!ctx.write_error.empty()) {
+    // The disk is full: this run's raw and partial files go, so that its run.json and the
+    // summary of what finished still fit. The run is failed with the reason either way.
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (name != "stdout.txt" && name != "stderr.txt") fs::remove_all(entry.path(), ec);
+    }
+    run["results_removed"] = "out of space: this run's trace files were removed to keep the summary";
+  }
   run["ok"] = failures.empty();
   run["failures"] = failures;
-  write_json(dir / "run.json", run);
+  try {
+    write_json(dir / "run.json", run);
+  } catch (const WriteError& e) {
+    ctx.write_error = e.what();
+    failures.push_back(e.what());
+    run["ok"] = false;
+    run["failures"] = failures;
+  }
 
   outcome.statuses.push_back(failures.empty() ? "ok" : to_string(child.status));
   outcome.wall_ns.push_back(child.wall_ns);
@@ -271,6 +298,8 @@ void print_progress(size_t index, size_t total, const Combo& c, int rep, int rep
     for (const auto& [layer, n] : run["event_counts"].items()) extra += "  " + layer + " " + std::to_string(n.get<int64_t>());
   for (const auto& u : run["unobserved"])
     extra += "  " + u["layer"].get<std::string>() + " NOT OBSERVED (" + u["reason"].get<std::string>() + ")";
+  if (!run["left_running"].empty())
+    extra += "  (" + std::to_string(run["left_running"].size()) + " process(es) left running: killed)";
   if (!run["ok"].get<bool>()) extra += "  (" + run["failures"][0].get<std::string>() + ")";
   std::fprintf(stderr, "%s%s\n", line, extra.c_str());
 }
@@ -379,12 +408,22 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
   for (const auto& c : todo) {
     ComboOutcome o;
     o.combo = c;
-    for (int rep = 1; rep <= opts.reps && !g_interrupted; ++rep) {
-      json run = run_one(c, rep, ctx, o);
+    for (int rep = 1; rep <= opts.reps && !g_interrupted && ctx.write_error.empty(); ++rep) {
+      json run;
+      try {
+        run = run_one(c, rep, ctx, o);
+      } catch (const WriteError& e) {  // the run's own folder or files could not be made
+        ctx.write_error = e.what();
+        break;
+      }
       print_progress(++index, total, c, rep, opts.reps, run);
     }
     outcomes.push_back(std::move(o));
     if (g_interrupted) break;
+    if (!ctx.write_error.empty()) {
+      std::fprintf(stderr, "harness: %s: stopping; the summary keeps what finished\n", ctx.write_error.c_str());
+      break;
+    }
   }
 
   int ok = 0, failed = 0;
@@ -399,6 +438,7 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
                   {"started", manifest["started"]},
                   {"finished", utc_now("%Y-%m-%dT%H:%M:%SZ")},
                   {"interrupted", g_interrupted.load()},
+                  {"incomplete", ctx.write_error.empty() ? json(nullptr) : json(ctx.write_error)},
                   {"command_line", command_line},
                   {"counts", {{"runs", ok + failed}, {"ok", ok}, {"failed", failed}, {"skipped_combinations", skipped.size()}}},
                   {"combos", combos_json},
@@ -417,7 +457,13 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
     summary["verdict"] = command_verdict(views);
     print_verdict(summary["verdict"]);
   }
-  write_json(root / "summary.json", summary);
+  try {
+    write_json(root / "summary.json", summary);
+  } catch (const WriteError& e) {
+    std::fprintf(stderr, "harness: %s: no summary was kept\n", e.what());
+    if (ctx.run_as) chown_tree(root, ctx.run_as->uid, ctx.run_as->gid);
+    return 1;
+  }
   write_report(host.prefix, root);
   if (ctx.run_as) chown_tree(root, ctx.run_as->uid, ctx.run_as->gid);
 
@@ -427,7 +473,7 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
                skipped.size(), not_observed.c_str(), g_interrupted ? ", INTERRUPTED (partial results kept)" : "",
                (root / "summary.json").c_str());
   if (g_interrupted) return 130;
-  if (failed) return 1;
+  if (failed || !ctx.write_error.empty()) return 1;
   if (ok == 0) {
     std::fprintf(stderr, "harness: nothing requested could run here (see the skip reasons above)\n");
     return 3;

@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "harness/process_tree.h"
 
 extern char** environ;
 
@@ -111,6 +113,7 @@ ChildResult run_child(const ChildSpec& spec, Tracer& tracer) {
     groups.resize(size_t(n));
   }
 
+  const pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) {
     res.detail = std::string("fork: ") + std::strerror(errno);
@@ -141,10 +144,19 @@ ChildResult run_child(const ChildSpec& spec, Tracer& tracer) {
           setuid(spec.run_as->uid) != 0)
         child_fail(report[1], errno);
     }
+    // Dies with the harness (set after setuid, which clears it). A harness that is already
+    // gone by now would never know: stop.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(126);
     execve(argv[0], argv.data(), envp.data());
     child_fail(report[1], errno);
   }
   setpgid(pid, pid);  // also from here, so kill(-pid) works whoever runs first
+  janitor_watch(pid);  // if the harness dies, the janitor kills this group
+  struct Forget {
+    pid_t group;
+    ~Forget() { janitor_forget(group); }
+  } forget{pid};
   close(gate[0]);
   close(report[1]);
 
@@ -177,6 +189,12 @@ ChildResult run_child(const ChildSpec& spec, Tracer& tracer) {
   const int64_t deadline = start + int64_t(spec.timeout_s * 1e9);
   int pidfd = int(syscall(SYS_pidfd_open, pid, 0));
   bool reaped = false, interrupted = false;
+  // Under a wrapper (strace), the program is the wrapper's child. What the program leaves
+  // behind is reparented to us, not to the wrapper, so the program has ended once the
+  // wrapper has no child left: then what it left running is killed, and the wrapper, which
+  // follows those processes, ends too. (Before its first fork the wrapper has no child
+  // either: a child seen, or half a second gone, tells the two apart.)
+  bool wrapper_had_child = false, program_ended = false;
   while (!reaped) {
     if (g_interrupted) {
       interrupted = true;
@@ -184,6 +202,14 @@ ChildResult run_child(const ChildSpec& spec, Tracer& tracer) {
     }
     int64_t now = monotonic_ns();
     if (now >= deadline) break;
+    if (spec.launch.wrapper && !program_ended) {
+      const bool has_child = !descendants(pid).empty();
+      wrapper_had_child = wrapper_had_child || has_child;
+      if (!has_child && (wrapper_had_child || now - start > 500000000)) {
+        program_ended = true;
+        for (auto& who : kill_leftovers(pid)) res.left_running.push_back(who);
+      }
+    }
     int slice_ms = int(std::min<int64_t>((deadline - now) / 1000000 + 1, 100));
     if (pidfd >= 0) {
       pollfd p{pidfd, POLLIN, 0};
@@ -198,10 +224,13 @@ ChildResult run_child(const ChildSpec& spec, Tracer& tracer) {
   if (pidfd >= 0) close(pidfd);
   if (!reaped) {
     stop_group(pid, wstatus);
+    for (auto& who : kill_leftovers()) res.left_running.push_back(who);
     res.status = interrupted ? ChildStatus::Interrupted : ChildStatus::TimedOut;
     res.detail = interrupted ? "interrupted" : "killed after " + std::to_string(int(spec.timeout_s)) + " s";
     return res;
   }
+  // What the program left running (a daemon, a setsid() child) was reparented to us.
+  for (auto& who : kill_leftovers()) res.left_running.push_back(who);
   if (WIFEXITED(wstatus)) {
     res.status = ChildStatus::Exited;
     res.exit_code = WEXITSTATUS(wstatus);

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tracers/tracer.h"
 
@@ -40,6 +41,7 @@ struct ChildResult {
   int signal = 0;
   int64_t wall_ns = 0;  // from the gate opening to the child's exit
   std::string detail;   // one line for a person
+  std::vector<std::string> left_running;  // "pid name" of processes it left behind, killed
 };
 
 // `tracer.attach(pid)` runs while the child waits at its gate; its exceptions stop the

@@ -35,6 +35,7 @@ struct Target {
 struct Launch {
   std::vector<std::string> argv;
   std::map<std::string, std::string> env;  // set on top of the harness's own environment
+  bool wrapper = false;  // argv[0] is a wrapper (strace) whose first child is the program
 };
 
 struct TracerReport {

@@ -42,6 +42,7 @@ void StraceTracer::prepare(Launch& launch, const Target& target, const std::file
   std::vector<std::string> argv = strace_args(strace_, run_dir / "strace.txt");
   argv.insert(argv.end(), launch.argv.begin(), launch.argv.end());
   launch.argv = std::move(argv);
+  launch.wrapper = true;  // strace follows the program's children: it ends when they do
 }
 
 TracerReport convert_strace_output(const std::filesystem::path& strace_file, const std::filesystem::path& events_file,

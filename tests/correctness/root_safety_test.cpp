@@ -1,0 +1,168 @@
+// The harness as a root tool on a shared machine (#22): it follows no link a user planted,
+// runs no shell, leaves no process behind, and reports a full disk instead of dying on it.
+// The cases that need root skip with that reason; CI runs as root.
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include "harness/process_tree.h"
+#include "harness_run.h"
+
+using namespace correctness;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Running, sleeping, stopped: alive. Gone, or a zombie (killed, waiting for a parent to
+// reap it): not.
+bool alive(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  if (!std::getline(f, stat)) return false;
+  auto paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z';
+}
+
+// Pids of live processes whose argv[0] is `marker` (set with `exec -a`; the harness's own
+// command line holds the marker too, further along).
+std::vector<pid_t> processes_with(const std::string& marker) {
+  std::vector<pid_t> out;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream f(e.path() / "cmdline");
+    std::string cmd((std::istreambuf_iterator<char>(f)), {});
+    for (auto& c : cmd)
+      if (c == '\0') c = ' ';
+    if (cmd.rfind(marker, 0) == 0) out.push_back(pid_t(std::stol(name)));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(RootSafety, OutWithAQuoteRunsNoShellAndStillWritesTheReport) {
+  const fs::path cwd = testsupport::temp_dir("quote-cwd");
+  const fs::path out = cwd / "a';touch INJECTED;'b c";
+  auto res = testsupport::run_command("cd '" + cwd.string() + "' && " + HARNESS_PATH + " --method none --out \"" +
+                                      out.string() + "\" -- /bin/true");
+  EXPECT_EQ(res.exit_code, 0) << res.output;
+  EXPECT_FALSE(fs::exists(cwd / "INJECTED")) << "a command ran from the folder's name";
+  bool report = false;
+  for (const auto& e : fs::directory_iterator(out)) report = report || fs::exists(e.path() / "summary.json");
+  EXPECT_TRUE(report) << res.output;
+}
+
+TEST(RootSafety, TimeoutOutOfRangeIsAUsageError) {
+  auto res = testsupport::run_command(std::string(HARNESS_PATH) + " --method none --timeout 1e10 -- /bin/true");
+  EXPECT_EQ(res.exit_code, 2) << res.output;
+  EXPECT_NE(res.output.find("--timeout wants seconds from"), std::string::npos) << res.output;
+}
+
+// A daemon the program leaves behind ends with the run, under every host-side method, and
+// the results name it. strace follows the daemon: it must end when the program does.
+TEST(RootSafety, WhatTheProgramLeavesRunningIsKilledAndNamed) {
+  const std::string marker = "cudatrace_leftover_marker";
+  for (const char* method : {"none", "preload", "strace"}) {
+    if (!cudatrace::availability(*cudatrace::find_method(method), host()).ok) continue;
+    SCOPED_TRACE(method);
+    const auto t0 = std::chrono::steady_clock::now();
+    HarnessRun r = run_harness(std::string("--method ") + method +
+                               " --timeout 60 -- /bin/bash -c '(exec -a " + marker + " sleep 300 &); (setsid sleep 301 &); exit 0'");
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_LT(seconds, 20) << "the run waited for what the program left running";
+    EXPECT_TRUE(processes_with(marker).empty()) << "the daemon survived the run";
+    const json run = r.run_json(std::string("cmd.") + method);
+    EXPECT_GE(run["left_running"].size(), 2u) << run.dump(1);
+    EXPECT_NE(r.output.find("left running: killed"), std::string::npos) << r.output;
+  }
+}
+
+// A harness killed outright leaves no process of its run behind.
+TEST(RootSafety, HarnessKilledLeavesNothingRunning) {
+  const std::string marker = "cudatrace_orphan_marker";
+  const fs::path out = testsupport::temp_dir("killed");
+  pid_t harness = fork();
+  if (harness == 0) {
+    execl(HARNESS_PATH, HARNESS_PATH, "--method", "none", "--out", out.c_str(), "--", "/bin/bash", "-c",
+          ("(exec -a " + marker + " sleep 300) & exec -a " + marker + " sleep 301").c_str(), (char*)nullptr);
+    _exit(127);
+  }
+  for (int i = 0; i < 200 && processes_with(marker).size() < 2; ++i) usleep(20000);
+  const auto victims = processes_with(marker);
+  ASSERT_EQ(victims.size(), 2u) << "the run's two sleeps did not start";
+  kill(harness, SIGKILL);
+  waitpid(harness, nullptr, 0);
+  for (int i = 0; i < 250 && !processes_with(marker).empty(); ++i) usleep(20000);
+  for (pid_t p : victims) EXPECT_FALSE(alive(p)) << "pid " << p << " outlived the harness";
+  for (pid_t p : processes_with(marker)) kill(p, SIGKILL);  // leave nothing for the next test
+}
+
+// Symlinks planted by the user the workloads run as, in every folder of theirs, while the
+// harness runs: root follows none of them; a root-owned file outside stays as it was.
+TEST(RootSafety, PlantedLinksAreNeverFollowed) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (the harness hands run folders to SUDO_UID)";
+  if (access("/usr/bin/setpriv", X_OK) != 0) GTEST_SKIP() << "needs setpriv (util-linux) to act as another user";
+  const fs::path secret_dir = testsupport::temp_dir("victim");
+  chmod(secret_dir.c_str(), 0700);
+  const fs::path victim = secret_dir / "victim";
+  { std::ofstream(victim) << "root's data\n"; }
+  chmod(victim.c_str(), 0600);
+  const fs::path out = testsupport::temp_dir("planted");
+  chmod(out.c_str(), 0755);
+  // The planter: as nobody, link every name root writes in every folder nobody can write.
+  const std::string names = "stdout.txt stderr.txt events.jsonl run.json run.json.tmp uprobe.bin";
+  const std::string planter =
+      "/usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups /bin/sh -c 'end=$(($(date +%s)+20)); "
+      "while [ $(date +%s) -lt $end ]; do for d in " + out.string() + "/*/runs/*/; do for n in " + names +
+      "; do ln -s " + victim.string() + " \"$d$n\" 2>/dev/null; done; done; done' &";
+  testsupport::run_command(planter);
+  HarnessRun r = run_harness("--workload errors --method none,preload,strace --reps 4", "SUDO_UID=65534 SUDO_GID=65534");
+  testsupport::run_command("pkill -u 65534 -f 'while \\[' ; true");
+  struct stat st {};
+  ASSERT_EQ(lstat(victim.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 0u) << "the victim was handed to the user";
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  std::ifstream f(victim);
+  std::string content((std::istreambuf_iterator<char>(f)), {});
+  EXPECT_EQ(content, "root's data\n") << r.output;
+  EXPECT_NE(r.exit_code, 2) << r.output;
+}
+
+// A disk that fills: one line with the path and the reason, a summary of what finished,
+// marked incomplete, and no .tmp left.
+TEST(RootSafety, FullDiskIsReportedAndTheSummaryKept) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to mount a small tmpfs";
+  const fs::path out = testsupport::temp_dir("full");
+  if (mount("cudatrace-test", out.c_str(), "tmpfs", 0, "size=1m") != 0)
+    GTEST_SKIP() << "cannot mount a tmpfs here: " << std::strerror(errno);
+  // Each run's events.jsonl (strace of a chatty program) is larger than what is left.
+  auto res = testsupport::run_command(std::string(HARNESS_PATH) + " --method strace,none --reps 3 --out " + out.string() +
+                                      " -- /bin/sh -c 'i=0; while [ $i -lt 3000 ]; do : > /dev/null; i=$((i+1)); done; ls /proc/self/fd >/dev/null'");
+  std::vector<fs::path> tmp_left;
+  fs::path summary;
+  json summary_json;
+  for (const auto& e : fs::recursive_directory_iterator(out)) {
+    if (e.path().extension() == ".tmp") tmp_left.push_back(e.path());
+    if (e.path().filename() == "summary.json") {
+      summary = e.path();
+      std::ifstream f(summary);
+      summary_json = json::parse(f, nullptr, false);
+    }
+  }
+  const std::string output = res.output;
+  umount2(out.c_str(), MNT_DETACH);
+  if (!cudatrace::availability(*cudatrace::find_method("strace"), host()).ok) GTEST_SKIP() << "strace unavailable";
+  EXPECT_NE(res.exit_code, 0) << output;
+  EXPECT_NE(output.find("No space left on device"), std::string::npos) << output;
+  EXPECT_TRUE(tmp_left.empty()) << tmp_left.front();
+  ASSERT_FALSE(summary.empty()) << output;
+  ASSERT_TRUE(summary_json.is_object());
+  EXPECT_TRUE(summary_json["incomplete"].is_string()) << "the summary says it is incomplete, and why";
+}
