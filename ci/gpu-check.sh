@@ -3,7 +3,9 @@
 # ../shared/tools/device-kit.sh (.devkit/: strace): the GPU tests, the real-program
 # workloads under every method, and real software as commands. Results go to OUT (a
 # folder; default results-gpu), as a tarball and the console logs.
-#   usage: ci/gpu-check.sh [ctest-regex]      (default: every gpu|privileged test)
+#   usage: ci/gpu-check.sh tests [ctest-regex]   the gpu|privileged tests (or those matching)
+#          ci/gpu-check.sh matrix                the real-program workloads x every method,
+#                                                then real software as commands
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-results-gpu}
@@ -13,12 +15,16 @@ mkdir -p "$out"
 built_at=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' build-gpu/CMakeCache.txt)
 [[ "$built_at" != "$PWD" ]] && { mkdir -p "$(dirname "$built_at")"; ln -sfn "$PWD" "$built_at"; }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu.txt"
-harness=dist-gpu/bin/harness
+harness=build-gpu/bin/harness  # the build tree has the installed layout; dist-gpu need not travel
 results=$out/results
 log() { echo "== $*" | tee -a "$out/console.log"; }
 
-log "ctest"
-(cd "$built_at/build-gpu" && ctest -L "gpu|privileged" ${1:+-R "$1"} -j4 --timeout 300 2>&1) | tail -40 | tee -a "$out/console.log"
+phase=${1:-matrix}
+if [[ $phase == tests ]]; then
+  log "ctest"
+  (cd "$built_at/build-gpu" && ctest -L "gpu|privileged" ${2:+-R "$2"} -j4 --timeout 300 2>&1) | tee "$out/ctest.log" | tail -40
+  exit 0
+fi
 
 log "matrix: real-program workloads x every method"
 $harness --workload graphs,driverapi,dlopen,privatert,multiproc --method all --linkage both --out "$results" 2>&1 |
@@ -29,5 +35,12 @@ for prog in tests/real_programs/torch_train_step.py tests/real_programs/cupy_ker
   timeout 300 $harness --method none,preload,uprobe,cupti,devhook,strace --out "$results" -- python3 "$prog" 2>&1 |
     tee -a "$out/console.log" | tail -28
 done
-tar -C "$out" -czf "$out/results.tgz" results && rm -rf "$results"
+# What travels back is small: each run's summary and manifest (the events stay behind).
+i=0
+for run in "$results"/*/; do
+  i=$((i + 1))
+  cp "$run/summary.json" "$out/summary-$i.json" 2>/dev/null
+  [[ $i == 1 ]] && cp "$run/manifest.json" "$out/manifest.json"
+done
+rm -rf "$results"
 ls -la "$out"

@@ -289,7 +289,7 @@ def main():
 <html><head><meta charset="utf-8"><title>CUDA tracing methods: overhead and completeness</title>
 <style>body{{font-family:sans-serif;max-width:1200px;margin:2em auto;color:#222}}table{{border-collapse:collapse;margin:1em 0;font-size:13px}}
 td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}th{{background:#eee}}td:first-child{{text-align:left}}
-img{{max-width:100%}}.good{{color:#070}}.bad{{color:#b00}}</style></head><body>
+img{{max-width:100%}}.good{{color:#070}}.bad{{color:#b00}}#unobserved td,#command-coverage td:last-child{{text-align:left}}</style></head><body>
 <h1>CUDA tracing methods: what each one sees, and what it costs</h1>
 <p>Runs: {esc(", ".join(ids))}. {failed} failed run(s).</p>
 <h2>Per-call overhead</h2>{chart}{per_call}

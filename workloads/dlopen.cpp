@@ -46,23 +46,12 @@ void resolve(void* handle, F& fn, const char* symbol) {
   }
 }
 
+// The runtime calls through the looked-up pointers, recorded; CALL's must succeed.
 template <class Call>
 cudaError_t call(const char* name, Call&& fn, std::initializer_list<Arg> args = {}) {
-  const int64_t t0 = ledger::now();
-  const cudaError_t r = fn();
-  ledger::record(name, t0, ledger::now(), int(r), args);
-  return r;
+  return workload::recorded_call(false, name, std::forward<Call>(fn), args);
 }
-
-#define CALL(NAME, EXPR, ...)                                                                \
-  do {                                                                                       \
-    cudaError_t call_r_ = call(NAME, [&] { return EXPR; }, {__VA_ARGS__});                   \
-    if (call_r_ != cudaSuccess) {                                                            \
-      std::fprintf(stderr, "%s: %s failed with CUDA error %d\n", kName, NAME, int(call_r_)); \
-      ledger::finish();                                                                      \
-      std::exit(workload::kCudaFailed);                                                      \
-    }                                                                                        \
-  } while (0)
+#define CALL(NAME, EXPR, ...) MUST_CALL(false, kName, NAME, EXPR, __VA_ARGS__)
 
 }  // namespace
 

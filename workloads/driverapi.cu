@@ -17,25 +17,12 @@ namespace {
 
 const char* kName = "driverapi";
 
-// Times a driver call and records it (layer "driver") with the arguments given.
+// The driver calls, recorded (layer "driver"); DRV's must succeed.
 template <class Call>
 CUresult driver(const char* name, Call&& call, std::initializer_list<ledger::Arg> args = {}) {
-  const int64_t t0 = ledger::now();
-  const CUresult r = call();
-  ledger::record_driver(name, t0, ledger::now(), int(r), args);
-  return r;
+  return workload::recorded_call(true, name, std::forward<Call>(call), args);
 }
-
-// A driver call that must succeed: on failure, say which and stop with kCudaFailed.
-#define DRV(NAME, CALL, ...)                                                              \
-  do {                                                                                    \
-    CUresult drv_r_ = driver(NAME, [&] { return CALL; }, {__VA_ARGS__});                  \
-    if (drv_r_ != CUDA_SUCCESS) {                                                         \
-      std::fprintf(stderr, "%s: %s failed with CUDA driver error %d\n", kName, NAME, int(drv_r_)); \
-      ledger::finish();                                                                   \
-      std::exit(workload::kCudaFailed);                                                   \
-    }                                                                                     \
-  } while (0)
+#define DRV(NAME, CALL, ...) MUST_CALL(true, kName, NAME, CALL, __VA_ARGS__)
 
 using ledger::Arg;
 
@@ -91,17 +78,15 @@ int main(int argc, char** argv) {
   DRV("cuMemAlloc", cuMemAlloc(&y, bytes), Arg::Int("bytes", int64_t(bytes)));
 
   const unsigned grid = unsigned((n + block - 1) / block);
-  auto launch_args = [&](const char* kernel) {
-    return std::initializer_list<Arg>{Arg::Str("kernel", kernel), Arg::Dim3("grid", grid, 1, 1),
-                                      Arg::Dim3("block", unsigned(block), 1, 1)};
-  };
+  // A macro, not a function: an initializer_list returned from a function dangles.
+#define LAUNCH_ARGS(KERNEL) Arg::Str("kernel", KERNEL), Arg::Dim3("grid", grid, 1, 1), Arg::Dim3("block", unsigned(block), 1, 1)
   float one = 1.0f, two = 2.0f, a = 1.0f;
   void* fill_x[] = {&x, &one, const_cast<int*>(&n)};
   void* fill_y[] = {&y, &two, const_cast<int*>(&n)};
   DRV("cuLaunchKernel", cuLaunchKernel(fill, grid, 1, 1, unsigned(block), 1, 1, 0, nullptr, fill_x, nullptr),
-      launch_args("ptx_fill"));
+      LAUNCH_ARGS("ptx_fill"));
   DRV("cuLaunchKernel", cuLaunchKernel(fill, grid, 1, 1, unsigned(block), 1, 1, 0, nullptr, fill_y, nullptr),
-      launch_args("ptx_fill"));
+      LAUNCH_ARGS("ptx_fill"));
   CUlaunchConfig config{};
   config.gridDimX = grid;
   config.gridDimY = config.gridDimZ = 1;
@@ -109,7 +94,7 @@ int main(int argc, char** argv) {
   config.blockDimY = config.blockDimZ = 1;
   void* axpy_args[] = {&y, &x, &a, const_cast<int*>(&n)};
   for (int i = 0; i < iters; ++i)
-    DRV("cuLaunchKernelEx", cuLaunchKernelEx(&config, axpy, axpy_args, nullptr), launch_args("ptx_axpy"));
+    DRV("cuLaunchKernelEx", cuLaunchKernelEx(&config, axpy, axpy_args, nullptr), LAUNCH_ARGS("ptx_axpy"));
 
   // Failures a JIT launcher meets, each expected and recorded with its code.
   CUdeviceptr huge = 0;

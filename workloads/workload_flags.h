@@ -72,6 +72,31 @@ class Flags {
   std::map<std::string, Flag> flags_;
 };
 
+// Times a call the workload makes through a looked-up pointer or the driver API, and
+// records it in the ledger (layer "driver" or "runtime"); the rt:: wrappers do this for
+// the runtime calls made by name.
+template <class Call>
+auto recorded_call(bool driver, const char* name, Call&& call, std::initializer_list<ledger::Arg> args) {
+  const int64_t t0 = ledger::now();
+  const auto r = call();
+  if (driver)
+    ledger::record_driver(name, t0, ledger::now(), int(r), args);
+  else
+    ledger::record(name, t0, ledger::now(), int(r), args);
+  return r;
+}
+
+// A recorded call that must succeed: on failure, say which and stop with kCudaFailed.
+#define MUST_CALL(DRIVER, WORKLOAD, NAME, CALL, ...)                                                         \
+  do {                                                                                                       \
+    const auto must_call_r_ = workload::recorded_call(DRIVER, NAME, [&] { return CALL; }, {__VA_ARGS__});   \
+    if (int(must_call_r_) != 0) {                                                                            \
+      std::fprintf(stderr, "%s: %s failed with CUDA error %d\n", WORKLOAD, NAME, int(must_call_r_));         \
+      ledger::finish();                                                                                      \
+      std::exit(workload::kCudaFailed);                                                                      \
+    }                                                                                                        \
+  } while (0)
+
 // Codes (runtime and driver alike) with which CUDA says there is no GPU to use here: the
 // toolkit's stub libcuda (34), no driver or too old a driver (35), no device (100).
 inline bool means_no_gpu(int code) { return code == 34 || code == 35 || code == 100; }

@@ -321,7 +321,7 @@ TEST(GpuDevhookModes, ThreadModeSeesEveryThread) {
   nlohmann::json run = r.run_json("vecadd.shared.devhook-thread");
   const auto* device = layer_of(run, "device");
   ASSERT_NE(device, nullptr);
-  EXPECT_EQ((*device)["expectation"], "grid x block threads per ledger launch");
+  EXPECT_EQ((*device)["expectation"], "grid x block threads per kernel run");
   EXPECT_EQ((*device)["expected"].get<int64_t>(), 10 * 65536);
   EXPECT_EQ((*device)["matched"], (*device)["expected"]) << (*device)["examples"].dump();
   EXPECT_EQ(run["tracer"]["loss"]["ring_full"], 0);
