@@ -1,6 +1,7 @@
 #include "harness/host.h"
 
 #include "common/spawn.h"
+#include "harness/git_revision.h"
 
 #include <dlfcn.h>
 #include <sys/utsname.h>
