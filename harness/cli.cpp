@@ -48,7 +48,7 @@ Options parse_cli(const std::vector<std::string>& args, const std::vector<std::s
                   const std::vector<std::string>& method_names) {
   Options o;
   std::string workload_arg = "all", method_arg = "all", linkage_arg = "both";
-  bool workload_given = false, linkage_given = false;
+  bool workload_given = false, linkage_given = false, method_given = false;
   for (size_t i = 0; i < args.size(); ++i) {
     std::string a = args[i];
     if (a == "--") {
@@ -83,11 +83,12 @@ Options parse_cli(const std::vector<std::string>& args, const std::vector<std::s
       if (i + 1 >= args.size()) throw UsageError(flag + " needs a value");
       value = args[++i];
     }
-    if (flag == "--workload") {
-      workload_arg = value;
+    if (flag == "--workload") {  // repeated: the lists add up
+      workload_arg = workload_given ? workload_arg + "," + value : value;
       workload_given = true;
     } else if (flag == "--method") {
-      method_arg = value;
+      method_arg = method_given ? method_arg + "," + value : value;
+      method_given = true;
     } else if (flag == "--linkage") {
       linkage_arg = value;
       linkage_given = true;
@@ -148,8 +149,8 @@ Every workload runs twice, once per cudart linkage (nvcc's default static cudart
 shared), because several methods can only see one of them.
 
 options:
-  --workload NAME[,NAME]|all   workloads to run (default: all)
-  --method NAME[,NAME]|all     tracing methods (default: all)
+  --workload NAME[,NAME]|all   workloads to run (default: all; repeated, the lists add up)
+  --method NAME[,NAME]|all     tracing methods (default: all; repeated, the lists add up)
   --linkage static|shared|both cudart linkage of the workload binaries (default: both)
   --reps N                     repetitions of each combination (default: 1)
   --out DIR                    results go to DIR/<run-id>/ (default: results)

@@ -82,6 +82,10 @@ LedgerCheck check_ledger(const EventStream& ledger) {
   return c;
 }
 
+// The program wrote its ledger: a larger one is not read (and the run's ledger is then
+// inconsistent, with that reason), so a runaway file cannot exhaust the harness.
+constexpr uint64_t kMaxLedgerBytes = uint64_t(512) << 20;
+
 LedgerCheck read_ledgers(const std::filesystem::path& run_dir, EventStream& merged) {
   std::vector<std::filesystem::path> files;
   std::error_code ec;
@@ -100,7 +104,7 @@ LedgerCheck read_ledgers(const std::filesystem::path& run_dir, EventStream& merg
   for (const auto& f : files) {
     LedgerCheck one;
     try {
-      EventStream s = read_events(f);
+      EventStream s = read_events(f, kMaxLedgerBytes);
       one = check_ledger(s);
       merged.meta.insert(merged.meta.end(), s.meta.begin(), s.meta.end());
       merged.events.insert(merged.events.end(), s.events.begin(), s.events.end());

@@ -79,6 +79,9 @@ int main(int argc, char** argv) {
     try {
       if (!std::filesystem::is_directory(opts.export_trace))
         throw std::runtime_error("no such run folder: " + opts.export_trace.string());
+      if (!std::filesystem::exists(opts.export_trace / "run.json"))
+        throw std::runtime_error(opts.export_trace.string() +
+                                 " is not a run folder (no run.json): give results/<run-id>/runs/<combo>");
       size_t n = export_trace(opts.export_trace);
       std::printf("harness: wrote %s (%zu trace events)\n", (opts.export_trace / "trace.json").c_str(), n);
       return 0;
@@ -92,10 +95,21 @@ int main(int argc, char** argv) {
     print_list(host);
     return 0;
   }
+  try {
+    (void)invoking_user();  // SUDO_UID/SUDO_GID are checked before anything runs
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "harness: %s\n", e.what());
+    return 2;
+  }
   if (!opts.command.empty()) {
     auto resolved = find_on_path(opts.command[0]);
-    if (resolved.empty()) {
-      std::fprintf(stderr, "harness: cannot find '%s' (not a path to an executable, nor on PATH)\n", opts.command[0].c_str());
+    std::error_code ec;
+    if (resolved.empty() || std::filesystem::is_directory(resolved, ec)) {
+      if (resolved.empty())
+        std::fprintf(stderr, "harness: cannot find '%s' (not a path to an executable, nor on PATH)\n",
+                     opts.command[0].c_str());
+      else
+        std::fprintf(stderr, "harness: cannot run '%s': it is a folder, not a program\n", opts.command[0].c_str());
       return 2;
     }
     opts.command[0] = std::filesystem::absolute(resolved).string();

@@ -396,11 +396,20 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
   write_json(root / "manifest.json", manifest);
   std::fprintf(stderr, "harness: run %s: %zu combination(s) x %d rep(s) to run, %zu skipped; results in %s\n",
                run_id.c_str(), todo.size(), opts.reps, skipped.size(), root.c_str());
+  // One line per reason, with how many combinations and which (the full list is in
+  // summary.json): a method missing here must not bury the rest of the console.
+  std::map<std::string, std::vector<std::string>> skips_by_reason;
   for (const auto& s : skipped)
-    std::fprintf(stderr, "  skip %s: %s\n",
-                 (s["workload"].is_null() ? std::string("command") : s["workload"].get<std::string>() + " " +
-                                                                         s["linkage"].get<std::string>()).c_str(),
-                 s["reason"].get<std::string>().c_str());
+    skips_by_reason[s["reason"].get<std::string>()].push_back(
+        s["workload"].is_null() ? "command." + s["method"].get<std::string>()
+                                : s["workload"].get<std::string>() + "." + s["linkage"].get<std::string>() + "." +
+                                      s["method"].get<std::string>());
+  for (const auto& [reason, which] : skips_by_reason) {
+    std::string list;
+    for (size_t i = 0; i < which.size() && i < 4; ++i) list += (i ? ", " : "") + which[i];
+    if (which.size() > 4) list += ", ... (" + std::to_string(which.size() - 4) + " more)";
+    std::fprintf(stderr, "  skip %zu: %s [%s]\n", which.size(), reason.c_str(), list.c_str());
+  }
 
   std::vector<ComboOutcome> outcomes;
   const size_t total = todo.size() * size_t(opts.reps);

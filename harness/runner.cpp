@@ -12,6 +12,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <stdexcept>
 #include <vector>
 
 #include "common/clock.h"
@@ -79,13 +80,31 @@ const char* to_string(ChildStatus s) {
   return "?";
 }
 
+namespace {
+// A whole decimal id from 1 to 2^31 - 1, or nothing.
+std::optional<uint32_t> parse_id(const char* s) {
+  if (!s || !*s || std::strlen(s) > 10) return std::nullopt;
+  uint64_t v = 0;
+  for (const char* p = s; *p; ++p) {
+    if (*p < '0' || *p > '9') return std::nullopt;
+    v = v * 10 + uint64_t(*p - '0');
+  }
+  if (v == 0 || v > 0x7fffffff) return std::nullopt;
+  return uint32_t(v);
+}
+}  // namespace
+
 std::optional<Credentials> invoking_user() {
   const char* uid = getenv("SUDO_UID");
   const char* gid = getenv("SUDO_GID");
-  if (geteuid() != 0 || !uid || !gid) return std::nullopt;
-  Credentials c{uid_t(std::stoul(uid)), gid_t(std::stoul(gid)), getenv("SUDO_USER") ? getenv("SUDO_USER") : ""};
-  if (c.uid == 0) return std::nullopt;
-  return c;
+  if (geteuid() != 0 || (!uid && !gid)) return std::nullopt;
+  if (uid && std::strcmp(uid, "0") == 0) return std::nullopt;  // root ran sudo: nothing to hand over
+  const auto u = parse_id(uid), g = parse_id(gid);
+  if (!u || !g)
+    throw std::invalid_argument(std::string("SUDO_UID/SUDO_GID are not valid ids (") + (uid ? uid : "unset") + "/" +
+                                (gid ? gid : "unset") + "): refusing to hand results to an unknown user");
+  const char* user = getenv("SUDO_USER");
+  return Credentials{uid_t(*u), gid_t(*g), user ? user : ""};
 }
 
 ChildResult run_child(const ChildSpec& spec, Tracer& tracer) {

@@ -3,6 +3,7 @@
 // The cases that need root skip with that reason; CI runs as root.
 #include <signal.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <chrono>
@@ -165,4 +166,47 @@ TEST(RootSafety, FullDiskIsReportedAndTheSummaryKept) {
   ASSERT_FALSE(summary.empty()) << output;
   ASSERT_TRUE(summary_json.is_object());
   EXPECT_TRUE(summary_json["incomplete"].is_string()) << "the summary says it is incomplete, and why";
+}
+
+// A 256 MB sparse file planted in the preload shim's folder (0 bytes on disk): the harness
+// reads a bounded part of it, counts the rest as loss, and stays small.
+TEST(RootSafety, HugeSparseSpoolFileIsBoundedAndCountedAsLoss) {
+  HarnessRun r = run_harness("--method preload -- /bin/sh -c 'truncate -s 256M \"$CUDATRACE_PRELOAD_DIR/preload.1.1.bin\"'");
+  struct rusage ru {};
+  getrusage(RUSAGE_CHILDREN, &ru);
+  EXPECT_LT(ru.ru_maxrss, 200 * 1024) << "kB: the harness read the whole file";
+  const json run = r.run_json("cmd.preload");
+  ASSERT_TRUE(run.contains("tracer")) << r.output;
+  EXPECT_GT(run["tracer"]["loss"]["over_bound_records"].get<int64_t>(), 0) << run["tracer"].dump();
+  EXPECT_LT(fs::file_size(r.root / "runs" / "cmd.preload.r1" / "events.jsonl"), uintmax_t(400) << 20);
+}
+
+TEST(RootSafety, BadInputIsRefusedBeforeAnythingRuns) {
+  const std::string h = HARNESS_PATH;
+  auto dir = testsupport::run_command(h + " --method none -- /tmp");
+  EXPECT_EQ(dir.exit_code, 2) << dir.output;
+  EXPECT_NE(dir.output.find("it is a folder"), std::string::npos) << dir.output;
+  auto sudo = testsupport::run_command("SUDO_UID=abc SUDO_GID=1 " + h + " --method none -- /bin/true");
+  if (geteuid() == 0) {
+    EXPECT_EQ(sudo.exit_code, 2) << sudo.output;
+    EXPECT_NE(sudo.output.find("SUDO_UID/SUDO_GID are not valid"), std::string::npos) << sudo.output;
+  }
+  const auto not_a_run = testsupport::temp_dir("not-a-run");
+  auto exp = testsupport::run_command(h + " --export-trace " + not_a_run.string());
+  EXPECT_EQ(exp.exit_code, 2) << exp.output;
+  EXPECT_NE(exp.output.find("not a run folder"), std::string::npos) << exp.output;
+}
+
+// Two runs started at once in two PID namespaces (the same pid inside each): two folders.
+TEST(RootSafety, RunsStartedTogetherInPidNamespacesGetTwoFolders) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root for PID namespaces";
+  if (access("/usr/bin/unshare", X_OK) != 0) GTEST_SKIP() << "needs unshare (util-linux)";
+  const fs::path out = testsupport::temp_dir("pidns");
+  const std::string one = "/usr/bin/unshare -pf " + std::string(HARNESS_PATH) + " --method none --out " + out.string() +
+                          " -- /bin/sleep 0.2";
+  auto res = testsupport::run_command(one + " & " + one + " & wait");
+  if (res.output.find("unshare failed") != std::string::npos) GTEST_SKIP() << "no PID namespaces here: " << res.output;
+  size_t folders = 0;
+  for (const auto& e : fs::directory_iterator(out)) folders += fs::exists(e.path() / "summary.json");
+  EXPECT_EQ(folders, 2u) << res.output;
 }
