@@ -5,6 +5,10 @@
 # path as here (ctest records absolute paths): ln -sfn "$PWD" "<this checkout's path>".
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# From scratch every time: the end of this script deletes the objects and ninja's
+# dependency log, so a later incremental build would miss header changes (seen: a test
+# binary linked against a stale object).
+rm -rf build-gpu dist-gpu
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build-gpu --parallel "$(nproc)"
 cmake --install build-gpu --prefix dist-gpu >/dev/null

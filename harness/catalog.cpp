@@ -1,5 +1,8 @@
 #include "harness/catalog.h"
 
+#include <sstream>
+
+#include "common/spawn.h"
 #include "tracers/tracer.h"
 
 namespace cudatrace {
@@ -34,6 +37,18 @@ std::string workload_unavailable(const WorkloadInfo& w, const HostFacts& host) {
   if (w.needs_libcuda && !host.libcuda)
     return "workload " + w.name + " links libcuda and no libcuda.so.1 is installed (no NVIDIA driver)";
   return "";
+}
+
+std::vector<std::string> workload_flags(const std::filesystem::path& prefix, const WorkloadInfo& w) {
+  std::vector<std::string> flags;
+  const auto bin = workload_binary(prefix, w.name, w.linkages.front());
+  if (!std::filesystem::exists(bin)) return flags;
+  // Its usage lists one flag a line: "  --iters      kernel launches (default 100)".
+  std::istringstream help(spawn_and_wait({bin.string(), "--help"}, true, 64 << 10).output);
+  std::string line;
+  while (std::getline(help, line))
+    if (line.rfind("  --", 0) == 0) flags.push_back(line.substr(4, line.find(' ', 4) - 4));
+  return flags;
 }
 
 std::filesystem::path workload_binary(const std::filesystem::path& prefix, const std::string& workload,

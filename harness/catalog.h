@@ -25,6 +25,10 @@ inline const std::vector<std::string>& linkages() {
 struct HostFacts;
 std::string workload_unavailable(const WorkloadInfo& w, const HostFacts& host);
 
+// The flags a workload takes (read from its --help), e.g. {"n", "iters", "host_path"};
+// empty when its binary is missing or says nothing.
+std::vector<std::string> workload_flags(const std::filesystem::path& prefix, const WorkloadInfo& w);
+
 // <prefix>/libexec/cudatrace/<workload>.<linkage>
 std::filesystem::path workload_binary(const std::filesystem::path& prefix, const std::string& workload,
                                       const std::string& linkage);

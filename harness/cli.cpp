@@ -156,7 +156,8 @@ options:
   --out DIR                    results go to DIR/<run-id>/ (default: results)
   --timeout SECONDS            per child; a child that runs longer is killed and recorded
                                as timed out, and the matrix carries on (default: 600)
-  --set WORKLOAD.FLAG=VALUE    pass --FLAG=VALUE to one workload (repeatable), e.g.
+  --set WORKLOAD.FLAG=VALUE    pass --FLAG=VALUE to one workload (repeatable; checked against
+                               the workload's --help before anything runs), e.g.
                                --set burst.threads=16 --set vecadd.iters=1000
   --set METHOD.KEY=VALUE       a method's setting (--list shows them), e.g.
                                --set uprobe.ring_mb=16

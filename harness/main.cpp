@@ -1,5 +1,6 @@
 // harness: runs CUDA workloads under tracing methods and scores what each method saw
 // against the workloads' own ledger. See --help.
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -87,6 +88,20 @@ int main(int argc, char** argv) {
       return 0;
     } catch (const std::exception& e) {
       std::fprintf(stderr, "harness: %s\n", e.what());
+      return 2;
+    }
+  }
+  // Workload flags are checked now too, against what each workload's --help lists.
+  for (const auto& [name, args] : opts.workload_args) {
+    const auto valid = workload_flags(self_prefix(), *find_workload(name));
+    if (valid.empty()) continue;  // binary missing: the run says so
+    for (const auto& a : args) {
+      const std::string key = a.substr(2, a.find('=') - 2);
+      if (std::find(valid.begin(), valid.end(), key) != valid.end()) continue;
+      std::string list;
+      for (const auto& v : valid) list += (list.empty() ? "" : ", ") + v;
+      std::fprintf(stderr, "harness: --set: workload %s has no flag '%s' (valid: %s) (see --help)\n", name.c_str(),
+                   key.c_str(), list.c_str());
       return 2;
     }
   }

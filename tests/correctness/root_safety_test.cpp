@@ -191,6 +191,9 @@ TEST(RootSafety, BadInputIsRefusedBeforeAnythingRuns) {
     EXPECT_EQ(sudo.exit_code, 2) << sudo.output;
     EXPECT_NE(sudo.output.find("SUDO_UID/SUDO_GID are not valid"), std::string::npos) << sudo.output;
   }
+  auto flag = testsupport::run_command(h + " --workload vecadd --method none --set vecadd.itres=5");
+  EXPECT_EQ(flag.exit_code, 2) << flag.output;
+  EXPECT_NE(flag.output.find("workload vecadd has no flag 'itres' (valid: "), std::string::npos) << flag.output;
   const auto not_a_run = testsupport::temp_dir("not-a-run");
   auto exp = testsupport::run_command(h + " --export-trace " + not_a_run.string());
   EXPECT_EQ(exp.exit_code, 2) << exp.output;
