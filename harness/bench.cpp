@@ -1,5 +1,6 @@
 #include "harness/bench.h"
 
+#include "common/untrusted_file.h"
 #include "harness/safe_files.h"
 
 #include <unistd.h>
@@ -71,9 +72,14 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
       if (g_interrupted) break;
       const fs::path bin = host.prefix / CUDATRACE_LIBEXEC_SUBDIR / ("percall." + linkage);
       const fs::path dir = root / "runs" / ("percall." + linkage + "." + method + ".r" + std::to_string(rep));
-      fs::create_directories(dir);
-      Target target{{bin.string(), "--benchmark_out=" + (dir / "bench.json").string(), "--benchmark_out_format=json"},
-                    linkage};
+      // The benchmark writes its JSON as the program's user: into its own folder.
+      make_dir_exclusive(dir);
+      const fs::path target_dir = dir / "target";
+      make_dir_exclusive(target_dir);
+      if (auto who = invoking_user()) (void)!chown(target_dir.c_str(), who->uid, who->gid);
+      const fs::path bench_json = target_dir / "bench.json";
+      Target target{{bin.string(), "--benchmark_out=" + bench_json.string(), "--benchmark_out_format=json"}, linkage};
+      target.writable_dir = target_dir;
       Launch launch{target.argv, {{"CUDATRACE_METHOD", method}}};
       auto options = opts.method_options.find(method);
       auto tracer = find_method(method)->make(host, options == opts.method_options.end() ? MethodOptions{} : options->second);
@@ -86,13 +92,13 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
         child.detail = e.what();
       }
       tracer->abandon(dir);  // millions of calls: the overhead is the point, not the events
-      if (child.status != ChildStatus::Exited || child.exit_code != 0 || !fs::exists(dir / "bench.json")) {
+      if (child.status != ChildStatus::Exited || child.exit_code != 0 || !fs::exists(bench_json)) {
         failures.push_back({{"linkage", linkage}, {"method", method}, {"rep", rep}, {"detail", child.detail}});
         std::fprintf(stderr, "harness: bench %s/%s round %d FAILED: %s (see %s)\n", linkage.c_str(), method.c_str(), rep,
                      child.detail.c_str(), (dir / "stderr.txt").c_str());
         continue;
       }
-      std::ifstream in(dir / "bench.json");
+      std::ifstream in = open_untrusted(bench_json);
       json out = json::parse(in);
       if (merged["context"].empty()) merged["context"] = out["context"];
       for (auto b : out["benchmarks"]) {

@@ -188,7 +188,8 @@ themselves run as the user who invoked sudo. Without a GPU, only what can run do
 errors workload, host-side tracers), and everything skipped is listed with its reason.
 
 output: DIR/<run-id>/manifest.json (GPU, driver, CUDA, kernel, tools), runs/<combo>/
-(stdout, stderr, ledger.jsonl, events.jsonl, run.json) and summary.json.
+(stdout, stderr, events.jsonl, run.json; target/ is the program's own folder: its
+ledger.jsonl and the raw files of tracers inside it) and summary.json.
 
 exit status: 0 all runs passed; 1 a run failed (crash, timeout, wrong result, bad
 ledger, tracer error); 2 bad usage; 3 nothing requested could run here; 130 interrupted.

@@ -93,10 +93,14 @@ bool out_of_space(const std::string& what) {
 // One repetition of one combination: run, read back, check, score, write run.json.
 json run_one(const Combo& combo, int rep, RunContext& ctx, ComboOutcome& outcome) {
   const fs::path dir = ctx.runs_dir / (combo.label() + ".r" + std::to_string(rep));
+  // Two folders: the run's, where root writes (run.json, events.jsonl, stdout/stderr) and
+  // the program cannot; and target/, the program's own (its user's), for its ledger and
+  // what tracers inside it write. Root reads from there never through a link (safe_files.h).
   make_dir_exclusive(dir);
-  // The target (run as the sudo user) writes its ledger and spool files here; root creates
-  // its own files here exclusively and never through a link (safe_files.h).
-  if (ctx.run_as) (void)!chown(dir.c_str(), ctx.run_as->uid, ctx.run_as->gid);
+  const fs::path target_dir = dir / "target";
+  make_dir_exclusive(target_dir);
+  if (ctx.run_as && chown(target_dir.c_str(), ctx.run_as->uid, ctx.run_as->gid) != 0)
+    throw WriteError("cannot hand " + target_dir.string() + " to " + ctx.run_as->user + ": " + std::strerror(errno));
 
   json run = {{"workload", combo.workload.empty() ? json(nullptr) : json(combo.workload)},
               {"linkage", combo.linkage.empty() ? json(nullptr) : json(combo.linkage)},
@@ -113,11 +117,12 @@ json run_one(const Combo& combo, int rep, RunContext& ctx, ComboOutcome& outcome
     if (extra != ctx.opts.workload_args.end())
       target.argv.insert(target.argv.end(), extra->second.begin(), extra->second.end());
     target.cudart = combo.linkage;
-    launch.env[ledger::kEnvVar] = (dir / "ledger.jsonl").string();
+    launch.env[ledger::kEnvVar] = (target_dir / "ledger.jsonl").string();
   } else {
     target.argv = ctx.opts.command;
     target.cudart = cudart_linkage(target.argv[0]);
   }
+  target.writable_dir = target_dir;
   launch.argv = target.argv;
   run["argv"] = target.argv;
   run["cudart"] = target.cudart;
@@ -158,7 +163,7 @@ json run_one(const Combo& combo, int rep, RunContext& ctx, ComboOutcome& outcome
   // checked on its own, their calls matched together.
   EventStream ledger;
   if (!combo.workload.empty()) {
-    LedgerCheck check = read_ledgers(dir, ledger);
+    LedgerCheck check = read_ledgers(target_dir, ledger);
     run["ledger"] = to_json(check);
     if (!check.consistent) {
       outcome.ledger_consistent = false;

@@ -97,8 +97,8 @@ std::optional<uint32_t> parse_id(const char* s) {
 std::optional<Credentials> invoking_user() {
   const char* uid = getenv("SUDO_UID");
   const char* gid = getenv("SUDO_GID");
-  if (geteuid() != 0 || (!uid && !gid)) return std::nullopt;
-  if (uid && std::strcmp(uid, "0") == 0) return std::nullopt;  // root ran sudo: nothing to hand over
+  if (geteuid() != 0 || !uid) return std::nullopt;             // not started through sudo
+  if (std::strcmp(uid, "0") == 0) return std::nullopt;          // root ran sudo: nothing to hand over
   const auto u = parse_id(uid), g = parse_id(gid);
   if (!u || !g)
     throw std::invalid_argument(std::string("SUDO_UID/SUDO_GID are not valid ids (") + (uid ? uid : "unset") + "/" +

@@ -4,6 +4,8 @@
 #include <set>
 
 #include "common/event_io.h"
+#include "harness/ledger_check.h"
+#include "harness/safe_files.h"
 
 namespace cudatrace {
 
@@ -38,20 +40,24 @@ size_t export_trace(const std::filesystem::path& run_dir) {
       trace.push_back(slice(e, e.pid, e.layer));
       traced_pids.insert(e.pid);
     }
-  if (std::filesystem::exists(run_dir / "ledger.jsonl"))
-    for (const auto& e : read_events(run_dir / "ledger.jsonl").events) {
-      trace.push_back(slice(e, e.pid + kLedgerPidOffset, "ledger"));
-      ledger_pids.insert(e.pid);
-    }
+  // The program's ledgers (one per process) are in its own folder, target/.
+  const auto ledger_dir = std::filesystem::is_directory(run_dir / "target") ? run_dir / "target" : run_dir;
+  EventStream ledgers;
+  (void)read_ledgers(ledger_dir, ledgers);
+  for (const auto& e : ledgers.events) {
+    trace.push_back(slice(e, e.pid + kLedgerPidOffset, "ledger"));
+    ledger_pids.insert(e.pid);
+  }
   for (int64_t pid : traced_pids)
     trace.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", pid}, {"args", {{"name", "traced: pid " + std::to_string(pid)}}}});
   for (int64_t pid : ledger_pids)
     trace.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", pid + kLedgerPidOffset},
                      {"args", {{"name", "ledger (ground truth): pid " + std::to_string(pid)}}}});
   const size_t n = trace.size();
-  std::ofstream out(run_dir / "trace.json");
-  out << nlohmann::json{{"traceEvents", std::move(trace)}, {"displayTimeUnit", "ns"}}.dump() << "\n";
-  if (!out) throw std::runtime_error("cannot write " + (run_dir / "trace.json").string());
+  // Root may run this on a folder it already handed to the user: exclusive, never a link.
+  std::filesystem::remove(run_dir / "trace.json");
+  write_file_atomic(run_dir / "trace.json",
+                    nlohmann::json{{"traceEvents", std::move(trace)}, {"displayTimeUnit", "ns"}}.dump() + "\n");
   return n;
 }
 

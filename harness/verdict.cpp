@@ -129,6 +129,10 @@ json command_verdict(const std::vector<MethodView>& methods) {
         extra += std::max<int64_t>(0, s - (ref.count(f) ? ref[f] : 0));
         fam[f][m.method] = s;
       }
+      // A family the reference has and this method never saw is a 0 in its column, not a
+      // gap that would hide the disagreement.
+      for (const auto& [f, n] : ref)
+        if (!seen.count(f)) fam[f][m.method] = 0;
       row["seen"] = seen_total;
       row["reference"] = total;
       row["only_it_saw"] = extra;

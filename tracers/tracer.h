@@ -29,6 +29,10 @@ struct HostFacts {
 struct Target {
   std::vector<std::string> argv;  // argv[0] is an absolute path
   std::string cudart;  // "static", "shared", "none" or "unknown" (how it links the CUDA runtime; cudart_linkage)
+  // The one folder the program, and what a tracer puts inside it (a preloaded library, a
+  // wrapper), may write: the ledger, spool and ring files. It belongs to the user the
+  // program runs as; root's own files go to the run folder, which the program cannot write.
+  std::filesystem::path writable_dir;
 };
 
 // How the child will be started; prepare() may change any of it.

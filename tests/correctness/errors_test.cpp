@@ -22,7 +22,7 @@ TEST_P(ErrorsWorkload, EveryCallRecordedWithItsCode) {
   EXPECT_EQ(ledger["records"], 12);
 
   // Read the ledger itself: the codes, call by call.
-  cudatrace::EventStream s = cudatrace::read_events(r.root / "runs" / ("errors." + linkage + ".none.r1") / "ledger.jsonl");
+  cudatrace::EventStream s = cudatrace::read_events(r.root / "runs" / ("errors." + linkage + ".none.r1") / "target" / "ledger.jsonl");
   std::map<std::string, std::vector<int64_t>> rets;
   for (const auto& e : s.events) rets[e.name].push_back(e.ret.value_or(-1));
   ASSERT_EQ(rets["cudaMalloc"].size(), 3u);

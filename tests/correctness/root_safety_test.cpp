@@ -118,10 +118,10 @@ TEST(RootSafety, PlantedLinksAreNeverFollowed) {
   const fs::path out = testsupport::temp_dir("planted");
   chmod(out.c_str(), 0755);
   // The planter: as nobody, link every name root writes in every folder nobody can write.
-  const std::string names = "stdout.txt stderr.txt events.jsonl run.json run.json.tmp uprobe.bin";
+  const std::string names = "stdout.txt stderr.txt events.jsonl run.json run.json.tmp uprobe.bin ledger.jsonl strace.txt";
   const std::string planter =
       "/usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups /bin/sh -c 'end=$(($(date +%s)+20)); "
-      "while [ $(date +%s) -lt $end ]; do for d in " + out.string() + "/*/runs/*/; do for n in " + names +
+      "while [ $(date +%s) -lt $end ]; do for d in " + out.string() + "/*/runs/*/ " + out.string() + "/*/runs/*/target/; do for n in " + names +
       "; do ln -s " + victim.string() + " \"$d$n\" 2>/dev/null; done; done; done' &";
   testsupport::run_command(planter);
   HarnessRun r = run_harness("--workload errors --method none,preload,strace --reps 4", "SUDO_UID=65534 SUDO_GID=65534");

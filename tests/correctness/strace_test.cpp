@@ -33,7 +33,7 @@ TEST_P(StraceErrors, ScoredAgainstTheLedgerWithNothingLost) {
 
   // Every syscall event lies on one of the workload's own threads.
   cudatrace::EventStream ev = cudatrace::read_events(r.root / "runs" / ("errors." + linkage + ".strace.r1") / "events.jsonl");
-  cudatrace::EventStream ledger = cudatrace::read_events(r.root / "runs" / ("errors." + linkage + ".strace.r1") / "ledger.jsonl");
+  cudatrace::EventStream ledger = cudatrace::read_events(r.root / "runs" / ("errors." + linkage + ".strace.r1") / "target" / "ledger.jsonl");
   ASSERT_FALSE(ev.events.empty());
   EXPECT_EQ(ev.events.front().name, "execve");
   EXPECT_EQ(ev.events.front().pid, ledger.meta.at(0).pid);

@@ -48,6 +48,7 @@ TEST(TraceExport, EventsAndLedgerSideBySideInMicroseconds) {
 
 TEST(TraceExport, HarnessFlagWritesTheFileOrSaysWhy) {
   auto dir = testsupport::temp_dir("trace");
+  std::ofstream(dir / "run.json") << "{}\n";  // what makes a folder a run folder
   auto r = testsupport::run_command(std::string(HARNESS_PATH) + " --export-trace " + dir.string());
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(std::filesystem::exists(dir / "trace.json"));

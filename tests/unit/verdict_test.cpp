@@ -82,6 +82,7 @@ TEST(Verdict, CuptiIsTheReferenceAndShortfallsAreNamed) {
   const json& drv = row(v, "preload", "driver");
   EXPECT_EQ(drv["status"], "not observed");
   EXPECT_EQ(drv["reason"], "never reached libcuda");
+  EXPECT_EQ(v["families"]["runtime"]["cudaGraphLaunch"]["preload"], 0) << "a missed family shows as 0, never absent";
   // Kernel runs: devhook's device layer against CUPTI's kernel activity.
   EXPECT_DOUBLE_EQ(row(v, "devhook", "device")["coverage"].get<double>(), 0.5);
   EXPECT_EQ(row(v, "cupti", "runtime")["status"], "complete");

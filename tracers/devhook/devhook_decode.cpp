@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "common/event_io.h"
+#include "common/untrusted_file.h"
 #include "tracers/devhook/device_record.h"
 
 namespace cudatrace {
@@ -62,7 +63,7 @@ void convert_process(const json& rep, const fs::path& records_file, EventWriter&
     t.launches_instrumented += k.value("instrumented", 0);
   }
 
-  std::ifstream in(records_file, std::ios::binary);
+  std::ifstream in = open_untrusted(records_file);
   std::map<BlockKey, BlockSeen> blocks;
   for (const auto& c : contexts) {
     if (c.contains("error")) {
@@ -151,7 +152,7 @@ TracerReport convert_devhook_output(const fs::path& dir, const fs::path& events_
     main_reported |= std::stoll(m[1]) == main_pid;
     json rep;
     try {
-      std::ifstream in(entry.path());
+      std::ifstream in = open_untrusted(entry.path());
       rep = json::parse(in);
       convert_process(rep, dir / ("devhook." + m[1].str() + ".records"), out, t, notes);
     } catch (const std::exception& e) {

@@ -43,17 +43,18 @@ fs::path devhook_agent_path(const fs::path& prefix) {
 void DevhookTracer::prepare(Launch& launch, const Target& target, const fs::path& run_dir) {
   preload_first(launch, agent_, "devhook agent");
   cudart_ = target.cudart;
-  launch.env[kOutDirEnv] = run_dir.string();
+  out_ = target.writable_dir.empty() ? run_dir : target.writable_dir;
+  launch.env[kOutDirEnv] = out_.string();
   launch.env[kModeEnv] = options_.mode == ProbeMode::kThread ? "thread" : "block";
   launch.env[kRingRecordsEnv] = std::to_string(options_.ring_records);
 }
 
 TracerReport DevhookTracer::finish(const fs::path& run_dir) {
-  return convert_devhook_output(run_dir, run_dir / "events.jsonl", cudart_, child_);
+  return convert_devhook_output(out_, run_dir / "events.jsonl", cudart_, child_);
 }
 
-void DevhookTracer::abandon(const fs::path& run_dir) {
-  for (const auto& entry : fs::directory_iterator(run_dir))
+void DevhookTracer::abandon(const fs::path&) {
+  for (const auto& entry : fs::directory_iterator(out_))
     if (entry.path().filename().string().rfind("devhook.", 0) == 0) fs::remove(entry.path());
 }
 

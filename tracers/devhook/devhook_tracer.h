@@ -26,6 +26,7 @@ class DevhookTracer final : public Tracer {
 
  private:
   std::filesystem::path agent_;
+  std::filesystem::path out_;  // where the agent writes (the program's own folder)
   DevhookOptions options_;
   std::string cudart_;
   pid_t child_ = 0;

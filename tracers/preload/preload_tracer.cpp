@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "common/event_io.h"
+#include "common/untrusted_file.h"
 #include "tracers/call_args.h"
 #include "tracers/preload/preload_format.h"
 #include "tracers/preload/shim/generic_hooks.h"
@@ -50,7 +51,7 @@ std::vector<std::pair<size_t, Calibration>> calibration_points(const std::vector
 
 KernelTable read_kernel_table(const fs::path& path) {
   KernelTable t;
-  std::ifstream in(path);
+  std::ifstream in = open_untrusted(path);
   std::string handle, name;
   while (in >> handle >> name) t[std::stoull(handle, nullptr, 16)] = name;
   return t;
@@ -65,7 +66,8 @@ fs::path preload_shim_path(const fs::path& prefix) {
 void PreloadTracer::prepare(Launch& launch, const Target& target, const fs::path& run_dir) {
   preload_first(launch, shim_, "preload shim");
   cudart_ = target.cudart;
-  launch.env[kDirEnv] = run_dir.string();
+  spool_ = target.writable_dir.empty() ? run_dir : target.writable_dir;
+  launch.env[kDirEnv] = spool_.string();
 }
 
 TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_file) {
@@ -84,12 +86,12 @@ TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_
     } else if (name.rfind("preload.", 0) == 0 && entry.path().extension() == ".kernels") {
       kernels[std::stoll(name.substr(8))] = read_kernel_table(entry.path());
     } else if (name.rfind("preload.", 0) == 0 && entry.path().extension() == ".generic") {
-      std::ifstream in(entry.path());
+      std::ifstream in = open_untrusted(entry.path());
       uint64_t slot;
       std::string sym;
       while (in >> slot >> sym) generic_names[std::stoll(name.substr(8))][slot] = sym;
     } else if (name.rfind("preload.", 0) == 0 && entry.path().extension() == ".resolved") {
-      std::ifstream in(entry.path());
+      std::ifstream in = open_untrusted(entry.path());
       int how;  // 0 not hooked, 1 hooked with arguments, 2 hooked generically (no arguments)
       std::string sym;
       while (in >> how >> sym) {
@@ -244,7 +246,7 @@ TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_
 }
 
 TracerReport PreloadTracer::finish(const fs::path& run_dir) {
-  TracerReport report = convert_preload_output(run_dir, run_dir / "events.jsonl");
+  TracerReport report = convert_preload_output(spool_, run_dir / "events.jsonl");
   if (cudart_ != "static")
     report.layers.push_back(layer::kRuntime);
   else
@@ -261,8 +263,8 @@ TracerReport PreloadTracer::finish(const fs::path& run_dir) {
   return report;
 }
 
-void PreloadTracer::abandon(const fs::path& run_dir) {
-  for (const auto& entry : fs::directory_iterator(run_dir))
+void PreloadTracer::abandon(const fs::path&) {
+  for (const auto& entry : fs::directory_iterator(spool_))
     if (entry.path().filename().string().rfind("preload.", 0) == 0) fs::remove(entry.path());
 }
 

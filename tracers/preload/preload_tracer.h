@@ -16,6 +16,7 @@ class PreloadTracer final : public Tracer {
 
  private:
   std::filesystem::path shim_;
+  std::filesystem::path spool_;  // where the shim writes (the program's own folder)
   std::string cudart_;
 };
 

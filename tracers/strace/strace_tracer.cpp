@@ -5,6 +5,7 @@
 
 #include "common/clock.h"
 #include "common/event_io.h"
+#include "common/untrusted_file.h"
 #include "tracers/strace/strace_parser.h"
 
 namespace cudatrace {
@@ -33,13 +34,13 @@ std::vector<std::string> StraceTracer::strace_args(const std::filesystem::path& 
 }
 
 void StraceTracer::prepare(Launch& launch, const Target& target, const std::filesystem::path& run_dir) {
-  (void)target;
+  output_ = (target.writable_dir.empty() ? run_dir : target.writable_dir) / "strace.txt";
   // strace stamps CLOCK_REALTIME; the ledger, CLOCK_MONOTONIC. Read one between two of
   // the other: the offset is known to within half that gap.
   const int64_t m1 = monotonic_ns(), r = realtime_ns(), m2 = monotonic_ns();
   realtime_minus_monotonic_ = r - (m1 + m2) / 2;
   offset_uncertainty_ns_ = (m2 - m1) / 2 + 1;
-  std::vector<std::string> argv = strace_args(strace_, run_dir / "strace.txt");
+  std::vector<std::string> argv = strace_args(strace_, output_);
   argv.insert(argv.end(), launch.argv.begin(), launch.argv.end());
   launch.argv = std::move(argv);
   launch.wrapper = true;  // strace follows the program's children: it ends when they do
@@ -49,7 +50,7 @@ TracerReport convert_strace_output(const std::filesystem::path& strace_file, con
                                    int64_t realtime_minus_monotonic_ns) {
   TracerReport report;
   report.layers = {layer::kSyscall};
-  std::ifstream in(strace_file);
+  std::ifstream in = open_untrusted(strace_file);
   if (!in) {
     report.error = "strace wrote no output (" + strace_file.string() + ")";
     return report;
@@ -76,7 +77,7 @@ TracerReport convert_strace_output(const std::filesystem::path& strace_file, con
 }
 
 TracerReport StraceTracer::finish(const std::filesystem::path& run_dir) {
-  TracerReport report = convert_strace_output(run_dir / "strace.txt", run_dir / "events.jsonl", realtime_minus_monotonic_);
+  TracerReport report = convert_strace_output(output_, run_dir / "events.jsonl", realtime_minus_monotonic_);
   report.notes["strace"] = strace_.string();
   report.notes["realtime_minus_monotonic_ns"] = realtime_minus_monotonic_;
   report.notes["clock_offset_uncertainty_ns"] = offset_uncertainty_ns_;

@@ -19,6 +19,7 @@ class StraceTracer final : public Tracer {
 
  private:
   std::filesystem::path strace_;
+  std::filesystem::path output_;  // strace runs as the program's user: its own folder
   int64_t realtime_minus_monotonic_ = 0;
   int64_t offset_uncertainty_ns_ = 0;
 };

@@ -1,0 +1,28 @@
+#include "common/untrusted_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace cudatrace {
+
+std::ifstream open_untrusted(const std::filesystem::path& path, std::string* why) {
+  int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  struct stat st {};
+  if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (why) *why = fd < 0 ? std::strerror(errno) : "not a regular file";
+    if (fd >= 0) close(fd);
+    std::ifstream none;
+    none.setstate(std::ios::failbit);  // reads as "could not open", as a plain ifstream would
+    return none;
+  }
+  std::ifstream in("/proc/self/fd/" + std::to_string(fd), std::ios::binary);
+  close(fd);
+  if (!in && why) *why = "cannot reopen it through /proc/self/fd";
+  return in;
+}
+
+}  // namespace cudatrace
