@@ -68,7 +68,7 @@ TEST(RootSafety, TimeoutOutOfRangeIsAUsageError) {
 // A daemon the program leaves behind ends with the run, under every host-side method, and
 // the results name it. strace follows the daemon: it must end when the program does.
 TEST(RootSafety, WhatTheProgramLeavesRunningIsKilledAndNamed) {
-  const std::string marker = "cudatrace_leftover_marker";
+  const std::string marker = "cudatrace_leftover_" + std::to_string(getpid());  // this run's own
   for (const char* method : {"none", "preload", "strace"}) {
     if (!cudatrace::availability(*cudatrace::find_method(method), host()).ok) continue;
     SCOPED_TRACE(method);
@@ -87,7 +87,7 @@ TEST(RootSafety, WhatTheProgramLeavesRunningIsKilledAndNamed) {
 
 // A harness killed outright leaves no process of its run behind.
 TEST(RootSafety, HarnessKilledLeavesNothingRunning) {
-  const std::string marker = "cudatrace_orphan_marker";
+  const std::string marker = "cudatrace_orphan_" + std::to_string(getpid());
   const fs::path out = testsupport::temp_dir("killed");
   pid_t harness = fork();
   if (harness == 0) {
