@@ -1,7 +1,8 @@
 #include "common/event_io.h"
 
+#include "common/untrusted_file.h"
+
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -118,34 +119,19 @@ void EventWriter::close() {
 }
 
 EventStream read_events(const std::filesystem::path& path, uint64_t max_bytes) {
-  // Never through a link, a regular file only: the traced program may have written it.
-  int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-  struct stat st {};
-  if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    const int err = fd < 0 ? errno : EINVAL;
-    if (fd >= 0) close(fd);
-    throw EventFormatError(path.string() + ": cannot open (" + (err == EINVAL ? "not a regular file" : std::strerror(err)) + ")");
-  }
-  if (uint64_t(st.st_size) > max_bytes) {
-    ::close(fd);
-    throw EventFormatError(path.string() + ": " + std::to_string(st.st_size) + " bytes, over the " +
+  // The traced program may have written it: never through a link, a regular file only.
+  std::string why;
+  uint64_t size = 0;
+  std::ifstream in = open_untrusted(path, &why, &size);
+  if (!in) throw EventFormatError(path.string() + ": cannot open (" + why + ")");
+  if (size > max_bytes)
+    throw EventFormatError(path.string() + ": " + std::to_string(size) + " bytes, over the " +
                            std::to_string(max_bytes) + " this file may have: not read");
-  }
-  std::unique_ptr<FILE, int (*)(FILE*)> in(fdopen(fd, "r"), &std::fclose);
-  if (!in) {
-    ::close(fd);
-    throw EventFormatError(path.string() + ": cannot open");
-  }
   EventStream out;
-  char* buf = nullptr;
-  size_t cap = 0;
-  std::unique_ptr<char*, void (*)(char**)> free_buf(&buf, [](char** b) { std::free(*b); });
+  std::string line;
   size_t lineno = 0;
-  ssize_t n;
-  while ((n = getline(&buf, &cap, in.get())) >= 0) {
+  while (std::getline(in, line)) {
     ++lineno;
-    std::string line(buf, size_t(n));
-    if (!line.empty() && line.back() == '\n') line.pop_back();
     if (line.empty()) continue;
     try {
       Event e = event_from_json(nlohmann::json::parse(line));

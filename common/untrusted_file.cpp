@@ -9,7 +9,7 @@
 
 namespace cudatrace {
 
-std::ifstream open_untrusted(const std::filesystem::path& path, std::string* why) {
+std::ifstream open_untrusted(const std::filesystem::path& path, std::string* why, uint64_t* size) {
   int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   struct stat st {};
   if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -19,6 +19,7 @@ std::ifstream open_untrusted(const std::filesystem::path& path, std::string* why
     none.setstate(std::ios::failbit);  // reads as "could not open", as a plain ifstream would
     return none;
   }
+  if (size) *size = uint64_t(st.st_size);
   std::ifstream in("/proc/self/fd/" + std::to_string(fd), std::ios::binary);
   close(fd);
   if (!in && why) *why = "cannot reopen it through /proc/self/fd";

@@ -77,6 +77,7 @@ int create_exclusive(const fs::path& path, mode_t mode) {
   return fd;
 }
 
+namespace {
 void write_all(int fd, const std::string& data, const fs::path& path) {
   size_t done = 0;
   while (done < data.size()) {
@@ -86,6 +87,8 @@ void write_all(int fd, const std::string& data, const fs::path& path) {
     done += size_t(n);
   }
 }
+
+}  // namespace
 
 void write_file_atomic(const fs::path& path, const std::string& data) {
   const fs::path tmp = path.string() + ".tmp";
@@ -108,18 +111,6 @@ void write_file_atomic(const fs::path& path, const std::string& data) {
     unlink(tmp.c_str());
     throw WriteError("cannot write " + path.string() + ": " + reason(err));
   }
-}
-
-int open_target_file(const fs::path& path, off_t& size) {
-  int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) throw std::runtime_error("cannot read " + path.string() + ": " + reason(errno));
-  struct stat st {};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    close(fd);
-    throw std::runtime_error("cannot read " + path.string() + ": not a regular file");
-  }
-  size = st.st_size;
-  return fd;
 }
 
 void chown_tree_nofollow(const fs::path& root, uid_t uid, gid_t gid) {

@@ -2,8 +2,8 @@
 // How root touches the file system (the harness runs under sudo and hands results to the
 // user who called it; the traced program runs as that user and can plant links in any
 // folder it may write): every file root creates is created exclusively and never through a
-// link, folders are never adopted, what the target wrote is read with bounds, and results
-// are handed over without following links. Errors carry the path and the system's reason.
+// link, folders are never adopted, and results are handed over without following links.
+// (What the program wrote is read through common/untrusted_file.h.) Errors carry the path and the system's reason.
 #include <sys/types.h>
 
 #include <filesystem>
@@ -27,16 +27,9 @@ void make_dir_exclusive(const std::filesystem::path& dir, mode_t mode = 0755);
 // open(O_WRONLY|O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC): fails on anything already there.
 int create_exclusive(const std::filesystem::path& path, mode_t mode = 0644);
 
-// Writes all of `data`, or throws WriteError with the path and the reason.
-void write_all(int fd, const std::string& data, const std::filesystem::path& path);
-
 // Whole-file write: PATH.tmp created exclusively, written, renamed over PATH. On any error
 // the .tmp is removed and WriteError names the path and the reason.
 void write_file_atomic(const std::filesystem::path& path, const std::string& data);
-
-// Opens a file the target wrote for reading: never through a link, a regular file only.
-// Returns the fd and its size, or throws with the reason.
-int open_target_file(const std::filesystem::path& path, off_t& size);
 
 // Hands a folder tree to uid:gid: descends with openat(O_NOFOLLOW), changes each entry
 // with fchownat(AT_SYMLINK_NOFOLLOW), so a link swapped in anywhere is never followed.

@@ -1,9 +1,5 @@
 #include "tracers/preload/preload_tracer.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 
 #include <cmath>
@@ -116,26 +112,19 @@ TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_
   uint64_t budget = kMaxSpoolBytes;
   for (const auto& [key, path] : files) {
     auto& recs = contents[key];
-    int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-    struct stat st {};
-    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-      if (fd >= 0) close(fd);
+    uint64_t bytes = 0;
+    std::ifstream in = open_untrusted(path, nullptr, &bytes);
+    if (!in) {
       ++unreadable;
       continue;
     }
-    const uint64_t size = uint64_t(st.st_size) / sizeof(Record) * sizeof(Record);
+    const uint64_t size = bytes / sizeof(Record) * sizeof(Record);
     const uint64_t take = std::min(size, budget);
     over_bound += int64_t((size - take) / sizeof(Record));
     budget -= take;
     recs.resize(take / sizeof(Record));
-    size_t done = 0;
-    while (done < take) {
-      ssize_t n = pread(fd, reinterpret_cast<char*>(recs.data()) + done, take - done, off_t(done));
-      if (n <= 0) break;
-      done += size_t(n);
-    }
-    close(fd);
-    recs.resize(done / sizeof(Record));
+    in.read(reinterpret_cast<char*>(recs.data()), std::streamsize(take));
+    recs.resize(size_t(in.gcount()) / sizeof(Record));
     for (const auto& c : calibration_points(recs)) {
       auto [it, fresh] = process_span.try_emplace(key.first, c.second, c.second);
       if (c.second.tsc < it->second.first.tsc) it->second.first = c.second;
