@@ -144,17 +144,22 @@ std::string describe_process(pid_t pid) {
   return std::to_string(pid) + " " + name;
 }
 
-std::vector<std::string> kill_leftovers(pid_t also_below) {
+bool has_children(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
+  if (!f) return !descendants(pid).empty();  // a kernel without CONFIG_PROC_CHILDREN
+  std::string first;
+  return bool(f >> first);
+}
+
+std::vector<std::string> kill_leftovers(pid_t spare) {
   std::vector<std::string> killed;
   std::set<pid_t> done;
   // Killing one may orphan its children onto us: repeat until nothing is left (bounded).
+  // Everything below a child of ours (a wrapper's tracees too) is below us.
   for (int round = 0; round < 50; ++round) {
-    std::vector<pid_t> victims = descendants(getpid());
-    if (also_below > 0)
-      for (pid_t p : descendants(also_below)) victims.push_back(p);
     std::vector<pid_t> fresh;
-    for (pid_t p : victims)
-      if (p != also_below && !done.count(p)) fresh.push_back(p);
+    for (pid_t p : descendants(getpid()))
+      if (p != spare && !done.count(p)) fresh.push_back(p);
     if (fresh.empty()) break;
     for (pid_t p : fresh) {
       const std::string who = describe_process(p);

@@ -27,9 +27,13 @@ std::vector<pid_t> descendants(pid_t pid);
 // "1234 sleep" for a live process, or "" when it is gone.
 std::string describe_process(pid_t pid);
 
-// Kills (SIGKILL) and reaps every process left running that this harness is now parent or
-// subreaper of, and every descendant of `also_below` except `also_below` itself (0: none).
+// Whether `pid` has a child now (its main thread's /proc children list; cheap enough to
+// ask every poll, unlike a walk over /proc).
+bool has_children(pid_t pid);
+
+// Kills (SIGKILL) and reaps every process below this harness (it is their parent or
+// subreaper) except `spare` (0: none), e.g. a wrapper that must see its tracees go.
 // Returns "pid name" of each one killed.
-std::vector<std::string> kill_leftovers(pid_t also_below = 0);
+std::vector<std::string> kill_leftovers(pid_t spare = 0);
 
 }  // namespace cudatrace

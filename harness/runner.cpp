@@ -222,7 +222,7 @@ ChildResult run_child(const ChildSpec& spec, Tracer& tracer) {
     int64_t now = monotonic_ns();
     if (now >= deadline) break;
     if (spec.launch.wrapper && !program_ended) {
-      const bool has_child = !descendants(pid).empty();
+      const bool has_child = has_children(pid);
       wrapper_had_child = wrapper_had_child || has_child;
       if (!has_child && (wrapper_had_child || now - start > 500000000)) {
         program_ended = true;
