@@ -276,15 +276,6 @@ json combo_json(const ComboOutcome& o, const std::vector<ComboOutcome>& all) {
   return j;
 }
 
-// Custom command: no ledger, so say how the methods agree, per layer and call name.
-json agreement(const std::vector<ComboOutcome>& all) {
-  json out = json::object();
-  for (const auto& o : all)
-    for (const auto& [layer, names] : o.event_counts)
-      for (const auto& [name, n] : names) out[layer][name][o.combo.method] = n;
-  return out;
-}
-
 void print_progress(size_t index, size_t total, const Combo& c, int rep, int reps, const json& run) {
   std::string what = c.workload.empty() ? "command" : c.workload + " " + c.linkage;
   std::string verdict = run["ok"].get<bool>() ? "ok" : "FAILED";
@@ -461,7 +452,6 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
   for (const auto& o : outcomes) unobserved_total += int64_t(o.unobserved.size());
   summary["counts"]["layers_not_observed"] = unobserved_total;
   if (!opts.command.empty()) {
-    summary["agreement"] = agreement(outcomes);
     std::vector<MethodView> views;
     for (const auto& o : outcomes) {
       const Method& m = *find_method(o.combo.method);
