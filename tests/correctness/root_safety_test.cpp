@@ -8,6 +8,8 @@
 
 #include <chrono>
 #include <fstream>
+#include <map>
+#include <sstream>
 #include <thread>
 
 #include "harness/process_tree.h"
@@ -19,14 +21,33 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Running, sleeping, stopped: alive. Gone, or a zombie (killed, waiting for a parent to
-// reap it): not.
-bool alive(pid_t pid) {
+// A process, as /proc/PID/stat says: its state and its start time (clock ticks since
+// boot), which tells it from a later process that got the same pid (pids wrap at 32768 on
+// some machines, within seconds when a test suite runs in parallel).
+struct ProcState {
+  char state = 0;  // 0: gone
+  uint64_t start = 0;
+};
+ProcState proc_state(pid_t pid) {
   std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
   std::string stat;
-  if (!std::getline(f, stat)) return false;
+  if (!std::getline(f, stat)) return {};
   auto paren = stat.rfind(')');
-  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z';
+  if (paren == std::string::npos || paren + 2 >= stat.size()) return {};
+  std::istringstream rest(stat.substr(paren + 2));
+  ProcState p;
+  rest >> p.state;
+  std::string field;
+  for (int i = 4; i <= 22 && rest >> field; ++i)  // field 22: starttime
+    if (i == 22) p.start = std::stoull(field);
+  return p;
+}
+
+// Running, sleeping, stopped: alive. Gone, a zombie (killed, waiting for a parent to reap
+// it), or another process that reuses the pid: not.
+bool alive(pid_t pid, uint64_t started) {
+  const ProcState p = proc_state(pid);
+  return p.state != 0 && p.state != 'Z' && p.start == started;
 }
 
 // Pids of live processes whose argv[0] is `marker` (set with `exec -a`; the harness's own
@@ -98,10 +119,12 @@ TEST(RootSafety, HarnessKilledLeavesNothingRunning) {
   for (int i = 0; i < 200 && processes_with(marker).size() < 2; ++i) usleep(20000);
   const auto victims = processes_with(marker);
   ASSERT_EQ(victims.size(), 2u) << "the run's two sleeps did not start";
+  std::map<pid_t, uint64_t> started;
+  for (pid_t p : victims) started[p] = proc_state(p).start;
   kill(harness, SIGKILL);
   waitpid(harness, nullptr, 0);
   for (int i = 0; i < 250 && !processes_with(marker).empty(); ++i) usleep(20000);
-  for (pid_t p : victims) EXPECT_FALSE(alive(p)) << "pid " << p << " outlived the harness";
+  for (pid_t p : victims) EXPECT_FALSE(alive(p, started[p])) << "pid " << p << " outlived the harness";
   for (pid_t p : processes_with(marker)) kill(p, SIGKILL);  // leave nothing for the next test
 }
 
