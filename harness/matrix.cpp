@@ -52,6 +52,7 @@ struct ComboOutcome {
   FamilyCounts families;                          // layer -> family -> calls or kernel runs
   std::set<std::string> observed;                 // layers a repetition observed
   std::map<std::string, std::string> unobserved;  // layer -> why a repetition did not
+  std::map<std::string, std::string> partly_unobserved;  // layer -> what part it could not see, and why
 };
 
 int64_t median(std::vector<int64_t> v) {
@@ -188,6 +189,12 @@ json run_one(const Combo& combo, int rep, RunContext& ctx, ComboOutcome& outcome
   const json unobserved = unobserved_layers(method, report);
   run["unobserved"] = unobserved;
   for (const auto& u : unobserved) outcome.unobserved[u["layer"].get<std::string>()] = u["reason"].get<std::string>();
+  json partly = json::array();
+  for (const auto& [layer, reason] : report.partly_unobserved) {
+    partly.push_back({{"layer", layer}, {"reason", reason}});
+    outcome.partly_unobserved[layer] = reason;
+  }
+  run["partly_observed"] = partly;
   for (const auto& l : report.layers) outcome.observed.insert(l);
   if (combo.workload.empty()) {
     json per_layer = json::object();
@@ -261,6 +268,9 @@ json combo_json(const ComboOutcome& o, const std::vector<ComboOutcome>& all) {
   json unobserved = json::array();
   for (const auto& [layer, reason] : o.unobserved) unobserved.push_back({{"layer", layer}, {"reason", reason}});
   j["unobserved"] = unobserved;
+  json partly = json::array();
+  for (const auto& [layer, reason] : o.partly_unobserved) partly.push_back({{"layer", layer}, {"reason", reason}});
+  j["partly_observed"] = partly;
   // Whole-workload slowdown: this method's median wall time over the baseline's.
   // With 3 or more repetitions of each, a bootstrap 95% interval of that ratio.
   for (const auto& base : all)
@@ -294,6 +304,8 @@ void print_progress(size_t index, size_t total, const Combo& c, int rep, int rep
     for (const auto& [layer, n] : run["event_counts"].items()) extra += "  " + layer + " " + std::to_string(n.get<int64_t>());
   for (const auto& u : run["unobserved"])
     extra += "  " + u["layer"].get<std::string>() + " NOT OBSERVED (" + u["reason"].get<std::string>() + ")";
+  for (const auto& u : run.value("partly_observed", json::array()))
+    extra += "  " + u["layer"].get<std::string>() + " PARTLY OBSERVED (" + u["reason"].get<std::string>() + ")";
   if (!run["left_running"].empty())
     extra += "  (" + std::to_string(run["left_running"].size()) + " process(es) left running: killed)";
   if (!run["ok"].get<bool>()) extra += "  (" + run["failures"][0].get<std::string>() + ")";

@@ -150,10 +150,14 @@ def unobserved_table(combos):
         for u in c.get("unobserved", []):
             rows.append([esc(c.get("workload") or "command"), esc(c.get("linkage") or ""), esc(c["method"]),
                          f'<b class="bad">{esc(u["layer"])}</b>', f'<span class="bad">{esc(u["reason"])}</span>'])
+        for u in c.get("partly_observed", []):
+            rows.append([esc(c.get("workload") or "command"), esc(c.get("linkage") or ""), esc(c["method"]),
+                         f'<b class="bad">part of {esc(u["layer"])}</b>', f'<span class="bad">{esc(u["reason"])}</span>'])
     if not rows:
         return '<p id="unobserved">Every method observed every layer it exists to observe.</p>'
     return ('<p>Layers not observed: the method could not see this layer of this program at all, so its '
-            'zero loss there means nothing.</p>'
+            'zero loss there means nothing. “Part of”: it saw the layer, but not the calls named, '
+            'so its recall there is short by design and its loss counters do not count them.</p>'
             + table(["workload", "cudart", "method", "layer not observed", "why"], rows, "unobserved"))
 
 

@@ -46,6 +46,9 @@ struct TracerReport {
   std::vector<std::string> layers;  // the layers this method observed for this target
   // Layers it is meant to observe (Method::layers) but could not for this target: why.
   std::map<std::string, std::string> unobserved;
+  // Layers it observed, but not all of: what part it cannot see, and why (calls made by a
+  // cudart linked into a library, a process the method does not follow).
+  std::map<std::string, std::string> partly_unobserved;
   nlohmann::json loss = nlohmann::json::object();   // e.g. {"dropped": 0, "ring_full": 0}
   nlohmann::json notes = nlohmann::json::object();  // what was attached where, warnings
   std::string error;  // non-empty: the collector failed; the run is recorded as failed

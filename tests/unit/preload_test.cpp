@@ -93,23 +93,41 @@ TEST(PreloadConvert, RecordsBecomeEventsWithDecodedArguments) {
   EXPECT_EQ(ev[4].args["kernel"], "0xbeef") << "an unnamed kernel keeps its handle";
 }
 
-TEST(PreloadConvert, GenericDriverRecordsAreNamedFromTheSlotTable) {
+TEST(PreloadConvert, GenericRecordsAreNamedFromTheSlotTables) {
   auto dir = testsupport::temp_dir("preload");
-  write_records(dir / "preload.9.9.bin", {rec(HookId(kGenericBase + 3), 0, 5, {}), rec(HookId(kGenericBase + 4), 1, 6, {}),
-                                          trailer(2, 0)});
-  std::ofstream(dir / "preload.9.generic") << "3 cuCtxGetCurrent\n";
+  const ExportInfo* load = find_export("cuModuleLoadData");
+  const ExportInfo* graph = find_export("cudaGraphAddKernelNode");
+  ASSERT_TRUE(load && graph && load->kind == ExportKind::Generic && graph->kind == ExportKind::Generic);
+  const auto dynamic = [](int j) { return HookId(kGenericBase + kMaxStaticSlots + j); };
+  write_records(dir / "preload.9.9.bin", {rec(dynamic(3), 0, 5, {}), rec(dynamic(4), 1, 6, {}),
+                                          rec(HookId(kGenericBase + load->slot), 218, 7, {}),
+                                          rec(HookId(kGenericBase + graph->slot), 0, 8, {}), trailer(4, 0)});
+  std::ofstream(dir / "preload.9.generic") << kMaxStaticSlots + 3 << " driver cuCtxGetCurrent\n";
   std::ofstream(dir / "preload.9.resolved") << "1 cuLaunchKernel\n2 cuCtxGetCurrent\n0 cuTexRefSetBorderColor\n";
+  std::ofstream(dir / "preload.9.callers") << "412 /usr/lib/libcudart.so.13\n130 /opt/lib/libprivatert.so\n";
+  std::ofstream(dir / "preload.9.uncovered") << "runtime cudaFutureCall /opt/cuda 14/libcudart.so.14\n";
   TracerReport r = convert_preload_output(dir, dir / "events.jsonl");
   auto ev = read_events(dir / "events.jsonl").events;
-  ASSERT_EQ(ev.size(), 2u);
+  ASSERT_EQ(ev.size(), 4u);
   EXPECT_EQ(ev[0].layer, "driver");
   EXPECT_EQ(ev[0].name, "cuCtxGetCurrent");
-  EXPECT_EQ(ev[1].name, "cu?generic4") << "a slot with no name is still a record, never dropped";
+  EXPECT_EQ(ev[1].name, "cu?generic" + std::to_string(kMaxStaticSlots + 4)) << "a slot with no name is still a record";
   EXPECT_EQ(ev[1].ret, 1);
+  EXPECT_EQ(ev[2].layer, "driver");
+  EXPECT_EQ(ev[2].name, "cuModuleLoadData");
+  EXPECT_EQ(ev[2].ret, 218);
+  EXPECT_EQ(ev[3].layer, "runtime");
+  EXPECT_EQ(ev[3].name, "cudaGraphAddKernelNode");
+  EXPECT_EQ(r.notes["runtime_records_without_arguments"], 1);
   EXPECT_EQ(r.notes["driver_entry_points_resolved"], 3);
   EXPECT_EQ(r.notes["driver_entry_points_hooked"], 2);
   EXPECT_EQ(r.notes["driver_entry_points_with_arguments"], 1);
   EXPECT_EQ(r.notes["driver_entry_points_not_hooked"], nlohmann::json({"cuTexRefSetBorderColor"}));
+  // Who asked cuGetProcAddress besides libcudart.so: a cudart linked into that library.
+  ASSERT_EQ(r.notes["runtime_linked_into"].size(), 1u) << r.notes.dump();
+  EXPECT_EQ(r.notes["runtime_linked_into"][0]["object"], "/opt/lib/libprivatert.so");
+  EXPECT_EQ(r.notes["runtime_linked_into"][0]["driver_entry_points_resolved"], 130);
+  EXPECT_EQ(r.notes["exports_not_covered"]["/opt/cuda 14/libcudart.so.14"], nlohmann::json({"cudaFutureCall"}));
 }
 
 TEST(PreloadConvert, TicksBecomeMonotonicNanosecondsBetweenCalibrationPoints) {
@@ -262,6 +280,40 @@ TEST(PreloadShim, CoversEveryCudaFunctionTheWorkloadsCall) {
       EXPECT_TRUE(exported.count(sym)) << wl << " calls " << sym << ", which the shim does not hook";
     }
     EXPECT_GT(cuda_calls, 3) << wl;
+  }
+}
+
+// CUDA calls that hooks.def does not list, each recorded with the code the program got:
+// linked (-lcudart, -lcuda: the shim exports every function of both) and through dlsym on
+// a dlopen'ed handle. The toolkit's stub stands in for libcuda.so.1, here and on a GPU
+// host alike (it comes first on LD_LIBRARY_PATH), so every driver call fails the same way.
+TEST(PreloadShim, EveryUnlistedCallIsRecordedWithItsCode) {
+  const std::filesystem::path stub = CUDATRACE_TOOLKIT_LIBCUDA;
+  ASSERT_TRUE(std::filesystem::exists(stub)) << stub;
+  for (const std::string layer : {"runtime", "driver"}) {
+    for (const std::string how : {"direct", "dlsym"}) {
+      SCOPED_TRACE(layer + " " + how);
+      auto dir = testsupport::temp_dir("unlisted");
+      std::filesystem::create_directory(dir / "lib");
+      std::filesystem::create_symlink(stub, dir / "lib" / "libcuda.so.1");
+      std::filesystem::create_directory(dir / "spool");
+      auto r = testsupport::run_command("LD_LIBRARY_PATH=" + (dir / "lib").string() + " LD_PRELOAD=" +
+                                        CUDATRACE_PRELOAD_SHIM + " " + kDirEnv + "=" + (dir / "spool").string() + " " +
+                                        CUDATRACE_UNLISTED_CALLS + " " + layer + " " + how + " 2>&1");
+      ASSERT_EQ(r.exit_code, 0) << r.output;
+      std::vector<std::pair<std::string, int>> made;
+      std::istringstream in(r.output);
+      std::string name;
+      int code;
+      while (in >> name >> code) made.push_back({name, code});
+      ASSERT_GE(made.size(), layer == "runtime" ? 20u : 30u) << r.output;
+      TracerReport rep = convert_preload_output(dir / "spool", dir / "events.jsonl");
+      std::vector<std::pair<std::string, int>> recorded;
+      for (const auto& e : read_events(dir / "events.jsonl").events)
+        if (e.layer == layer) recorded.push_back({e.name, int(e.ret.value_or(-999))});
+      EXPECT_EQ(recorded, made) << "every call, in order, with its code";
+      for (const auto& [k, v] : rep.loss.items()) EXPECT_EQ(v, 0) << k;
+    }
   }
 }
 

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <map>
 #include <regex>
+#include <set>
+#include <tuple>
 #include <sstream>
 
 #include "common/event_io.h"
@@ -71,9 +73,11 @@ TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_
   static const std::regex bin_name(R"(preload\.(\d+)\.(\d+)\.bin)");
   std::map<std::pair<int64_t, int64_t>, fs::path> files;  // (pid, tid) -> file
   std::map<int64_t, KernelTable> kernels;
-  std::map<int64_t, std::map<uint64_t, std::string>> generic_names;  // pid -> slot -> name
+  std::map<int64_t, std::map<uint64_t, std::pair<std::string, std::string>>> generic_names;  // pid -> slot -> (layer, name)
   int64_t decoded = 0, generic = 0, unhooked = 0;
   std::vector<std::string> unhooked_names;
+  std::map<std::string, int64_t> own_lookups;           // object calling cuGetProcAddress -> entry points asked
+  std::map<std::string, std::set<std::string>> uncovered;  // library -> exports the shim does not cover
   for (const auto& entry : fs::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
     std::smatch m;
@@ -84,8 +88,18 @@ TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_
     } else if (name.rfind("preload.", 0) == 0 && entry.path().extension() == ".generic") {
       std::ifstream in = open_untrusted(entry.path());
       uint64_t slot;
-      std::string sym;
-      while (in >> slot >> sym) generic_names[std::stoll(name.substr(8))][slot] = sym;
+      std::string layer_name, sym;
+      while (in >> slot >> layer_name >> sym)
+        generic_names[std::stoll(name.substr(8))][slot] = {layer_name == "runtime" ? layer::kRuntime : layer::kDriver, sym};
+    } else if (name.rfind("preload.", 0) == 0 && entry.path().extension() == ".callers") {
+      std::ifstream in = open_untrusted(entry.path());
+      int64_t n;
+      std::string object;
+      while (in >> n && std::getline(in >> std::ws, object)) own_lookups[object] += n;
+    } else if (name.rfind("preload.", 0) == 0 && entry.path().extension() == ".uncovered") {
+      std::ifstream in = open_untrusted(entry.path());
+      std::string layer_name, sym, library;
+      while (in >> layer_name >> sym && std::getline(in >> std::ws, library)) uncovered[library].insert(sym);
     } else if (name.rfind("preload.", 0) == 0 && entry.path().extension() == ".resolved") {
       std::ifstream in = open_untrusted(entry.path());
       int how;  // 0 not hooked, 1 hooked with arguments, 2 hooked generically (no arguments)
@@ -133,7 +147,7 @@ TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_
   }
 
   EventWriter out(events_file);
-  int64_t records = 0, driver_records = 0, dropped = 0, missing = 0, unterminated = 0, bad = 0, untimed = 0;
+  int64_t records = 0, driver_records = 0, runtime_generic = 0, dropped = 0, missing = 0, unterminated = 0, bad = 0, untimed = 0;
   const auto& table = call_table();
   for (const auto& [key, recs] : contents) {
     const auto [pid, tid] = key;
@@ -162,12 +176,18 @@ TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_
       }
       terminated = false;  // a later segment (after an exec that failed, or a flush) must close again
       Event e;
-      if (r.hook >= kGenericBase) {  // a driver entry point recorded without its arguments
-        const uint64_t slot = r.hook - kGenericBase;
-        auto& names = generic_names[pid];
-        auto it = names.find(slot);
-        e.layer = layer::kDriver;
-        e.name = it != names.end() ? it->second : "cu?generic" + std::to_string(slot);
+      if (r.hook >= kGenericBase) {  // an entry point recorded without its arguments
+        const int slot = r.hook - kGenericBase;
+        if (const ExportInfo* x = export_of_slot(slot)) {
+          e.layer = x->runtime ? layer::kRuntime : layer::kDriver;
+          e.name = x->name;
+        } else if (auto it = generic_names[pid].find(uint64_t(slot)); it != generic_names[pid].end()) {
+          std::tie(e.layer, e.name) = it->second;
+        } else {  // a slot no table names: still a record, never dropped
+          e.layer = layer::kDriver;
+          e.name = "cu?generic" + std::to_string(slot);
+        }
+        runtime_generic += e.layer == layer::kRuntime;
       } else if (r.hook < table.size()) {
         const CallInfo& h = table[r.hook];
         e.layer = h.layer;
@@ -230,7 +250,23 @@ TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_
                   {"driver_entry_points_hooked", decoded + generic},
                   {"driver_entry_points_with_arguments", decoded},
                   {"driver_entry_points_not_hooked", unhooked_names},
+                  {"runtime_records_without_arguments", runtime_generic},
                   {"untimed_records", untimed}};
+  // An object other than libcudart.so that asks cuGetProcAddress for driver entry points
+  // carries a cudart of its own (static, or hidden inside a library as cuBLAS does): its
+  // runtime calls never pass through an export the shim can replace. Its driver calls do.
+  nlohmann::json own_runtime = nlohmann::json::array();
+  for (const auto& [object, n] : own_lookups) {
+    const std::string file = fs::path(object).filename().string();
+    if (file.rfind("libcudart.so", 0) == 0) continue;
+    own_runtime.push_back({{"object", object}, {"driver_entry_points_resolved", n}});
+  }
+  if (!own_runtime.empty()) report.notes["runtime_linked_into"] = own_runtime;
+  if (!uncovered.empty()) {
+    nlohmann::json u = nlohmann::json::object();
+    for (const auto& [library, names] : uncovered) u[library] = names;
+    report.notes["exports_not_covered"] = u;  // a newer cudart or driver than the shim was built against
+  }
   return report;
 }
 
@@ -248,6 +284,28 @@ TracerReport PreloadTracer::finish(const fs::path& run_dir) {
     report.layers.push_back(layer::kDriver);
   else
     report.unobserved[layer::kDriver] = "the program never reached libcuda.so.1 (no driver, or no driver call made)";
+  if (report.unobserved.count(layer::kRuntime) == 0 && report.notes.contains("runtime_linked_into")) {
+    std::string objects;
+    for (const auto& o : report.notes["runtime_linked_into"])
+      objects += (objects.empty() ? "" : ", ") + o["object"].get<std::string>();
+    report.partly_unobserved[layer::kRuntime] =
+        "runtime calls from " + objects + " not observable: a cudart linked into it asks cuGetProcAddress for its "
+        "own driver entry points, so its calls never reach the libcudart.so exports the shim replaces (its driver "
+        "calls are recorded)";
+  }
+  if (report.notes.contains("exports_not_covered")) {
+    std::map<std::string, std::string> libs;  // layer -> "library (n)", ...
+    for (const auto& [lib, names] : report.notes["exports_not_covered"].items()) {
+      const bool runtime = fs::path(lib).filename().string().rfind("libcudart.so", 0) == 0;
+      std::string& l = libs[runtime ? layer::kRuntime : layer::kDriver];
+      l += (l.empty() ? "" : ", ") + lib + " (" + std::to_string(names.size()) + ")";
+    }
+    for (const auto& [l, which] : libs)
+      if (report.unobserved.count(l) == 0 && report.partly_unobserved.count(l) == 0)
+        report.partly_unobserved[l] = "calls to functions of " + which +
+                                      " that the shim's CUDA toolkit does not export are not recorded (named in the "
+                                      "notes, exports_not_covered)";
+  }
   report.notes["shim"] = shim_.string();
   return report;
 }

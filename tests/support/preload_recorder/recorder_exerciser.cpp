@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "recorder_exerciser: set %s\n", kDirEnv);
     return 2;
   }
-  g_call = reinterpret_cast<int (*)(uint64_t)>(generic_wrapper_for("cuFakeCall", reinterpret_cast<void*>(&fake_driver_call)));
+  g_call = reinterpret_cast<int (*)(uint64_t)>(generic_wrapper_for("cuFakeCall", false, reinterpret_cast<void*>(&fake_driver_call)));
   if (!g_call) return 3;
   if (argc > 1 && std::strcmp(argv[1], "nomap") == 0) return without_a_buffer();
   std::atexit([] { calls(kAtexitCalls); });

@@ -1,10 +1,6 @@
-// The CUDA driver API. cudart (static or shared) does not call libcuda through the
-// dynamic linker: it dlopen()s libcuda.so.1, dlsym()s cuGetProcAddress and asks that for
-// every entry point. So the shim hooks three doors: the exported cu* symbols (programs
-// linked with -lcuda), dlsym (programs and cudart looking symbols up), and
-// cuGetProcAddress. Whatever pointer the real lookup returns, if it is the address of a
-// function we wrap, the caller gets our wrapper instead: matching by address keeps every
-// variant (_v2, _ptsz, _ptds) paired with the wrapper of exactly that variant.
+// The CUDA driver API functions hooks.def describes, with their arguments. Every other
+// function libcuda exports is a generic forwarder (generic_exports.cpp), and what dlsym
+// and cuGetProcAddress hand out is swapped for these in lookup_hooks.cpp.
 #include <cuda.h>
 #include <dlfcn.h>
 #include <unistd.h>
@@ -29,37 +25,6 @@ using namespace cudatrace::preload;
 namespace {
 
 inline uint64_t u64(const void* p) { return reinterpret_cast<uint64_t>(p); }
-
-void* libcuda() {
-  static void* handle = [] {
-    void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    return h ? h : dlopen("libcuda.so.1", RTLD_NOW);
-  }();
-  return handle;
-}
-
-void* driver_symbol(const char* name) {
-  void* h = libcuda();
-  return h ? real_dlsym()(h, name) : nullptr;
-}
-
-[[gnu::noinline, gnu::cold]] void* resolve_driver_symbol(std::atomic<void*>& slot, const char* name) {
-  void* p = driver_symbol(name);
-  if (!p) {
-    std::fprintf(stderr, "cudatrace preload: libcuda.so.1 has no %s\n", name);
-    std::abort();
-  }
-  slot.store(p, std::memory_order_release);
-  return p;
-}
-
-// Lazily resolved real entry point of one wrapped driver function.
-template <class Fn>
-[[gnu::always_inline]] inline Fn real_driver(std::atomic<void*>& slot, const char* name) {
-  void* p = slot.load(std::memory_order_acquire);
-  if (__builtin_expect(!p, 0)) p = resolve_driver_symbol(slot, name);
-  return reinterpret_cast<Fn>(p);
-}
 
 // Kernel names for driver launches: asked of the driver once per handle and thread.
 // cudart hands cuLaunchKernel a CUkernel (library kernel) as often as a CUfunction, and
@@ -173,118 +138,3 @@ DRIVER_HOOK(cuLaunchKernelEx_ptsz, (const CUlaunchConfig* c, CUfunction f, void*
             (c, f, params, extra), LAUNCH_EX_ARGS)
 
 #undef OK
-
-// ---- handing out wrappers: dlsym and cuGetProcAddress ----
-
-namespace {
-
-// What cuGetProcAddress handed out, hooked or not, for the run's notes (a coverage check).
-std::mutex g_resolved_mu;
-enum class Coverage { None = 0, Decoded = 1, Generic = 2 };
-std::unordered_map<std::string, Coverage>* g_resolved = new std::unordered_map<std::string, Coverage>;
-
-const std::unordered_map<void*, void*>& wrapper_by_real_address() {
-  static const std::unordered_map<void*, void*> table = [] {
-    std::unordered_map<void*, void*> t;
-    struct Entry {
-      const char* name;
-      void* wrapper;
-    };
-    static const Entry entries[] = {
-#define HOOK_runtime(symbol)
-#define HOOK_driver(symbol) {#symbol, reinterpret_cast<void*>(&symbol)},
-#define HOOK(layer, symbol, args) HOOK_##layer(symbol)
-#include "tracers/preload/hooks.def"
-#undef HOOK
-#undef HOOK_driver
-#undef HOOK_runtime
-    };
-    for (const auto& e : entries)
-      if (void* real = driver_symbol(e.name)) t.emplace(real, e.wrapper);
-    return t;
-  }();
-  return table;
-}
-
-void* swap_for_wrapper(const char* name, void* real);
-
-}  // namespace
-
-extern "C" CUresult CUDAAPI cuGetProcAddress(const char* symbol, void** pfn, int version, cuuint64_t flags);
-
-static std::atomic<void*> real_cuGetProcAddress_v2{nullptr};
-extern "C" CUresult CUDAAPI cuGetProcAddress_v2(const char* symbol, void** pfn, int version, cuuint64_t flags,
-                                                CUdriverProcAddressQueryResult* status) {
-  using Fn = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
-  CUresult r = real_driver<Fn>(real_cuGetProcAddress_v2, "cuGetProcAddress_v2")(symbol, pfn, version, flags, status);
-  if (r == CUDA_SUCCESS && pfn && *pfn) *pfn = swap_for_wrapper(symbol, *pfn);
-  return r;
-}
-
-static std::atomic<void*> real_cuGetProcAddress{nullptr};
-extern "C" CUresult CUDAAPI cuGetProcAddress(const char* symbol, void** pfn, int version, cuuint64_t flags) {
-  using Fn = CUresult (*)(const char*, void**, int, cuuint64_t);
-  CUresult r = real_driver<Fn>(real_cuGetProcAddress, "cuGetProcAddress")(symbol, pfn, version, flags);
-  if (r == CUDA_SUCCESS && pfn && *pfn) *pfn = swap_for_wrapper(symbol, *pfn);
-  return r;
-}
-
-namespace {
-
-void* swap_for_wrapper(const char* name, void* real) {
-  // Resolved once: this runs for every entry point cudart asks for, and every cu* dlsym.
-  static void* const real_v2 = driver_symbol("cuGetProcAddress_v2");
-  static void* const real_v1 = driver_symbol("cuGetProcAddress");
-  if (real == real_v2) return reinterpret_cast<void*>(&cuGetProcAddress_v2);
-  if (real == real_v1) return reinterpret_cast<void*>(&cuGetProcAddress);
-  const auto& table = wrapper_by_real_address();
-  auto it = table.find(real);
-  if (it != table.end()) {
-    if (name && recording()) {
-      std::lock_guard lk(g_resolved_mu);
-      (*g_resolved)[name] = Coverage::Decoded;
-    }
-    return it->second;
-  }
-  if (!recording() || !name) return real;
-  void* generic = generic_wrapper_for(name, real);
-  std::lock_guard lk(g_resolved_mu);
-  (*g_resolved)[name] = generic ? Coverage::Generic : Coverage::None;
-  return generic ? generic : real;
-}
-
-// The list of entry points cudart asked for, hooked (1) or not (0), next to the records.
-__attribute__((destructor)) void write_resolved() {
-  const char* dir = std::getenv(kDirEnv);
-  if (!dir || !recording()) return;
-  std::lock_guard lk(g_resolved_mu);
-  if (g_resolved->empty()) return;
-  std::string path = std::string(dir) + "/preload." + std::to_string(getpid()) + ".resolved";
-  if (FILE* f = std::fopen(path.c_str(), "w")) {
-    for (const auto& [name, how] : *g_resolved) std::fprintf(f, "%d %s\n", int(how), name.c_str());
-    std::fclose(f);
-  }
-}
-
-}  // namespace
-
-namespace cudatrace::preload {
-
-DlsymFn real_dlsym() {
-  static const DlsymFn fn = [] {
-    void* p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-    if (!p) p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-    return reinterpret_cast<DlsymFn>(p);
-  }();
-  return fn;
-}
-
-}  // namespace cudatrace::preload
-
-// A lookup of a driver function by name gets the wrapper. Known limit: a dlsym(RTLD_NEXT)
-// made by the program resolves relative to the shim, not to its caller.
-extern "C" void* dlsym(void* handle, const char* name) {
-  void* p = real_dlsym()(handle, name);
-  if (p && name && name[0] == 'c' && name[1] == 'u' && name[2] != 'd') p = swap_for_wrapper(name, p);
-  return p;
-}

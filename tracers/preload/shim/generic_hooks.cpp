@@ -1,8 +1,8 @@
 #include "tracers/preload/shim/generic_hooks.h"
 
+#include <dlfcn.h>
 #include <unistd.h>
 
-#include <array>
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
@@ -11,72 +11,230 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
-#include <utility>
 
+#include "tracers/preload/shim/real_symbols.h"
 #include "tracers/preload/shim/recorder.h"
 
 #if !defined(__x86_64__)
-#error "the generic driver forwarders rely on the x86-64 System V calling convention"
+#error "the generic forwarders rely on the x86-64 System V calling convention"
 #endif
 
 namespace cudatrace::preload {
 
 namespace {
 
-using Word = uint64_t;
-using Forward = int (*)(Word, Word, Word, Word, Word, Word, Word, Word, Word, Word, Word, Word, Word, Word, Word, Word);
+constexpr int kSlots = kMaxStaticSlots + kDynamicSlots;
 
-// The real pointers the forwarders read are packed apart from the names only the table
-// writer reads: eight to a cache line, not one.
-std::atomic<void*> g_real[kGenericSlots];
-char g_names[kGenericSlots][64];
-int g_used = 0;
+// What the forwarders read: the real function (null until resolved) and whether its
+// result is an error code. Written before the pointer is published, read after.
+std::atomic<void*> g_real[kSlots];
+bool g_returns_code[kSlots];
+
+// The run-time slots' names, for the converter.
 std::mutex g_mu;
+char g_dynamic_names[kDynamicSlots][64];
+bool g_dynamic_runtime[kDynamicSlots];
+int g_dynamic_used = 0;
 std::unordered_map<void*, int>* g_slot_of = new std::unordered_map<void*, int>;
 
-template <int I>
-int forwarder(Word a0, Word a1, Word a2, Word a3, Word a4, Word a5, Word a6, Word a7, Word a8, Word a9, Word a10,
-              Word a11, Word a12, Word a13, Word a14, Word a15) {
-  const auto real = reinterpret_cast<Forward>(g_real[I].load(std::memory_order_acquire));
-  if (!hooks_live()) return real(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15);
-  const int64_t t0 = now_ns();
-  const int r = real(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15);
-  emit(HookId(kGenericBase + I), r, t0, now_ns());
-  return r;
-}
-
-template <size_t... I>
-constexpr std::array<void*, sizeof...(I)> forwarders(std::index_sequence<I...>) {
-  return {reinterpret_cast<void*>(&forwarder<int(I)>)...};
-}
-const std::array<void*, kGenericSlots> kForwarders = forwarders(std::make_index_sequence<kGenericSlots>{});
-
-bool takes_floats(const char* name) {
-  return std::strstr(name, "TexRef") || std::strstr(name, "SurfRef");
+// A static slot's function, found the first time it is called: cudart's behind the shim
+// (RTLD_NEXT), libcuda's through its handle.
+[[gnu::noinline, gnu::cold]] void* resolve_static(uint32_t slot) {
+  const ExportInfo* e = export_of_slot(int(slot));
+  void* p = nullptr;
+  if (e) p = e->runtime ? real_dlsym()(RTLD_NEXT, e->name) : driver_symbol(e->name);
+  if (!p) {
+    std::fprintf(stderr, "cudatrace preload: no definition of %s behind the shim\n", e ? e->name : "(unknown slot)");
+    std::abort();
+  }
+  g_returns_code[slot] = e->returns_code;
+  g_real[slot].store(p, std::memory_order_release);
+  return p;
 }
 
 }  // namespace
 
-void* generic_wrapper_for(const char* name, void* real) {
-  if (!real || !name || takes_floats(name) || std::strncmp(name, "cuGetProcAddress", 16) == 0) return nullptr;
+}  // namespace cudatrace::preload
+
+using namespace cudatrace::preload;
+
+// Called by the assembly below with every argument register saved. Returns the function
+// to forward to; *t0 is the entry time, or -1 when the call is not to be recorded.
+extern "C" __attribute__((visibility("hidden"))) void* cudatrace_generic_enter(uint32_t slot, int64_t* t0) {
+  void* real = g_real[slot].load(std::memory_order_acquire);
+  if (__builtin_expect(!real, 0)) real = resolve_static(slot);
+  *t0 = hooks_live() ? now_ns() : -1;
+  return real;
+}
+
+extern "C" __attribute__((visibility("hidden"))) void cudatrace_generic_exit(uint32_t slot, int64_t t0,
+                                                                             uint64_t result) {
+  emit(HookId(kGenericBase + slot), g_returns_code[slot] ? int32_t(result) : 0, t0, now_ns());
+}
+
+// The forwarder. Entered by a stub with the slot in r11 (not an argument register) and
+// the caller's frame untouched. Frame, from rsp (16-byte aligned):
+//     0..127  the caller's stack arguments, copied     256..303  rdi rsi rdx rcx r8 r9
+//   128..255  xmm0..xmm7                                304  rax    312  slot
+//                                                       320  t0     328  real function
+// xmm8 (caller-saved, never an argument) carries the copy.
+asm(R"(
+  .pushsection .text
+  .p2align 4
+  .globl cudatrace_generic_entry
+  .hidden cudatrace_generic_entry
+  .type cudatrace_generic_entry, @function
+cudatrace_generic_entry:
+  .cfi_startproc
+  endbr64
+  push %rbp
+  .cfi_def_cfa_offset 16
+  .cfi_offset %rbp, -16
+  mov %rsp, %rbp
+  .cfi_def_cfa_register %rbp
+  sub $336, %rsp
+  and $-16, %rsp
+  mov %rdi, 256(%rsp)
+  mov %rsi, 264(%rsp)
+  mov %rdx, 272(%rsp)
+  mov %rcx, 280(%rsp)
+  mov %r8, 288(%rsp)
+  mov %r9, 296(%rsp)
+  mov %rax, 304(%rsp)
+  mov %r11, 312(%rsp)
+  movaps %xmm0, 128(%rsp)
+  movaps %xmm1, 144(%rsp)
+  movaps %xmm2, 160(%rsp)
+  movaps %xmm3, 176(%rsp)
+  movaps %xmm4, 192(%rsp)
+  movaps %xmm5, 208(%rsp)
+  movaps %xmm6, 224(%rsp)
+  movaps %xmm7, 240(%rsp)
+  mov %r11d, %edi
+  lea 320(%rsp), %rsi
+  call cudatrace_generic_enter
+  mov %rax, 328(%rsp)
+  cmpq $0, 320(%rsp)
+  jl 1f
+  movdqu 16(%rbp), %xmm8
+  movdqa %xmm8, 0(%rsp)
+  movdqu 32(%rbp), %xmm8
+  movdqa %xmm8, 16(%rsp)
+  movdqu 48(%rbp), %xmm8
+  movdqa %xmm8, 32(%rsp)
+  movdqu 64(%rbp), %xmm8
+  movdqa %xmm8, 48(%rsp)
+  movdqu 80(%rbp), %xmm8
+  movdqa %xmm8, 64(%rsp)
+  movdqu 96(%rbp), %xmm8
+  movdqa %xmm8, 80(%rsp)
+  movdqu 112(%rbp), %xmm8
+  movdqa %xmm8, 96(%rsp)
+  movdqu 128(%rbp), %xmm8
+  movdqa %xmm8, 112(%rsp)
+  movaps 128(%rsp), %xmm0
+  movaps 144(%rsp), %xmm1
+  movaps 160(%rsp), %xmm2
+  movaps 176(%rsp), %xmm3
+  movaps 192(%rsp), %xmm4
+  movaps 208(%rsp), %xmm5
+  movaps 224(%rsp), %xmm6
+  movaps 240(%rsp), %xmm7
+  mov 256(%rsp), %rdi
+  mov 264(%rsp), %rsi
+  mov 272(%rsp), %rdx
+  mov 280(%rsp), %rcx
+  mov 288(%rsp), %r8
+  mov 296(%rsp), %r9
+  mov 304(%rsp), %rax
+  call *328(%rsp)
+  mov %rax, 256(%rsp)
+  mov %rdx, 264(%rsp)
+  movaps %xmm0, 128(%rsp)
+  movaps %xmm1, 144(%rsp)
+  mov 312(%rsp), %edi
+  mov 320(%rsp), %rsi
+  mov %rax, %rdx
+  call cudatrace_generic_exit
+  mov 256(%rsp), %rax
+  mov 264(%rsp), %rdx
+  movaps 128(%rsp), %xmm0
+  movaps 144(%rsp), %xmm1
+  .cfi_remember_state
+  leave
+  .cfi_def_cfa %rsp, 8
+  ret
+  .cfi_restore_state
+1:
+  mov 328(%rsp), %r11
+  movaps 128(%rsp), %xmm0
+  movaps 144(%rsp), %xmm1
+  movaps 160(%rsp), %xmm2
+  movaps 176(%rsp), %xmm3
+  movaps 192(%rsp), %xmm4
+  movaps 208(%rsp), %xmm5
+  movaps 224(%rsp), %xmm6
+  movaps 240(%rsp), %xmm7
+  mov 256(%rsp), %rdi
+  mov 264(%rsp), %rsi
+  mov 272(%rsp), %rdx
+  mov 280(%rsp), %rcx
+  mov 288(%rsp), %r8
+  mov 296(%rsp), %r9
+  mov 304(%rsp), %rax
+  leave
+  .cfi_def_cfa %rsp, 8
+  jmp *%r11
+  .cfi_endproc
+  .size cudatrace_generic_entry, .-cudatrace_generic_entry
+
+  .p2align 4
+  .globl cudatrace_dynamic_stubs
+  .hidden cudatrace_dynamic_stubs
+cudatrace_dynamic_stubs:
+  .set cudatrace_dynamic_slot, 2048
+  .rept 1024
+  .p2align 4
+  endbr64
+  movl $cudatrace_dynamic_slot, %r11d
+  jmp cudatrace_generic_entry
+  .set cudatrace_dynamic_slot, cudatrace_dynamic_slot + 1
+  .endr
+  .popsection
+)");
+
+extern "C" char cudatrace_dynamic_stubs[];
+static_assert(kMaxStaticSlots == 2048 && kDynamicSlots == 1024, "the stubs above are numbered from 2048, 1024 of them");
+static_assert(kMaxStackArgWords == 16, "the forwarder above copies 16 words");
+
+namespace cudatrace::preload {
+
+void* generic_wrapper_for(const char* name, bool runtime, void* real) {
+  if (!real || !name || std::strncmp(name, "cuGetProcAddress", 16) == 0) return nullptr;
   std::lock_guard lk(g_mu);
-  if (auto it = g_slot_of->find(real); it != g_slot_of->end()) return kForwarders[size_t(it->second)];
-  if (g_used == kGenericSlots) return nullptr;
-  const int i = g_used++;
-  std::strncpy(g_names[i], name, sizeof g_names[i] - 1);
-  g_real[i].store(real, std::memory_order_release);
-  (*g_slot_of)[real] = i;
-  return kForwarders[size_t(i)];
+  auto stub = [](int j) { return static_cast<void*>(cudatrace_dynamic_stubs + 16 * j); };
+  if (auto it = g_slot_of->find(real); it != g_slot_of->end()) return stub(it->second);
+  if (g_dynamic_used == kDynamicSlots) return nullptr;
+  const int j = g_dynamic_used++;
+  std::strncpy(g_dynamic_names[j], name, sizeof g_dynamic_names[j] - 1);
+  g_dynamic_runtime[j] = runtime;
+  const ExportInfo* e = find_export(name);
+  g_returns_code[kMaxStaticSlots + j] = e ? e->returns_code : true;
+  g_real[kMaxStaticSlots + j].store(real, std::memory_order_release);
+  (*g_slot_of)[real] = j;
+  return stub(j);
 }
 
 void write_generic_table() {
   std::lock_guard lk(g_mu);
-  if (!g_used) return;
+  if (!g_dynamic_used) return;
   const char* dir = std::getenv(kDirEnv);
   if (!dir) return;
   std::string path = std::string(dir) + "/preload." + std::to_string(getpid()) + ".generic";
   if (FILE* f = std::fopen(path.c_str(), "w")) {
-    for (int i = 0; i < g_used; ++i) std::fprintf(f, "%d %s\n", i, g_names[i]);
+    for (int j = 0; j < g_dynamic_used; ++j)
+      std::fprintf(f, "%d %s %s\n", kMaxStaticSlots + j, g_dynamic_runtime[j] ? "runtime" : "driver",
+                   g_dynamic_names[j]);
     std::fclose(f);
   }
 }

@@ -1,22 +1,62 @@
 #pragma once
-// Recording for the driver entry points that hooks.def does not describe: name, entry
-// time, duration and CUresult, no arguments. Every driver API function returns CUresult
-// and takes integers and pointers only (no floats, no structs by value) -- the texture
-// and surface *reference* calls are the exception and are left alone -- so on x86-64 a
-// forwarder that passes 16 integer slots along (6 registers, 10 stack words) calls any
-// of them correctly whatever its real arity.
+// Recording for every CUDA entry point that hooks.def does not describe: name, entry time,
+// duration and result, no arguments.
+//
+// A generic forwarder knows nothing of the signature it forwards. It is written in
+// assembly (generic_hooks.cpp): it saves every argument register the x86-64 System V
+// convention can use (rdi..r9, rax for varargs, xmm0..xmm7), calls the recorder, copies
+// kMaxStackArgWords words of the caller's stack arguments into its own frame, restores
+// the registers, calls the real function and hands back rax, rdx, xmm0 and xmm1 as they
+// came. So floating-point arguments, structs passed by value (in registers or on the
+// stack) and any return type pass through untouched, provided the stack arguments fit in
+// 16 words: export_table.cpp checks that for every function the CUDA headers declare.
+// When recording is paused the forwarder restores everything and jumps: no copy at all.
+//
+// Two kinds of slot: one per GENERIC export of libcudart.so / libcuda (numbered at build
+// time, tracers/preload/exports.cmake; the shim exports a stub of that name), and slots
+// handed out at run time for a function pointer that dlsym or cuGetProcAddress returned
+// (a driver entry point that is not exported, a second copy of cudart).
 #include <cstdint>
+#include <string_view>
 
 namespace cudatrace::preload {
 
+// A generic record's HookId is kGenericBase + slot.
 inline constexpr uint16_t kGenericBase = 0x1000;
-inline constexpr int kGenericSlots = 1024;
+inline constexpr int kMaxStaticSlots = 2048;
+inline constexpr int kDynamicSlots = 1024;
+inline constexpr int kMaxStackArgWords = 16;
 
-// The forwarder for `real`, or null when it must not be wrapped (floats by value) or the
-// slots are used up. Same `real`, same forwarder.
-void* generic_wrapper_for(const char* name, void* real);
+// How the shim treats one export of the toolkit's libcudart.so or libcuda.
+enum class ExportKind : uint8_t {
+  Listed,    // hooks.def: a hook with its argument table
+  Watched,   // wrapped for the shim's bookkeeping, not recorded
+  Plumbing,  // cudart's registration and <<<>>> configuration calls: not exported by the shim
+  Generic,   // a generic forwarder
+};
 
-// preload.<pid>.generic: "slot name" per forwarder in use, for the converter.
+struct ExportInfo {
+  const char* name;
+  bool runtime;       // libcudart.so (else libcuda)
+  ExportKind kind;
+  int slot;           // Generic: its static slot, else -1
+  bool declared;      // the CUDA headers declare it (or its non-_ptsz/_ptds base)
+  int arg_words;      // declared: its parameters' size in 8-byte words
+  bool returns_code;  // returns cudaError_t / CUresult (undeclared: assumed)
+};
+
+// Every export of the toolkit the shim was built against, sorted by layer then name.
+const ExportInfo* export_table(int* count);
+const ExportInfo* find_export(std::string_view name);
+// The GENERIC export with static slot `slot`, or null.
+const ExportInfo* export_of_slot(int slot);
+
+// A forwarder for `real` (a function pointer that dlsym or cuGetProcAddress returned),
+// recorded as `name` in `layer` ("runtime"/"driver"); null when the slots are used up.
+// Same `real`, same forwarder.
+void* generic_wrapper_for(const char* name, bool runtime, void* real);
+
+// preload.<pid>.generic: "slot layer name" per run-time slot in use, for the converter.
 void write_generic_table();
 
 }  // namespace cudatrace::preload

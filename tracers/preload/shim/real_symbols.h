@@ -12,6 +12,11 @@ namespace cudatrace::preload {
 using DlsymFn = void* (*)(void*, const char*);
 DlsymFn real_dlsym();
 
+// libcuda.so.1 (loaded if the program has not loaded it yet), and one of its functions by
+// name; null when there is no libcuda or no such function.
+void* libcuda();
+void* driver_symbol(const char* name);
+
 // The next definition after the shim (libcudart.so, libc); aborts with a message when a
 // wrapper is called but nothing stands behind it, which would otherwise be a crash.
 template <class Fn>
@@ -37,6 +42,17 @@ template <class Fn>
 [[gnu::always_inline]] inline Fn next_symbol_once(std::atomic<void*>& slot, const char* name) {
   void* p = slot.load(std::memory_order_relaxed);
   if (__builtin_expect(!p, 0)) p = resolve_next_symbol<Fn>(slot, name);
+  return reinterpret_cast<Fn>(p);
+}
+
+// driver_symbol(), asked once and kept in `slot`; aborts with a message when libcuda lacks
+// the function (a wrapper was called, so the program expected it there).
+[[gnu::noinline, gnu::cold]] void* resolve_driver_symbol(std::atomic<void*>& slot, const char* name);
+
+template <class Fn>
+[[gnu::always_inline]] inline Fn real_driver(std::atomic<void*>& slot, const char* name) {
+  void* p = slot.load(std::memory_order_acquire);
+  if (__builtin_expect(!p, 0)) p = resolve_driver_symbol(slot, name);
   return reinterpret_cast<Fn>(p);
 }
 

@@ -31,6 +31,14 @@ cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t*, const void*, voi
 cudaError_t __cudaLaunchKernel(cudaKernel_t, dim3, dim3, void**, size_t, cudaStream_t);
 cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t, dim3, dim3, void**, size_t, cudaStream_t);
 cudaError_t __cudaGetKernel(cudaKernel_t*, const void*);
+cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t, cudaStream_t, unsigned);
+cudaError_t cudaMallocAsync_ptsz(void**, size_t, cudaStream_t);
+cudaError_t cudaFreeAsync_ptsz(void*, cudaStream_t);
+cudaError_t cudaMemcpy2D_ptds(void*, size_t, const void*, size_t, size_t, size_t, cudaMemcpyKind);
+cudaError_t cudaMemcpy2DAsync_ptsz(void*, size_t, const void*, size_t, size_t, size_t, cudaMemcpyKind, cudaStream_t);
+cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t, cudaStreamCaptureMode);
+cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t, cudaGraph_t*);
+cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t, cudaStream_t);
 void __cudaRegisterFunction(void**, const char*, char*, const char*, int, uint3*, uint3*, dim3*, dim3*, int*);
 }
 
@@ -102,6 +110,39 @@ RUNTIME_HOOK(cudaLaunchKernelExC, (const cudaLaunchConfig_t* c, const void* f, v
              c ? dim(c->gridDim) : 0, c ? dim(c->blockDim) : 0, c ? c->dynamicSmemBytes : 0, c ? u64(c->stream) : 0)
 RUNTIME_HOOK(cudaLaunchKernelExC_ptsz, (const cudaLaunchConfig_t* c, const void* f, void** a), (c, f, a), u64(f),
              c ? dim(c->gridDim) : 0, c ? dim(c->blockDim) : 0, c ? c->dynamicSmemBytes : 0, c ? u64(c->stream) : 0)
+
+RUNTIME_HOOK(cudaEventRecordWithFlags, (cudaEvent_t e, cudaStream_t s, unsigned f), (e, s, f), u64(e), u64(s), f)
+RUNTIME_HOOK(cudaEventRecordWithFlags_ptsz, (cudaEvent_t e, cudaStream_t s, unsigned f), (e, s, f), u64(e), u64(s), f)
+RUNTIME_HOOK(cudaMallocAsync, (void** p, size_t n, cudaStream_t s), (p, n, s), n, OK && p ? u64(*p) : 0, u64(s))
+RUNTIME_HOOK(cudaMallocAsync_ptsz, (void** p, size_t n, cudaStream_t s), (p, n, s), n, OK && p ? u64(*p) : 0, u64(s))
+RUNTIME_HOOK(cudaFreeAsync, (void* p, cudaStream_t s), (p, s), u64(p), u64(s))
+RUNTIME_HOOK(cudaFreeAsync_ptsz, (void* p, cudaStream_t s), (p, s), u64(p), u64(s))
+RUNTIME_HOOK(cudaMallocManaged, (void** p, size_t n, unsigned f), (p, n, f), n, OK && p ? u64(*p) : 0, f)
+#define MEMCPY2D_PARAMS (void* d, size_t dp, const void* s, size_t sp, size_t w, size_t h, cudaMemcpyKind k)
+#define MEMCPY2D_ASYNC_PARAMS \
+  (void* d, size_t dp, const void* s, size_t sp, size_t w, size_t h, cudaMemcpyKind k, cudaStream_t st)
+RUNTIME_HOOK(cudaMemcpy2D, MEMCPY2D_PARAMS, (d, dp, s, sp, w, h, k), u64(d), u64(s), w, h, uint64_t(k))
+RUNTIME_HOOK(cudaMemcpy2D_ptds, MEMCPY2D_PARAMS, (d, dp, s, sp, w, h, k), u64(d), u64(s), w, h, uint64_t(k))
+RUNTIME_HOOK(cudaMemcpy2DAsync, MEMCPY2D_ASYNC_PARAMS, (d, dp, s, sp, w, h, k, st), u64(d), u64(s), w, h, u64(st))
+RUNTIME_HOOK(cudaMemcpy2DAsync_ptsz, MEMCPY2D_ASYNC_PARAMS, (d, dp, s, sp, w, h, k, st), u64(d), u64(s), w, h, u64(st))
+#undef MEMCPY2D_PARAMS
+#undef MEMCPY2D_ASYNC_PARAMS
+
+// CUDA graphs: what a captured or built graph does on the GPU is not a call; its capture,
+// instantiation and every replay are.
+RUNTIME_HOOK(cudaStreamBeginCapture, (cudaStream_t s, cudaStreamCaptureMode m), (s, m), u64(s), uint64_t(m))
+RUNTIME_HOOK(cudaStreamBeginCapture_ptsz, (cudaStream_t s, cudaStreamCaptureMode m), (s, m), u64(s), uint64_t(m))
+RUNTIME_HOOK(cudaStreamEndCapture, (cudaStream_t s, cudaGraph_t* g), (s, g), u64(s), OK && g ? u64(*g) : 0)
+RUNTIME_HOOK(cudaStreamEndCapture_ptsz, (cudaStream_t s, cudaGraph_t* g), (s, g), u64(s), OK && g ? u64(*g) : 0)
+RUNTIME_HOOK(cudaGraphCreate, (cudaGraph_t * g, unsigned f), (g, f), OK && g ? u64(*g) : 0, f)
+RUNTIME_HOOK(cudaGraphInstantiate, (cudaGraphExec_t * e, cudaGraph_t g, unsigned long long f), (e, g, f), u64(g),
+             OK && e ? u64(*e) : 0, f)
+RUNTIME_HOOK(cudaGraphInstantiateWithFlags, (cudaGraphExec_t * e, cudaGraph_t g, unsigned long long f), (e, g, f),
+             u64(g), OK && e ? u64(*e) : 0, f)
+RUNTIME_HOOK(cudaGraphLaunch, (cudaGraphExec_t e, cudaStream_t s), (e, s), u64(e), u64(s))
+RUNTIME_HOOK(cudaGraphLaunch_ptsz, (cudaGraphExec_t e, cudaStream_t s), (e, s), u64(e), u64(s))
+RUNTIME_HOOK(cudaGraphExecDestroy, (cudaGraphExec_t e), (e), u64(e))
+RUNTIME_HOOK(cudaGraphDestroy, (cudaGraph_t g), (g), u64(g))
 
 #undef OK
 

@@ -1,0 +1,37 @@
+#include "tracers/preload/shim/real_symbols.h"
+
+namespace cudatrace::preload {
+
+DlsymFn real_dlsym() {
+  static const DlsymFn fn = [] {
+    void* p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+    if (!p) p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+    return reinterpret_cast<DlsymFn>(p);
+  }();
+  return fn;
+}
+
+void* libcuda() {
+  static void* handle = [] {
+    void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    return h ? h : dlopen("libcuda.so.1", RTLD_NOW);
+  }();
+  return handle;
+}
+
+void* driver_symbol(const char* name) {
+  void* h = libcuda();
+  return h ? real_dlsym()(h, name) : nullptr;
+}
+
+void* resolve_driver_symbol(std::atomic<void*>& slot, const char* name) {
+  void* p = driver_symbol(name);
+  if (!p) {
+    std::fprintf(stderr, "cudatrace preload: libcuda.so.1 has no %s\n", name);
+    std::abort();
+  }
+  slot.store(p, std::memory_order_release);
+  return p;
+}
+
+}  // namespace cudatrace::preload
