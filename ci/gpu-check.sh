@@ -6,6 +6,8 @@
 #   usage: ci/gpu-check.sh tests [ctest-regex]   the gpu|privileged tests (or those matching)
 #          ci/gpu-check.sh matrix                the real-program workloads x every method,
 #                                                then real software as commands
+#          ci/gpu-check.sh cost [METHODS]        record_cost, then --bench under none and
+#                                                METHODS (default preload), both linkages
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-results-gpu}
@@ -26,11 +28,22 @@ if [[ $phase == tests ]]; then
   exit 0
 fi
 
+if [[ $phase == cost ]]; then
+  log "record_cost"
+  build-gpu/libexec/cudatrace/record_cost 2>&1 | tee -a "$out/console.log" | tail -5
+  log "bench: none,${2:-preload}"
+  $harness --bench --method "none,${2:-preload}" --linkage both --reps 5 --out "$results" 2>&1 |
+    tee -a "$out/console.log" | tail -40
+  for run in "$results"/*/; do cp "$run/bench_summary.json" "$out/" 2>/dev/null; done
+  rm -rf "$results"
+  exit 0
+fi
+
 log "matrix: real-program workloads x every method"
 $harness --workload graphs,driverapi,dlopen,privatert,multiproc --method all --linkage both --out "$results" 2>&1 |
   tee -a "$out/console.log" | grep -v '^\[' | tail -30
 
-for prog in tests/real_programs/torch_train_step.py tests/real_programs/cupy_kernels.py; do
+for prog in tests/real_programs/torch_train_step.py tests/real_programs/cupy_kernels.py tests/real_programs/triton_kernel.py; do
   log "command: $prog"
   timeout 300 $harness --method none,preload,uprobe,cupti,devhook,strace --out "$results" -- python3 "$prog" 2>&1 |
     tee -a "$out/console.log" | tail -28

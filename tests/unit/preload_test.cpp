@@ -317,6 +317,27 @@ TEST(PreloadShim, EveryUnlistedCallIsRecordedWithItsCode) {
   }
 }
 
+// A library loaded with RTLD_LOCAL, with its cudart (a Python extension module): the shim,
+// global, comes first for its calls, and must forward them to the cudart in that
+// library's own scope, which RTLD_NEXT does not reach.
+TEST(PreloadShim, ForwardsCallsOfALibraryLoadedLocally) {
+  auto dir = testsupport::temp_dir("rtld-local");
+  auto r = testsupport::run_command("LD_PRELOAD=" + std::string(CUDATRACE_PRELOAD_SHIM) + " " + kDirEnv + "=" +
+                                    dir.string() + " " + CUDATRACE_RTLD_LOCAL_LOADER + " " + CUDATRACE_RTLD_LOCAL_LIB +
+                                    " 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::vector<std::pair<std::string, int>> made, recorded;
+  std::istringstream in(r.output);
+  std::string name;
+  int code;
+  while (in >> name >> code) made.push_back({name, code});
+  ASSERT_EQ(made.size(), 2u) << r.output;
+  convert_preload_output(dir, dir / "events.jsonl");
+  for (const auto& e : read_events(dir / "events.jsonl").events)
+    if (e.layer == "runtime") recorded.push_back({e.name, int(e.ret.value_or(-999))});
+  EXPECT_EQ(recorded, made);
+}
+
 // In a program that never touches CUDA, and across fork, the shim stays out of the way.
 TEST(PreloadShim, HarmlessInAnyProcessAndAcrossFork) {
   auto dir = testsupport::temp_dir("preload");

@@ -39,10 +39,10 @@ std::unordered_map<void*, int>* g_slot_of = new std::unordered_map<void*, int>;
 
 // A static slot's function, found the first time it is called: cudart's behind the shim
 // (RTLD_NEXT), libcuda's through its handle.
-[[gnu::noinline, gnu::cold]] void* resolve_static(uint32_t slot) {
+[[gnu::noinline, gnu::cold]] void* resolve_static(uint32_t slot, const void* caller) {
   const ExportInfo* e = export_of_slot(int(slot));
   void* p = nullptr;
-  if (e) p = e->runtime ? real_dlsym()(RTLD_NEXT, e->name) : driver_symbol(e->name);
+  if (e) p = e->runtime ? next_definition(e->name, caller) : driver_symbol(e->name);
   if (!p) {
     std::fprintf(stderr, "cudatrace preload: no definition of %s behind the shim\n", e ? e->name : "(unknown slot)");
     std::abort();
@@ -60,9 +60,11 @@ using namespace cudatrace::preload;
 
 // Called by the assembly below with every argument register saved. Returns the function
 // to forward to; *t0 is the entry time, or -1 when the call is not to be recorded.
-extern "C" __attribute__((visibility("hidden"))) void* cudatrace_generic_enter(uint32_t slot, int64_t* t0) {
+// `caller` (the return address) only matters the first time: see next_definition().
+extern "C" __attribute__((visibility("hidden"))) void* cudatrace_generic_enter(uint32_t slot, int64_t* t0,
+                                                                              const void* caller) {
   void* real = g_real[slot].load(std::memory_order_acquire);
-  if (__builtin_expect(!real, 0)) real = resolve_static(slot);
+  if (__builtin_expect(!real, 0)) real = resolve_static(slot, caller);
   *t0 = hooks_live() ? now_ns() : -1;
   return real;
 }
@@ -112,6 +114,7 @@ cudatrace_generic_entry:
   movaps %xmm7, 240(%rsp)
   mov %r11d, %edi
   lea 320(%rsp), %rsi
+  mov 8(%rbp), %rdx
   call cudatrace_generic_enter
   mov %rax, 328(%rsp)
   cmpq $0, 320(%rsp)

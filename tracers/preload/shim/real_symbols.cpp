@@ -11,6 +11,29 @@ DlsymFn real_dlsym() {
   return fn;
 }
 
+void* next_definition(const char* name, const void* caller) {
+  void* p = real_dlsym()(RTLD_NEXT, name);
+  Dl_info info{};
+  if (!p && caller && dladdr(caller, &info) && info.dli_fname) {
+    // A handle's lookup searches that object and its dependencies only: never the shim.
+    if (void* h = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD)) {
+      p = real_dlsym()(h, name);
+      dlclose(h);
+    }
+  }
+  if (!p) {
+    std::fprintf(stderr, "cudatrace preload: no definition of %s behind the shim\n", name);
+    std::abort();
+  }
+  return p;
+}
+
+void* resolve_next_symbol(std::atomic<void*>& slot, const char* name, const void* caller) {
+  void* p = next_definition(name, caller);
+  slot.store(p, std::memory_order_relaxed);
+  return p;
+}
+
 void* libcuda() {
   static void* handle = [] {
     void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);

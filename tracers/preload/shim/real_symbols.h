@@ -17,31 +17,27 @@ DlsymFn real_dlsym();
 void* libcuda();
 void* driver_symbol(const char* name);
 
-// The next definition after the shim (libcudart.so, libc); aborts with a message when a
-// wrapper is called but nothing stands behind it, which would otherwise be a crash.
+// The definition the shim stands in front of: the next one after the shim in the global
+// scope (libcudart.so, libc), or, when the caller was loaded with RTLD_LOCAL and its cudart
+// with it (a Python extension module: the shim, global, still comes first for it), the
+// one in the caller's own scope. Aborts with a message when there is none, which would
+// otherwise be a crash.
+void* next_definition(const char* name, const void* caller);
+
 template <class Fn>
-Fn next_symbol(const char* name) {
-  void* p = real_dlsym()(RTLD_NEXT, name);
-  if (!p) {
-    std::fprintf(stderr, "cudatrace preload: no definition of %s behind the shim\n", name);
-    std::abort();
-  }
-  return reinterpret_cast<Fn>(p);
+Fn next_symbol(const char* name, const void* caller = nullptr) {
+  return reinterpret_cast<Fn>(next_definition(name, caller));
 }
 
 // next_symbol(), asked once: the hot path then reads one plain pointer (no function-local
 // static, whose guard would be one more cache line to touch on every call).
-template <class Fn>
-[[gnu::noinline, gnu::cold]] void* resolve_next_symbol(std::atomic<void*>& slot, const char* name) {
-  void* p = reinterpret_cast<void*>(next_symbol<Fn>(name));
-  slot.store(p, std::memory_order_relaxed);
-  return p;
-}
+[[gnu::noinline, gnu::cold]] void* resolve_next_symbol(std::atomic<void*>& slot, const char* name, const void* caller);
 
 template <class Fn>
-[[gnu::always_inline]] inline Fn next_symbol_once(std::atomic<void*>& slot, const char* name) {
+[[gnu::always_inline]] inline Fn next_symbol_once(std::atomic<void*>& slot, const char* name,
+                                                  const void* caller = nullptr) {
   void* p = slot.load(std::memory_order_relaxed);
-  if (__builtin_expect(!p, 0)) p = resolve_next_symbol<Fn>(slot, name);
+  if (__builtin_expect(!p, 0)) p = resolve_next_symbol(slot, name, caller);
   return reinterpret_cast<Fn>(p);
 }
 

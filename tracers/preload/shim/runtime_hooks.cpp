@@ -47,7 +47,8 @@ void __cudaRegisterFunction(void**, const char*, char*, const char*, int, uint3*
 #define RUNTIME_HOOK(NAME, PARAMS, ARGS, ...)                                             \
   static std::atomic<void*> real_##NAME{nullptr};                                        \
   extern "C" cudaError_t NAME PARAMS {                                                   \
-    const auto real = next_symbol_once<cudaError_t(*) PARAMS>(real_##NAME, #NAME);      \
+    const auto real = next_symbol_once<cudaError_t(*) PARAMS>(real_##NAME, #NAME,         \
+                                                              __builtin_return_address(0)); \
     if (!hooks_live()) return real ARGS;                                                  \
     const int64_t t0 = now_ns();                                                          \
     const cudaError_t r = real ARGS;                                                      \
@@ -150,13 +151,14 @@ RUNTIME_HOOK(cudaGraphDestroy, (cudaGraph_t g), (g), u64(g))
 // the handles that launches carry to kernel names.
 extern "C" void __cudaRegisterFunction(void** fatbin, const char* stub, char* device_fun, const char* device_name,
                                        int thread_limit, uint3* tid, uint3* bid, dim3* bdim, dim3* gdim, int* wsize) {
-  static const auto real = next_symbol<decltype(&__cudaRegisterFunction)>("__cudaRegisterFunction");
+  static const auto real =
+      next_symbol<decltype(&__cudaRegisterFunction)>("__cudaRegisterFunction", __builtin_return_address(0));
   note_stub(reinterpret_cast<uint64_t>(stub), device_name);
   real(fatbin, stub, device_fun, device_name, thread_limit, tid, bid, bdim, gdim, wsize);
 }
 
 extern "C" cudaError_t __cudaGetKernel(cudaKernel_t* kernel, const void* stub) {
-  static const auto real = next_symbol<decltype(&__cudaGetKernel)>("__cudaGetKernel");
+  static const auto real = next_symbol<decltype(&__cudaGetKernel)>("__cudaGetKernel", __builtin_return_address(0));
   cudaError_t r = real(kernel, stub);
   if (r == cudaSuccess && kernel)
     if (const char* name = kernel_name_of_stub(reinterpret_cast<uint64_t>(stub)))
