@@ -105,7 +105,9 @@ TEST(PreloadConvert, GenericRecordsAreNamedFromTheSlotTables) {
   std::ofstream(dir / "preload.9.generic") << kMaxStaticSlots + 3 << " driver cuCtxGetCurrent\n";
   std::ofstream(dir / "preload.9.resolved") << "1 cuLaunchKernel\n2 cuCtxGetCurrent\n0 cuTexRefSetBorderColor\n";
   std::ofstream(dir / "preload.9.callers") << "412 /usr/lib/libcudart.so.13\n130 /opt/lib/libprivatert.so\n";
-  std::ofstream(dir / "preload.9.uncovered") << "runtime cudaFutureCall /opt/cuda 14/libcudart.so.14\n";
+  std::ofstream(dir / "preload.9.uncovered") << "export runtime cudaFutureCall /opt/cuda 14/libcudart.so.14\n"
+                                                 "export runtime cudaOtherCall /opt/cuda 14/libcudart.so.14\n"
+                                                 "import cudaFutureCall /opt/app/libnew.so\n";
   TracerReport r = convert_preload_output(dir, dir / "events.jsonl");
   auto ev = read_events(dir / "events.jsonl").events;
   ASSERT_EQ(ev.size(), 4u);
@@ -127,7 +129,9 @@ TEST(PreloadConvert, GenericRecordsAreNamedFromTheSlotTables) {
   ASSERT_EQ(r.notes["runtime_linked_into"].size(), 1u) << r.notes.dump();
   EXPECT_EQ(r.notes["runtime_linked_into"][0]["object"], "/opt/lib/libprivatert.so");
   EXPECT_EQ(r.notes["runtime_linked_into"][0]["driver_entry_points_resolved"], 130);
-  EXPECT_EQ(r.notes["exports_not_covered"]["/opt/cuda 14/libcudart.so.14"], nlohmann::json({"cudaFutureCall"}));
+  EXPECT_EQ(r.notes["exports_not_covered"]["/opt/cuda 14/libcudart.so.14"],
+            nlohmann::json({"cudaFutureCall", "cudaOtherCall"}));
+  EXPECT_EQ(r.notes["uncovered_calls_linked_by"]["/opt/app/libnew.so"], nlohmann::json({"cudaFutureCall"}));
 }
 
 TEST(PreloadConvert, TicksBecomeMonotonicNanosecondsBetweenCalibrationPoints) {
@@ -336,6 +340,27 @@ TEST(PreloadShim, ForwardsCallsOfALibraryLoadedLocally) {
   for (const auto& e : read_events(dir / "events.jsonl").events)
     if (e.layer == "runtime") recorded.push_back({e.name, int(e.ret.value_or(-999))});
   EXPECT_EQ(recorded, made);
+}
+
+// A driver newer than the shim's toolkit exports a function the shim does not; a program
+// linked to call it binds past the shim. The shim says so: which export, who links it.
+TEST(PreloadShim, NamesExportsItDoesNotCoverAndWhoCallsThem) {
+  auto dir = testsupport::temp_dir("newer-driver");
+  auto r = testsupport::run_command("LD_PRELOAD=" + std::string(CUDATRACE_PRELOAD_SHIM) + " " + kDirEnv + "=" +
+                                    dir.string() + " " + CUDATRACE_FUTURE_CALLER + " 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, "0 42\n");
+  TracerReport rep = convert_preload_output(dir, dir / "events.jsonl");
+  ASSERT_TRUE(rep.notes.contains("exports_not_covered")) << rep.notes.dump(1);
+  const auto& u = rep.notes["exports_not_covered"];
+  ASSERT_EQ(u.size(), 1u) << u.dump();
+  EXPECT_NE(u.begin().key().find("libcuda.so.1"), std::string::npos);
+  EXPECT_EQ(u.begin().value(), nlohmann::json({"cuFutureCall"})) << "cuInit is covered";
+  ASSERT_TRUE(rep.notes.contains("uncovered_calls_linked_by")) << rep.notes.dump(1);
+  EXPECT_EQ(rep.notes["uncovered_calls_linked_by"].begin().value(), nlohmann::json({"cuFutureCall"}));
+  int inits = 0;
+  for (const auto& e : read_events(dir / "events.jsonl").events) inits += e.name == "cuInit";
+  EXPECT_EQ(inits, 1) << "the covered call is recorded";
 }
 
 // In a program that never touches CUDA, and across fork, the shim stays out of the way.

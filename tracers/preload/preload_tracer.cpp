@@ -78,6 +78,7 @@ TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_
   std::vector<std::string> unhooked_names;
   std::map<std::string, int64_t> own_lookups;           // object calling cuGetProcAddress -> entry points asked
   std::map<std::string, std::set<std::string>> uncovered;  // library -> exports the shim does not cover
+  std::map<std::string, std::set<std::string>> uncovered_imports;  // object -> those of them it links to
   for (const auto& entry : fs::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
     std::smatch m;
@@ -98,8 +99,15 @@ TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_
       while (in >> n && std::getline(in >> std::ws, object)) own_lookups[object] += n;
     } else if (name.rfind("preload.", 0) == 0 && entry.path().extension() == ".uncovered") {
       std::ifstream in = open_untrusted(entry.path());
-      std::string layer_name, sym, library;
-      while (in >> layer_name >> sym && std::getline(in >> std::ws, library)) uncovered[library].insert(sym);
+      std::string kind, layer_name, sym, rest;
+      while (in >> kind) {
+        if (kind == "export" && in >> layer_name >> sym && std::getline(in >> std::ws, rest))
+          uncovered[rest].insert(sym);
+        else if (kind == "import" && in >> sym && std::getline(in >> std::ws, rest))
+          uncovered_imports[rest].insert(sym);
+        else
+          break;
+      }
     } else if (name.rfind("preload.", 0) == 0 && entry.path().extension() == ".resolved") {
       std::ifstream in = open_untrusted(entry.path());
       int how;  // 0 not hooked, 1 hooked with arguments, 2 hooked generically (no arguments)
@@ -267,6 +275,11 @@ TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_
     for (const auto& [library, names] : uncovered) u[library] = names;
     report.notes["exports_not_covered"] = u;  // a newer cudart or driver than the shim was built against
   }
+  if (!uncovered_imports.empty()) {
+    nlohmann::json u = nlohmann::json::object();
+    for (const auto& [object, names] : uncovered_imports) u[object] = names;
+    report.notes["uncovered_calls_linked_by"] = u;  // calls that bind past the shim, unrecorded
+  }
   return report;
 }
 
@@ -293,18 +306,21 @@ TracerReport PreloadTracer::finish(const fs::path& run_dir) {
         "own driver entry points, so its calls never reach the libcudart.so exports the shim replaces (its driver "
         "calls are recorded)";
   }
-  if (report.notes.contains("exports_not_covered")) {
-    std::map<std::string, std::string> libs;  // layer -> "library (n)", ...
-    for (const auto& [lib, names] : report.notes["exports_not_covered"].items()) {
-      const bool runtime = fs::path(lib).filename().string().rfind("libcudart.so", 0) == 0;
-      std::string& l = libs[runtime ? layer::kRuntime : layer::kDriver];
-      l += (l.empty() ? "" : ", ") + lib + " (" + std::to_string(names.size()) + ")";
-    }
-    for (const auto& [l, which] : libs)
+  // Exports the shim lacks matter where an object is linked to call one of them: such a
+  // call binds past the shim. (Looked up by dlsym or cuGetProcAddress, it is recorded.)
+  if (report.notes.contains("uncovered_calls_linked_by")) {
+    std::map<std::string, std::string> which;  // layer -> "object: names", ...
+    for (const auto& [object, names] : report.notes["uncovered_calls_linked_by"].items())
+      for (const auto& n : names) {
+        const std::string name = n.get<std::string>();
+        std::string& w = which[name.rfind("cuda", 0) == 0 ? layer::kRuntime : layer::kDriver];
+        w += (w.empty() ? "" : ", ") + name + " (" + fs::path(object).filename().string() + ")";
+      }
+    for (const auto& [l, calls] : which)
       if (report.unobserved.count(l) == 0 && report.partly_unobserved.count(l) == 0)
-        report.partly_unobserved[l] = "calls to functions of " + which +
-                                      " that the shim's CUDA toolkit does not export are not recorded (named in the "
-                                      "notes, exports_not_covered)";
+        report.partly_unobserved[l] = "calls to " + calls +
+                                      " are not recorded: the program links them, and the shim's CUDA toolkit is "
+                                      "older than the library that exports them";
   }
   report.notes["shim"] = shim_.string();
   return report;
