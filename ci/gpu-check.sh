@@ -43,7 +43,7 @@ log "matrix: real-program workloads x every method"
 $harness --workload graphs,driverapi,dlopen,privatert,multiproc --method all --linkage both --out "$results" 2>&1 |
   tee -a "$out/console.log" | grep -v '^\[' | tail -30
 
-for prog in tests/real_programs/torch_train_step.py tests/real_programs/cupy_kernels.py tests/real_programs/triton_kernel.py; do
+for prog in tests/real_programs/torch_train_step.py tests/real_programs/cupy_kernels.py tests/real_programs/triton_kernel.py tests/real_programs/jax_step.py; do
   log "command: $prog"
   timeout 300 $harness --method none,preload,uprobe,cupti,devhook,strace --out "$results" -- python3 "$prog" 2>&1 |
     tee -a "$out/console.log" | tail -28
