@@ -84,6 +84,11 @@ TEST_P(PreloadGeneric, ForwardsRegisterAndStackArguments) {
   auto most = wrap("cuTestTwentyTwo", &twenty_two);
   EXPECT_EQ(most(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22),
             twenty_two(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22));
+  // Under the name of a function with neither stack nor xmm arguments (cuCtxGetDevice), a
+  // forwarder skips both: an integer-only call still arrives whole.
+  auto slim = reinterpret_cast<decltype(&eight)>(generic_wrapper_for("cuCtxGetDevice", false, reinterpret_cast<void*>(&eight)));
+  ASSERT_NE(slim, nullptr);
+  EXPECT_EQ(slim(1, 2, 3, 4, 5, 6, 0, 0), eight(1, 2, 3, 4, 5, 6, 0, 0));
   auto zero = wrap("cuTestNone", &none);
   EXPECT_NE(reinterpret_cast<void*>(zero), reinterpret_cast<void*>(call));
   EXPECT_EQ(zero(), 42);
@@ -177,6 +182,12 @@ TEST(PreloadExports, GenericForwardersFitEveryDeclaredSignature) {
   EXPECT_LT(undeclared * 4, generic) << undeclared_names;
   std::printf("exports: %d (%d with argument tables, %d generic, %d of them not declared by the headers)\n", count,
               listed, generic, undeclared);
+  // What each forwarder keeps, from the prototypes.
+  EXPECT_EQ(find_export("cuCtxGetDevice")->frame, 0) << "one pointer: nothing to keep";
+  EXPECT_EQ(find_export("cuTexRefSetMipmapLevelBias")->frame, kSaveXmm) << "a float";
+  EXPECT_TRUE(find_export("cudaMalloc3D")->frame & kCopyStack) << "a 24-byte struct by value";
+  EXPECT_TRUE(find_export("cuLaunchCooperativeKernel")->frame & kCopyStack) << "11 words";
+  EXPECT_EQ(cudatrace_generic_frames.of[find_export("cuCtxGetDevice")->slot], 0);
   const ExportInfo* s = find_export("cudaGetErrorString");
   ASSERT_NE(s, nullptr);
   EXPECT_FALSE(s->returns_code) << "a pointer result is not an error code";

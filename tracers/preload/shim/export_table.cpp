@@ -32,7 +32,34 @@ struct Signature {
   bool declared = false;
   int words = 0;
   bool returns_code = true;
+  uint8_t frame = kCopyStack | kSaveXmm;
 };
+
+// How the System V ABI passes one parameter, conservatively: a struct of 16 bytes or less
+// is counted as integer words (it may take registers that integers would) and as possibly
+// in xmm registers; anything larger, and long double, goes on the stack.
+struct Passing {
+  int int_words = 0, sse = 0;
+  bool on_stack = false, maybe_xmm = false;
+};
+template <class T>
+constexpr void pass(Passing& p) {
+  if constexpr (sizeof(T) > 16 || std::is_same_v<T, long double>) {
+    p.on_stack = true;
+  } else if constexpr (std::is_floating_point_v<T>) {
+    ++p.sse;
+  } else {
+    p.int_words += int((sizeof(T) + 7) / 8);
+    if constexpr (std::is_class_v<T> || std::is_union_v<T>) p.maybe_xmm = true;
+  }
+}
+template <class... A>
+constexpr uint8_t frame_of() {
+  Passing p;
+  (pass<A>(p), ...);
+  return uint8_t((p.on_stack || p.int_words > 6 || p.sse > 8 ? kCopyStack : 0) |
+                 (p.sse > 0 || p.maybe_xmm ? kSaveXmm : 0));
+}
 
 template <class T>
 constexpr int words_of() {
@@ -46,18 +73,18 @@ constexpr bool is_code() {
 
 template <class R, class... A>
 constexpr Signature signature(R (*)(A...)) {
-  return {true, (0 + ... + words_of<A>()), is_code<R>()};
+  return {true, (0 + ... + words_of<A>()), is_code<R>(), frame_of<A...>()};
 }
 template <class R, class... A>
 constexpr Signature signature(R (*)(A...) noexcept) {
-  return {true, (0 + ... + words_of<A>()), is_code<R>()};
+  return {true, (0 + ... + words_of<A>()), is_code<R>(), frame_of<A...>()};
 }
 constexpr Signature signature(const int*) { return {}; }
 
 constexpr Signature either(Signature own, Signature base) { return own.declared ? own : base; }
 
 constexpr ExportInfo make(const char* name, bool runtime, ExportKind kind, int slot, Signature s) {
-  return {name, runtime, kind, slot, s.declared, s.words, s.returns_code};
+  return {name, runtime, kind, slot, s.declared, s.words, s.returns_code, s.frame};
 }
 
 constexpr bool kRuntime = true;
@@ -89,6 +116,14 @@ constexpr int generic_count() {
 }
 static_assert(generic_count() <= kMaxStaticSlots, "more generic exports than static slots");
 
+constexpr GenericFrames static_frames() {
+  GenericFrames f{};
+  for (auto& b : f.of) b = kCopyStack | kSaveXmm;
+  for (const auto& e : kExports)
+    if (e.kind == ExportKind::Generic) f.of[e.slot] = e.frame;
+  return f;
+}
+
 }  // namespace
 
 const ExportInfo* export_table(int* count) {
@@ -119,3 +154,8 @@ const ExportInfo* export_of_slot(int slot) {
 }
 
 }  // namespace cudatrace::preload
+
+// Constant-initialized: right before any constructor runs, as a forwarder may be called
+// from another library's constructor before the shim's own.
+extern "C" __attribute__((visibility("hidden"))) constinit cudatrace::preload::GenericFrames cudatrace_generic_frames =
+    cudatrace::preload::static_frames();

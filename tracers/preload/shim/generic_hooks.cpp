@@ -79,7 +79,10 @@ extern "C" __attribute__((visibility("hidden"))) void cudatrace_generic_exit(uin
 //     0..127  the caller's stack arguments, copied     256..303  rdi rsi rdx rcx r8 r9
 //   128..255  xmm0..xmm7                                304  rax    312  slot
 //                                                       320  t0     328  real function
-// xmm8 (caller-saved, never an argument) carries the copy.
+//                                                       336  frame flags (kCopyStack 1, kSaveXmm 2)
+// The copy and the xmm registers are skipped for functions whose flags say they need
+// neither (export_table.cpp). xmm8 (caller-saved, never an argument) carries the copy;
+// r10 (never an argument either) carries the flags.
 asm(R"(
   .pushsection .text
   .p2align 4
@@ -94,7 +97,7 @@ cudatrace_generic_entry:
   .cfi_offset %rbp, -16
   mov %rsp, %rbp
   .cfi_def_cfa_register %rbp
-  sub $336, %rsp
+  sub $352, %rsp
   and $-16, %rsp
   mov %rdi, 256(%rsp)
   mov %rsi, 264(%rsp)
@@ -104,6 +107,11 @@ cudatrace_generic_entry:
   mov %r9, 296(%rsp)
   mov %rax, 304(%rsp)
   mov %r11, 312(%rsp)
+  lea cudatrace_generic_frames(%rip), %r10
+  movzbl (%r10,%r11), %r10d
+  mov %r10, 336(%rsp)
+  test $2, %r10b
+  jz 2f
   movaps %xmm0, 128(%rsp)
   movaps %xmm1, 144(%rsp)
   movaps %xmm2, 160(%rsp)
@@ -112,13 +120,17 @@ cudatrace_generic_entry:
   movaps %xmm5, 208(%rsp)
   movaps %xmm6, 224(%rsp)
   movaps %xmm7, 240(%rsp)
+2:
   mov %r11d, %edi
   lea 320(%rsp), %rsi
   mov 8(%rbp), %rdx
   call cudatrace_generic_enter
   mov %rax, 328(%rsp)
+  mov 336(%rsp), %r10
   cmpq $0, 320(%rsp)
   jl 1f
+  test $1, %r10b
+  jz 3f
   movdqu 16(%rbp), %xmm8
   movdqa %xmm8, 0(%rsp)
   movdqu 32(%rbp), %xmm8
@@ -135,6 +147,9 @@ cudatrace_generic_entry:
   movdqa %xmm8, 96(%rsp)
   movdqu 128(%rbp), %xmm8
   movdqa %xmm8, 112(%rsp)
+3:
+  test $2, %r10b
+  jz 4f
   movaps 128(%rsp), %xmm0
   movaps 144(%rsp), %xmm1
   movaps 160(%rsp), %xmm2
@@ -143,6 +158,7 @@ cudatrace_generic_entry:
   movaps 208(%rsp), %xmm5
   movaps 224(%rsp), %xmm6
   movaps 240(%rsp), %xmm7
+4:
   mov 256(%rsp), %rdi
   mov 264(%rsp), %rsi
   mov 272(%rsp), %rdx
@@ -170,6 +186,8 @@ cudatrace_generic_entry:
   .cfi_restore_state
 1:
   mov 328(%rsp), %r11
+  test $2, %r10b
+  jz 5f
   movaps 128(%rsp), %xmm0
   movaps 144(%rsp), %xmm1
   movaps 160(%rsp), %xmm2
@@ -178,6 +196,7 @@ cudatrace_generic_entry:
   movaps 208(%rsp), %xmm5
   movaps 224(%rsp), %xmm6
   movaps 240(%rsp), %xmm7
+5:
   mov 256(%rsp), %rdi
   mov 264(%rsp), %rsi
   mov 272(%rsp), %rdx
@@ -223,6 +242,7 @@ void* generic_wrapper_for(const char* name, bool runtime, void* real) {
   g_dynamic_runtime[j] = runtime;
   const ExportInfo* e = find_export(name);
   g_returns_code[kMaxStaticSlots + j] = e ? e->returns_code : true;
+  cudatrace_generic_frames.of[kMaxStaticSlots + j] = e && e->declared ? e->frame : kCopyStack | kSaveXmm;
   g_real[kMaxStaticSlots + j].store(real, std::memory_order_release);
   (*g_slot_of)[real] = j;
   return stub(j);

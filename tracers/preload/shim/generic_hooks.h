@@ -35,6 +35,14 @@ enum class ExportKind : uint8_t {
   Generic,   // a generic forwarder
 };
 
+// What a generic forwarder must keep for a function, from its declared parameters
+// (an undeclared function gets both): its stack arguments copied (more integer words
+// than registers, more than 8 floating-point ones, or a struct over 16 bytes), and the
+// xmm argument registers saved (a floating-point parameter, or a small struct that may
+// travel in them). Most CUDA functions need neither, and their forwarder skips both.
+inline constexpr uint8_t kCopyStack = 1;
+inline constexpr uint8_t kSaveXmm = 2;
+
 struct ExportInfo {
   const char* name;
   bool runtime;       // libcudart.so (else libcuda)
@@ -43,6 +51,7 @@ struct ExportInfo {
   bool declared;      // the CUDA headers declare it (or its non-_ptsz/_ptds base)
   int arg_words;      // declared: its parameters' size in 8-byte words
   bool returns_code;  // returns cudaError_t / CUresult (undeclared: assumed)
+  uint8_t frame;      // kCopyStack | kSaveXmm
 };
 
 // Every export of the toolkit the shim was built against, sorted by layer then name.
@@ -50,6 +59,12 @@ const ExportInfo* export_table(int* count);
 const ExportInfo* find_export(std::string_view name);
 // The GENERIC export with static slot `slot`, or null.
 const ExportInfo* export_of_slot(int slot);
+
+// Per generic slot: the frame flags the forwarder reads (static slots from the table,
+// constant-initialized; run-time slots set when handed out).
+struct GenericFrames {
+  uint8_t of[kMaxStaticSlots + kDynamicSlots];
+};
 
 // A forwarder for `real` (a function pointer that dlsym or cuGetProcAddress returned),
 // recorded as `name` in `layer` ("runtime"/"driver"); null when the slots are used up.
@@ -60,3 +75,5 @@ void* generic_wrapper_for(const char* name, bool runtime, void* real);
 void write_generic_table();
 
 }  // namespace cudatrace::preload
+
+extern "C" __attribute__((visibility("hidden"))) cudatrace::preload::GenericFrames cudatrace_generic_frames;
