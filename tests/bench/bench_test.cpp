@@ -65,4 +65,6 @@ TEST(Bench, RecordCostOnThisCpu) {
     EXPECT_GT(fw["ab_delta_ns"].get<double>(), 0) << fw.dump();
     EXPECT_GT(fw["median_ns"].get<double>(), fw["paused_median_ns"].get<double>()) << fw.dump();
   }
+  ASSERT_TRUE(by_name.count("generic_minus_listed")) << r.output;
+  EXPECT_TRUE(by_name["generic_minus_listed"].contains("generic_minus_listed_ns"));
 }

@@ -27,7 +27,7 @@ constexpr int kSlots = kMaxStaticSlots + kDynamicSlots;
 
 // What the forwarders read: the real function (null until resolved) and whether its
 // result is an error code. Written before the pointer is published, read after.
-std::atomic<void*> g_real[kSlots];
+std::atomic<void*> g_real[kSlots] __asm__("cudatrace_generic_real") __attribute__((visibility("hidden")));
 bool g_returns_code[kSlots];
 
 // The run-time slots' names, for the converter.
@@ -81,7 +81,9 @@ extern "C" __attribute__((visibility("hidden"))) void cudatrace_generic_exit(uin
 //                                                       320  t0     328  real function
 //                                                       336  frame flags (kCopyStack 1, kSaveXmm 2)
 // The copy and the xmm registers are skipped for functions whose flags say they need
-// neither (export_table.cpp). xmm8 (caller-saved, never an argument) carries the copy;
+// neither (export_table.cpp). Once the slot is resolved, the recording switch, the slot
+// and the entry time (the TSC, as now_ns()) are read here: cudatrace_generic_enter is
+// called only the first time, to resolve. xmm8 (caller-saved, never an argument) carries the copy;
 // r10 (never an argument either) carries the flags.
 asm(R"(
   .pushsection .text
@@ -121,6 +123,20 @@ cudatrace_generic_entry:
   movaps %xmm6, 224(%rsp)
   movaps %xmm7, 240(%rsp)
 2:
+  lea cudatrace_generic_real(%rip), %r10
+  mov (%r10,%r11,8), %r10
+  test %r10, %r10
+  jz 6f
+  mov %r10, 328(%rsp)
+  mov 336(%rsp), %r10
+  cmpb $0, cudatrace_preload_shim(%rip)
+  je 1f
+  rdtsc
+  shl $32, %rdx
+  or %rdx, %rax
+  mov %rax, 320(%rsp)
+  jmp 7f
+6:
   mov %r11d, %edi
   lea 320(%rsp), %rsi
   mov 8(%rbp), %rdx
@@ -129,6 +145,7 @@ cudatrace_generic_entry:
   mov 336(%rsp), %r10
   cmpq $0, 320(%rsp)
   jl 1f
+7:
   test $1, %r10b
   jz 3f
   movdqu 16(%rbp), %xmm8

@@ -32,7 +32,8 @@ struct alignas(64) ShimState {
   // (a thread that records after the exit flush starts a new segment of its file).
   std::atomic<uint32_t> generation{1};
 };
-inline ShimState g_shim;
+// Named for the generic forwarder's assembly, which reads `live` itself (generic_hooks.cpp).
+inline ShimState g_shim __asm__("cudatrace_preload_shim") __attribute__((visibility("hidden")));
 
 inline bool hooks_live() { return g_shim.live.load(std::memory_order_relaxed); }
 
