@@ -134,6 +134,19 @@ TEST(PreloadConvert, GenericRecordsAreNamedFromTheSlotTables) {
   EXPECT_EQ(r.notes["uncovered_calls_linked_by"]["/opt/app/libnew.so"], nlohmann::json({"cudaFutureCall"}));
 }
 
+// The shim's text tables are the program's writing too: one past the bound is refused
+// (counted), never read into memory.
+TEST(PreloadConvert, OversizedTablesAreRefusedAndCounted) {
+  auto dir = testsupport::temp_dir("preload");
+  write_records(dir / "preload.9.9.bin", {rec(HookId(0), 0, 5, {}), trailer(1, 0)});
+  std::ofstream(dir / "preload.9.callers") << "1 /x\n";
+  std::filesystem::resize_file(dir / "preload.9.callers", (uint64_t(16) << 20) + 1);
+  TracerReport r = convert_preload_output(dir, dir / "events.jsonl");
+  EXPECT_EQ(r.loss["unreadable_files"], 1) << r.loss.dump();
+  EXPECT_FALSE(r.notes.contains("runtime_linked_into"));
+  EXPECT_EQ(read_events(dir / "events.jsonl").events.size(), 1u) << "the records are read all the same";
+}
+
 TEST(PreloadConvert, TicksBecomeMonotonicNanosecondsBetweenCalibrationPoints) {
   auto dir = testsupport::temp_dir("preload");
   // 3 ticks per ns, monotonic clock starting at 5000 ns; a flush point in the middle.

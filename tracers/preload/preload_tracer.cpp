@@ -47,12 +47,27 @@ std::vector<std::pair<size_t, Calibration>> calibration_points(const std::vector
   return points;
 }
 
-KernelTable read_kernel_table(const fs::path& path) {
+KernelTable read_kernel_table(std::ifstream in) {
   KernelTable t;
-  std::ifstream in = open_untrusted(path);
   std::string handle, name;
   while (in >> handle >> name) t[std::stoull(handle, nullptr, 16)] = name;
   return t;
+}
+
+// The shim's per-process text tables (kernel names, slots, lookups): the program wrote
+// them, so none is read past this bound (a run's real ones are kilobytes).
+constexpr uint64_t kMaxTableBytes = uint64_t(16) << 20;
+
+// A table to read, or a closed stream (counted in `refused`) when it is not a regular
+// file or is larger than kMaxTableBytes.
+std::ifstream open_table(const fs::path& path, int64_t& refused) {
+  uint64_t bytes = 0;
+  std::ifstream in = open_untrusted(path, nullptr, &bytes);
+  if (!in || bytes > kMaxTableBytes) {
+    ++refused;
+    return std::ifstream();
+  }
+  return in;
 }
 
 }  // namespace
@@ -74,7 +89,7 @@ TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_
   std::map<std::pair<int64_t, int64_t>, fs::path> files;  // (pid, tid) -> file
   std::map<int64_t, KernelTable> kernels;
   std::map<int64_t, std::map<uint64_t, std::pair<std::string, std::string>>> generic_names;  // pid -> slot -> (layer, name)
-  int64_t decoded = 0, generic = 0, unhooked = 0;
+  int64_t decoded = 0, generic = 0, unhooked = 0, unreadable_tables = 0;
   std::vector<std::string> unhooked_names;
   std::map<std::string, int64_t> own_lookups;           // object calling cuGetProcAddress -> entry points asked
   std::map<std::string, std::set<std::string>> uncovered;  // library -> exports the shim does not cover
@@ -85,20 +100,20 @@ TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_
     if (std::regex_match(name, m, bin_name)) {
       files[{std::stoll(m[1]), std::stoll(m[2])}] = entry.path();
     } else if (name.rfind("preload.", 0) == 0 && entry.path().extension() == ".kernels") {
-      kernels[std::stoll(name.substr(8))] = read_kernel_table(entry.path());
+      kernels[std::stoll(name.substr(8))] = read_kernel_table(open_table(entry.path(), unreadable_tables));
     } else if (name.rfind("preload.", 0) == 0 && entry.path().extension() == ".generic") {
-      std::ifstream in = open_untrusted(entry.path());
+      std::ifstream in = open_table(entry.path(), unreadable_tables);
       uint64_t slot;
       std::string layer_name, sym;
       while (in >> slot >> layer_name >> sym)
         generic_names[std::stoll(name.substr(8))][slot] = {layer_name == "runtime" ? layer::kRuntime : layer::kDriver, sym};
     } else if (name.rfind("preload.", 0) == 0 && entry.path().extension() == ".callers") {
-      std::ifstream in = open_untrusted(entry.path());
+      std::ifstream in = open_table(entry.path(), unreadable_tables);
       int64_t n;
       std::string object;
       while (in >> n && std::getline(in >> std::ws, object)) own_lookups[object] += n;
     } else if (name.rfind("preload.", 0) == 0 && entry.path().extension() == ".uncovered") {
-      std::ifstream in = open_untrusted(entry.path());
+      std::ifstream in = open_table(entry.path(), unreadable_tables);
       std::string kind, layer_name, sym, rest;
       while (in >> kind) {
         if (kind == "export" && in >> layer_name >> sym && std::getline(in >> std::ws, rest))
@@ -109,7 +124,7 @@ TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_
           break;
       }
     } else if (name.rfind("preload.", 0) == 0 && entry.path().extension() == ".resolved") {
-      std::ifstream in = open_untrusted(entry.path());
+      std::ifstream in = open_table(entry.path(), unreadable_tables);
       int how;  // 0 not hooked, 1 hooked with arguments, 2 hooked generically (no arguments)
       std::string sym;
       while (in >> how >> sym) {
@@ -246,7 +261,7 @@ TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_
                  {"unterminated_files", unterminated},
                  {"corrupt_records", bad},
                  {"over_bound_records", over_bound},
-                 {"unreadable_files", unreadable}};
+                 {"unreadable_files", unreadable + unreadable_tables}};
   if (over_bound)
     report.notes["over_bound"] = "the shim's files held more than " + std::to_string(kMaxSpoolBytes >> 20) +
                                  " MiB: the records past that were not read (counted in over_bound_records)";
