@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -64,6 +66,17 @@ inline CommandResult run_command(const std::string& command) {
   int status = pclose(p);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return r;
+}
+
+// The names of `file`'s dynamic symbols that `nm -D NM_ARGS` lists (--defined-only,
+// --undefined-only), version suffixes dropped.
+inline std::set<std::string> dynamic_symbols(const std::string& nm_args, const std::string& file) {
+  auto out = run_command("nm -D " + nm_args + " " + file + " | awk '{print $NF}' | sed 's/@.*//'");
+  std::set<std::string> s;
+  std::istringstream in(out.output);
+  std::string sym;
+  while (in >> sym) s.insert(sym);
+  return s;
 }
 
 }  // namespace testsupport

@@ -6,8 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <set>
-#include <sstream>
 #include <string>
 
 #include "test_support.h"
@@ -116,27 +114,14 @@ TEST(PreloadGenericSlots, CuGetProcAddressIsNeverWrappedGenerically) {
   EXPECT_EQ(generic_wrapper_for("cuGetProcAddress_v2", false, reinterpret_cast<void*>(&none)), nullptr);
 }
 
-namespace {
-
-std::set<std::string> exported_functions(const std::string& file) {
-  auto out = testsupport::run_command("nm -D --defined-only " + file + " | awk '$(NF-1) ~ /^[TWi]$/ {print $NF}' | sed 's/@.*//'");
-  std::set<std::string> s;
-  std::istringstream in(out.output);
-  std::string sym;
-  while (in >> sym) s.insert(sym);
-  return s;
-}
-
-}  // namespace
-
 // Every function the toolkit's libcudart.so and driver stub export is in the shim's table,
 // and the shim exports it (cudart's registration plumbing aside, by design).
 TEST(PreloadExports, EveryToolkitExportIsCoveredAndExported) {
-  const auto shim = exported_functions(CUDATRACE_PRELOAD_SHIM);
+  const auto shim = testsupport::dynamic_symbols("--defined-only", CUDATRACE_PRELOAD_SHIM);
   ASSERT_GT(shim.size(), 500u) << "nm found too little in " << CUDATRACE_PRELOAD_SHIM;
   int checked = 0;
   for (const char* lib : {CUDATRACE_TOOLKIT_CUDART, CUDATRACE_TOOLKIT_LIBCUDA}) {
-    const auto names = exported_functions(lib);
+    const auto names = testsupport::dynamic_symbols("--defined-only", lib);
     ASSERT_GT(names.size(), 300u) << lib;
     for (const auto& name : names) {
       if (name.rfind("cu", 0) != 0 && name.rfind("__cuda", 0) != 0) continue;

@@ -183,19 +183,6 @@ TEST(PreloadConvert, LossIsCountedNeverSilent) {
   EXPECT_EQ(r.notes["records"], 4);
 }
 
-namespace {
-
-std::set<std::string> symbols(const std::string& nm_args, const std::string& file) {
-  auto out = testsupport::run_command("nm -D " + nm_args + " " + file + " | awk '{print $NF}' | sed 's/@.*//'");
-  std::set<std::string> s;
-  std::istringstream in(out.output);
-  std::string sym;
-  while (in >> sym) s.insert(sym);
-  return s;
-}
-
-}  // namespace
-
 // The recorder, end to end: full buffers, threads, records made after a thread's exit hook
 // and from an atexit handler, a forked child. Every call made must come back, in order,
 // with its return code, and no loss may be reported.
@@ -285,11 +272,11 @@ TEST(PreloadShim, FlushesBeforeExecAndOnFatalSignals) {
 // The shim must hook every CUDA runtime function the workloads call (cudart's fatbin
 // registration and <<<>>> call-configuration plumbing aside).
 TEST(PreloadShim, CoversEveryCudaFunctionTheWorkloadsCall) {
-  auto exported = symbols("--defined-only", CUDATRACE_PRELOAD_SHIM);
+  auto exported = testsupport::dynamic_symbols("--defined-only", CUDATRACE_PRELOAD_SHIM);
   ASSERT_FALSE(exported.empty()) << "nm found nothing in " << CUDATRACE_PRELOAD_SHIM;
   for (const char* wl : {"vecadd", "streams", "memheavy", "errors", "burst"}) {
     const std::string bin = std::string(CUDATRACE_WORKLOAD_DIR) + "/" + wl + ".shared";
-    auto used = symbols("--undefined-only", bin);
+    auto used = testsupport::dynamic_symbols("--undefined-only", bin);
     int cuda_calls = 0;
     for (const auto& sym : used) {
       if (sym.rfind("cuda", 0) != 0 && sym != "__cudaLaunchKernel") continue;

@@ -2,8 +2,7 @@
 # against: every function libcudart.so exports and every function the driver stub
 # (lib64/stubs/libcuda.so, present without a GPU) exports. Each one is sorted into
 #   LISTED    hooks.def describes it: a hook with its argument table
-#   WATCHED   the shim wraps it for its own bookkeeping (kernel names, handing out
-#             wrappers) and records it only if hooks.def lists it
+#   WATCHED   the shim wraps it for its own bookkeeping (kernel names), unrecorded
 #   PLUMBING  cudart's compiler-generated registration and <<<>>> configuration calls:
 #             not a call the program writes, so not exported by the shim at all (no
 #             record, no cost; CUPTI does not report them either)
@@ -32,7 +31,7 @@ function(cudatrace_preload_exports out_dir)
     string(REGEX REPLACE "^HOOK\\([a-z]+, *([A-Za-z0-9_]+),.*" "\\1" sym "${line}")
     list(APPEND listed ${sym})
   endforeach()
-  set(watched __cudaRegisterFunction __cudaGetKernel cuGetProcAddress cuGetProcAddress_v2)
+  set(watched __cudaRegisterFunction __cudaGetKernel)
 
   set(entries "")
   set(probes "")

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "tracers/preload/shim/generic_hooks.h"
+#include "tracers/preload/shim/real_symbols.h"
 #include "tracers/preload/shim/recorder.h"
 
 namespace cudatrace::preload {
@@ -77,15 +78,10 @@ void each_symbol(dl_phdr_info* info, F&& f) {
   for (size_t i = 0; i < n; ++i) f(symtab[i], strtab + symtab[i].st_name);
 }
 
-const char* file_of(const dl_phdr_info* info) {
-  const char* slash = std::strrchr(info->dlpi_name, '/');
-  return slash ? slash + 1 : info->dlpi_name;
-}
-
 // First pass: the exports of libcudart.so* and libcuda.so* the shim does not cover.
 int find_exports(dl_phdr_info* info, size_t, void* out) {
   if (!info->dlpi_name || !*info->dlpi_name) return 0;
-  const char* file = file_of(info);
+  const char* file = file_name_of(info->dlpi_name);
   const bool runtime = std::strncmp(file, "libcudart.so", 12) == 0;
   if (!runtime && std::strncmp(file, "libcuda.so", 10) != 0) return 0;
   auto& scan = *static_cast<Scan*>(out);

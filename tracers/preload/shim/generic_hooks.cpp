@@ -86,6 +86,43 @@ extern "C" __attribute__((visibility("hidden"))) void cudatrace_generic_exit(uin
 // called only the first time, to resolve. xmm8 (caller-saved, never an argument) carries the copy;
 // r10 (never an argument either) carries the flags.
 asm(R"(
+  # xmm0..xmm7 <-> 128..255(%rsp): `to` saves, `from` restores.
+  .macro cudatrace_xmm_to_frame
+  movaps %xmm0, 128(%rsp)
+  movaps %xmm1, 144(%rsp)
+  movaps %xmm2, 160(%rsp)
+  movaps %xmm3, 176(%rsp)
+  movaps %xmm4, 192(%rsp)
+  movaps %xmm5, 208(%rsp)
+  movaps %xmm6, 224(%rsp)
+  movaps %xmm7, 240(%rsp)
+  .endm
+  .macro cudatrace_xmm_from_frame
+  movaps 128(%rsp), %xmm0
+  movaps 144(%rsp), %xmm1
+  movaps 160(%rsp), %xmm2
+  movaps 176(%rsp), %xmm3
+  movaps 192(%rsp), %xmm4
+  movaps 208(%rsp), %xmm5
+  movaps 224(%rsp), %xmm6
+  movaps 240(%rsp), %xmm7
+  .endm
+  # The integer argument registers and rax from 256..311(%rsp).
+  .macro cudatrace_gprs_from_frame
+  mov 256(%rsp), %rdi
+  mov 264(%rsp), %rsi
+  mov 272(%rsp), %rdx
+  mov 280(%rsp), %rcx
+  mov 288(%rsp), %r8
+  mov 296(%rsp), %r9
+  mov 304(%rsp), %rax
+  .endm
+  # One 16-byte piece of the caller's stack arguments into the outgoing area.
+  .macro cudatrace_copy_stack_args offset
+  movdqu 16+\offset(%rbp), %xmm8
+  movdqa %xmm8, \offset(%rsp)
+  .endm
+
   .pushsection .text
   .p2align 4
   .globl cudatrace_generic_entry
@@ -114,14 +151,7 @@ cudatrace_generic_entry:
   mov %r10, 336(%rsp)
   test $2, %r10b
   jz 2f
-  movaps %xmm0, 128(%rsp)
-  movaps %xmm1, 144(%rsp)
-  movaps %xmm2, 160(%rsp)
-  movaps %xmm3, 176(%rsp)
-  movaps %xmm4, 192(%rsp)
-  movaps %xmm5, 208(%rsp)
-  movaps %xmm6, 224(%rsp)
-  movaps %xmm7, 240(%rsp)
+  cudatrace_xmm_to_frame
 2:
   lea cudatrace_generic_real(%rip), %r10
   mov (%r10,%r11,8), %r10
@@ -148,41 +178,15 @@ cudatrace_generic_entry:
 7:
   test $1, %r10b
   jz 3f
-  movdqu 16(%rbp), %xmm8
-  movdqa %xmm8, 0(%rsp)
-  movdqu 32(%rbp), %xmm8
-  movdqa %xmm8, 16(%rsp)
-  movdqu 48(%rbp), %xmm8
-  movdqa %xmm8, 32(%rsp)
-  movdqu 64(%rbp), %xmm8
-  movdqa %xmm8, 48(%rsp)
-  movdqu 80(%rbp), %xmm8
-  movdqa %xmm8, 64(%rsp)
-  movdqu 96(%rbp), %xmm8
-  movdqa %xmm8, 80(%rsp)
-  movdqu 112(%rbp), %xmm8
-  movdqa %xmm8, 96(%rsp)
-  movdqu 128(%rbp), %xmm8
-  movdqa %xmm8, 112(%rsp)
+  .irp offset, 0, 16, 32, 48, 64, 80, 96, 112
+  cudatrace_copy_stack_args \offset
+  .endr
 3:
   test $2, %r10b
   jz 4f
-  movaps 128(%rsp), %xmm0
-  movaps 144(%rsp), %xmm1
-  movaps 160(%rsp), %xmm2
-  movaps 176(%rsp), %xmm3
-  movaps 192(%rsp), %xmm4
-  movaps 208(%rsp), %xmm5
-  movaps 224(%rsp), %xmm6
-  movaps 240(%rsp), %xmm7
+  cudatrace_xmm_from_frame
 4:
-  mov 256(%rsp), %rdi
-  mov 264(%rsp), %rsi
-  mov 272(%rsp), %rdx
-  mov 280(%rsp), %rcx
-  mov 288(%rsp), %r8
-  mov 296(%rsp), %r9
-  mov 304(%rsp), %rax
+  cudatrace_gprs_from_frame
   call *328(%rsp)
   mov %rax, 256(%rsp)
   mov %rdx, 264(%rsp)
@@ -205,22 +209,9 @@ cudatrace_generic_entry:
   mov 328(%rsp), %r11
   test $2, %r10b
   jz 5f
-  movaps 128(%rsp), %xmm0
-  movaps 144(%rsp), %xmm1
-  movaps 160(%rsp), %xmm2
-  movaps 176(%rsp), %xmm3
-  movaps 192(%rsp), %xmm4
-  movaps 208(%rsp), %xmm5
-  movaps 224(%rsp), %xmm6
-  movaps 240(%rsp), %xmm7
+  cudatrace_xmm_from_frame
 5:
-  mov 256(%rsp), %rdi
-  mov 264(%rsp), %rsi
-  mov 272(%rsp), %rdx
-  mov 280(%rsp), %rcx
-  mov 288(%rsp), %r8
-  mov 296(%rsp), %r9
-  mov 304(%rsp), %rax
+  cudatrace_gprs_from_frame
   leave
   .cfi_def_cfa %rsp, 8
   jmp *%r11

@@ -83,11 +83,6 @@ const std::unordered_map<void*, Wrapper>& driver_wrappers() {
   return table;
 }
 
-const char* base_name(const char* path) {
-  const char* slash = std::strrchr(path, '/');
-  return slash ? slash + 1 : path;
-}
-
 void note_resolved(const char* name, Coverage how) {
   std::lock_guard lk(g_mu);
   (*g_resolved)[name] = how;
@@ -100,7 +95,7 @@ void* swap_for_wrapper(const char* name, void* real, bool from_driver) {
   if (!from_driver) {
     Dl_info info{};
     if (!dladdr(real, &info) || !info.dli_fname || info.dli_fbase == self_base()) return real;
-    const char* file = base_name(info.dli_fname);
+    const char* file = file_name_of(info.dli_fname);
     if (std::strncmp(file, "libcudart.so", 12) == 0)
       runtime = true;
     else if (std::strncmp(file, "libcuda.so", 10) != 0)

@@ -12,6 +12,12 @@ namespace cudatrace::preload {
 using DlsymFn = void* (*)(void*, const char*);
 DlsymFn real_dlsym();
 
+// The file name of a loaded object's path ("libcuda.so.1" of "/usr/lib/x86_64-linux-gnu/libcuda.so.1").
+inline const char* file_name_of(const char* path) {
+  const char* slash = __builtin_strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+
 // libcuda.so.1 (loaded if the program has not loaded it yet), and one of its functions by
 // name; null when there is no libcuda or no such function.
 void* libcuda();
