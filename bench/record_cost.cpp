@@ -1,8 +1,8 @@
 // record_cost: what one preload record costs on this host's CPU, and its parts, without
 // a GPU. A record is two TSC reads (entry and exit) and an append to the thread's buffer.
 // Two hooks around it are timed: a listed hook (the code hooks.def's hooks are made of,
-// with an argument) and the generic forwarder (generic_hooks.cpp: every register saved,
-// the stack arguments copied), the path of every call hooks.def does not list. Each
+// with an argument) and the generic forwarder (generic_hooks.cpp), the path of every call
+// hooks.def does not list: its slim path (most functions) and its full frame. Each
 // is timed live and paused (forward only) in alternating batches, as the
 // per-call benchmark does on the GPU; counter median_ns is the median batch of 64 calls
 // per call, so that the one batch in 8192 records that writes the buffer to disk does not

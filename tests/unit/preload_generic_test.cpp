@@ -172,7 +172,14 @@ TEST(PreloadExports, GenericForwardersFitEveryDeclaredSignature) {
   EXPECT_EQ(find_export("cuTexRefSetMipmapLevelBias")->frame, kSaveXmm) << "a float";
   EXPECT_TRUE(find_export("cudaMalloc3D")->frame & kCopyStack) << "a 24-byte struct by value";
   EXPECT_TRUE(find_export("cuLaunchCooperativeKernel")->frame & kCopyStack) << "11 words";
-  EXPECT_EQ(cudatrace_generic_frames.of[find_export("cuCtxGetDevice")->slot], 0);
+  EXPECT_EQ(cudatrace_generic_frames.of[find_export("cuCtxGetDevice")->slot], kReturnsCode)
+      << "the slim path, and its result recorded";
+  EXPECT_EQ(find_export("cudaGetErrorString")->frame, 0) << "a pointer comes back in rax alone";
+  EXPECT_EQ(slot_flags(nullptr), kFullFrame | kReturnsCode) << "a function the shim knows nothing of";
+  int slim = 0;
+  for (int i = 0; i < count; ++i) slim += table[i].kind == ExportKind::Generic && table[i].declared && !table[i].frame;
+  std::printf("generic exports on the forwarder's slim path: %d of %d\n", slim, generic);
+  EXPECT_GT(slim * 2, generic) << "most CUDA functions need no frame";
   const ExportInfo* s = find_export("cudaGetErrorString");
   ASSERT_NE(s, nullptr);
   EXPECT_FALSE(s->returns_code) << "a pointer result is not an error code";

@@ -32,7 +32,7 @@ struct Signature {
   bool declared = false;
   int words = 0;
   bool returns_code = true;
-  uint8_t frame = kCopyStack | kSaveXmm;
+  uint8_t frame = kFullFrame;
 };
 
 // How the System V ABI passes one parameter, conservatively: a struct of 16 bytes or less
@@ -53,12 +53,27 @@ constexpr void pass(Passing& p) {
     if constexpr (std::is_class_v<T> || std::is_union_v<T>) p.maybe_xmm = true;
   }
 }
-template <class... A>
+// A result: in rax alone (void, an integer, an enum, a pointer, a struct over 16 bytes,
+// which comes back through memory whose address rax returns, and for which the caller
+// passes that address as a hidden first integer argument), or possibly wider.
+template <class R>
+constexpr bool in_memory() {
+  if constexpr (std::is_class_v<R> || std::is_union_v<R>)
+    return sizeof(R) > 16;
+  else
+    return false;
+}
+template <class R>
+constexpr bool wide() {
+  return std::is_floating_point_v<R> || ((std::is_class_v<R> || std::is_union_v<R>) && !in_memory<R>());
+}
+template <class R, class... A>
 constexpr uint8_t frame_of() {
   Passing p;
+  p.int_words = in_memory<R>() ? 1 : 0;
   (pass<A>(p), ...);
   return uint8_t((p.on_stack || p.int_words > 6 || p.sse > 8 ? kCopyStack : 0) |
-                 (p.sse > 0 || p.maybe_xmm ? kSaveXmm : 0));
+                 (p.sse > 0 || p.maybe_xmm ? kSaveXmm : 0) | (wide<R>() ? kWideReturn : 0));
 }
 
 template <class T>
@@ -73,11 +88,11 @@ constexpr bool is_code() {
 
 template <class R, class... A>
 constexpr Signature signature(R (*)(A...)) {
-  return {true, (0 + ... + words_of<A>()), is_code<R>(), frame_of<A...>()};
+  return {true, (0 + ... + words_of<A>()), is_code<R>(), frame_of<R, A...>()};
 }
 template <class R, class... A>
 constexpr Signature signature(R (*)(A...) noexcept) {
-  return {true, (0 + ... + words_of<A>()), is_code<R>(), frame_of<A...>()};
+  return {true, (0 + ... + words_of<A>()), is_code<R>(), frame_of<R, A...>()};
 }
 constexpr Signature signature(const int*) { return {}; }
 
@@ -118,9 +133,9 @@ static_assert(generic_count() <= kMaxStaticSlots, "more generic exports than sta
 
 constexpr GenericFrames static_frames() {
   GenericFrames f{};
-  for (auto& b : f.of) b = kCopyStack | kSaveXmm;
+  for (auto& b : f.of) b = slot_flags(nullptr);
   for (const auto& e : kExports)
-    if (e.kind == ExportKind::Generic) f.of[e.slot] = e.frame;
+    if (e.kind == ExportKind::Generic) f.of[e.slot] = slot_flags(&e);
   return f;
 }
 
@@ -157,5 +172,7 @@ const ExportInfo* export_of_slot(int slot) {
 
 // Constant-initialized: right before any constructor runs, as a forwarder may be called
 // from another library's constructor before the shim's own.
-extern "C" __attribute__((visibility("hidden"))) constinit cudatrace::preload::GenericFrames cudatrace_generic_frames =
+extern "C" {
+__attribute__((visibility("hidden"))) constinit cudatrace::preload::GenericFrames cudatrace_generic_frames =
     cudatrace::preload::static_frames();
+}

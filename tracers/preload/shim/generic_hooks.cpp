@@ -25,10 +25,9 @@ namespace {
 
 constexpr int kSlots = kMaxStaticSlots + kDynamicSlots;
 
-// What the forwarders read: the real function (null until resolved) and whether its
-// result is an error code. Written before the pointer is published, read after.
+// What the forwarders read: the real function (null until resolved). Its flags (frame,
+// error code) are in cudatrace_generic_frames, written before the pointer is published.
 std::atomic<void*> g_real[kSlots] __asm__("cudatrace_generic_real") __attribute__((visibility("hidden")));
-bool g_returns_code[kSlots];
 
 // The run-time slots' names, for the converter.
 std::mutex g_mu;
@@ -47,7 +46,6 @@ std::unordered_map<void*, int>* g_slot_of = new std::unordered_map<void*, int>;
     std::fprintf(stderr, "cudatrace preload: no definition of %s behind the shim\n", e ? e->name : "(unknown slot)");
     std::abort();
   }
-  g_returns_code[slot] = e->returns_code;
   g_real[slot].store(p, std::memory_order_release);
   return p;
 }
@@ -71,20 +69,27 @@ extern "C" __attribute__((visibility("hidden"))) void* cudatrace_generic_enter(u
 
 extern "C" __attribute__((visibility("hidden"))) void cudatrace_generic_exit(uint32_t slot, int64_t t0,
                                                                              uint64_t result) {
-  emit(HookId(kGenericBase + slot), g_returns_code[slot] ? int32_t(result) : 0, t0, now_ns());
+  const bool code = cudatrace_generic_frames.of[slot] & kReturnsCode;
+  emit(HookId(kGenericBase + slot), code ? int32_t(result) : 0, t0, now_ns());
 }
 
 // The forwarder. Entered by a stub with the slot in r11 (not an argument register) and
-// the caller's frame untouched. Frame, from rsp (16-byte aligned):
+// the caller's frame untouched. Three paths, chosen without touching an argument register
+// (r10, r11 and the callee-saved registers the slim path keeps anyway):
+// - paused (slot resolved, recording off): a jump to the real function;
+// - slim (live, and the function's flags say it needs no stack copy, no xmm registers
+//   and returns in rax only: most of CUDA's): three callee-saved registers hold the slot,
+//   the real function and the entry time across the call; no frame. This is the path
+//   that must cost no more than a listed hook (bench/record_cost, generic_minus_listed);
+// - full (anything else, and the first call, which resolves the slot): the frame below.
+// Full frame, from rsp (16-byte aligned):
 //     0..127  the caller's stack arguments, copied     256..303  rdi rsi rdx rcx r8 r9
 //   128..255  xmm0..xmm7                                304  rax    312  slot
 //                                                       320  t0     328  real function
-//                                                       336  frame flags (kCopyStack 1, kSaveXmm 2)
+//                                                       336  frame flags (generic_hooks.h)
 // The copy and the xmm registers are skipped for functions whose flags say they need
-// neither (export_table.cpp). Once the slot is resolved, the recording switch, the slot
-// and the entry time (the TSC, as now_ns()) are read here: cudatrace_generic_enter is
-// called only the first time, to resolve. xmm8 (caller-saved, never an argument) carries the copy;
-// r10 (never an argument either) carries the flags.
+// neither (export_table.cpp). cudatrace_generic_enter is called only the first time, to
+// resolve. xmm8 (caller-saved, never an argument) carries the copy; r10 the flags.
 asm(R"(
   # xmm0..xmm7 <-> 128..255(%rsp): `to` saves, `from` restores.
   .macro cudatrace_xmm_to_frame
@@ -131,6 +136,62 @@ asm(R"(
 cudatrace_generic_entry:
   .cfi_startproc
   endbr64
+  lea cudatrace_generic_real(%rip), %r10
+  mov (%r10,%r11,8), %r10
+  test %r10, %r10
+  jz 8f
+  cmpb $0, cudatrace_preload_shim(%rip)
+  jne 9f
+  jmp *%r10
+9:
+  push %rbx
+  .cfi_def_cfa_offset 16
+  .cfi_offset %rbx, -16
+  push %r12
+  .cfi_def_cfa_offset 24
+  .cfi_offset %r12, -24
+  push %r13
+  .cfi_def_cfa_offset 32
+  .cfi_offset %r13, -32
+  mov %r10, %r12
+  lea cudatrace_generic_frames(%rip), %r10
+  movzbl (%r10,%r11), %r10d
+  test $7, %r10b
+  jnz 10f
+  .cfi_remember_state
+  # Slim. Declared, so not variadic: rax is free. rdtsc writes rdx, an argument.
+  mov %r11d, %ebx
+  mov %rdx, %r13
+  rdtsc
+  shl $32, %rdx
+  or %rax, %rdx
+  mov %rdx, %rax
+  mov %r13, %rdx
+  mov %rax, %r13
+  call *%r12
+  mov %rax, %r12
+  mov %ebx, %edi
+  mov %r13, %rsi
+  mov %rax, %rdx
+  call cudatrace_generic_exit
+  mov %r12, %rax
+  pop %r13
+  .cfi_def_cfa_offset 24
+  pop %r12
+  .cfi_def_cfa_offset 16
+  pop %rbx
+  .cfi_def_cfa_offset 8
+  ret
+10:
+  .cfi_restore_state
+  pop %r13
+  pop %r12
+  pop %rbx
+  .cfi_def_cfa_offset 8
+  .cfi_restore %rbx
+  .cfi_restore %r12
+  .cfi_restore %r13
+8:
   push %rbp
   .cfi_def_cfa_offset 16
   .cfi_offset %rbp, -16
@@ -236,6 +297,7 @@ cudatrace_dynamic_stubs:
 extern "C" char cudatrace_dynamic_stubs[];
 static_assert(kMaxStaticSlots == 2048 && kDynamicSlots == 1024, "the stubs above are numbered from 2048, 1024 of them");
 static_assert(kMaxStackArgWords == 16, "the forwarder above copies 16 words");
+static_assert((kCopyStack | kSaveXmm | kWideReturn) == 7, "the forwarder above takes the slim path when flags & 7 == 0");
 
 namespace cudatrace::preload {
 
@@ -249,8 +311,7 @@ void* generic_wrapper_for(const char* name, bool runtime, void* real) {
   std::strncpy(g_dynamic_names[j], name, sizeof g_dynamic_names[j] - 1);
   g_dynamic_runtime[j] = runtime;
   const ExportInfo* e = find_export(name);
-  g_returns_code[kMaxStaticSlots + j] = e ? e->returns_code : true;
-  cudatrace_generic_frames.of[kMaxStaticSlots + j] = e && e->declared ? e->frame : kCopyStack | kSaveXmm;
+  cudatrace_generic_frames.of[kMaxStaticSlots + j] = slot_flags(e);
   g_real[kMaxStaticSlots + j].store(real, std::memory_order_release);
   (*g_slot_of)[real] = j;
   return stub(j);

@@ -40,8 +40,15 @@ enum class ExportKind : uint8_t {
 // than registers, more than 8 floating-point ones, or a struct over 16 bytes), and the
 // xmm argument registers saved (a floating-point parameter, or a small struct that may
 // travel in them). Most CUDA functions need neither, and their forwarder skips both.
+// A third flag, kWideReturn: the result may come back in more than rax (a float, or a
+// struct of 16 bytes or less), so rdx, xmm0 and xmm1 are kept across the recording too.
+// A function with none of the three takes the forwarder's slim path.
 inline constexpr uint8_t kCopyStack = 1;
 inline constexpr uint8_t kSaveXmm = 2;
+inline constexpr uint8_t kWideReturn = 4;
+inline constexpr uint8_t kFullFrame = kCopyStack | kSaveXmm | kWideReturn;
+// Not a frame flag: in cudatrace_generic_frames only, the result is an error code to record.
+inline constexpr uint8_t kReturnsCode = 8;
 
 struct ExportInfo {
   const char* name;
@@ -51,8 +58,16 @@ struct ExportInfo {
   bool declared;      // the CUDA headers declare it (or its non-_ptsz/_ptds base)
   int arg_words;      // declared: its parameters' size in 8-byte words
   bool returns_code;  // returns cudaError_t / CUresult (undeclared: assumed)
-  uint8_t frame;      // kCopyStack | kSaveXmm
+  uint8_t frame;      // kCopyStack | kSaveXmm | kWideReturn
 };
+
+// What a slot of `e` (null: a function the shim knows nothing of) reads from
+// cudatrace_generic_frames: its frame flags, and kReturnsCode. Unknown and undeclared
+// functions get the full frame and are taken to return a code.
+constexpr uint8_t slot_flags(const ExportInfo* e) {
+  if (!e || !e->declared) return kFullFrame | kReturnsCode;
+  return uint8_t(e->frame | (e->returns_code ? kReturnsCode : 0));
+}
 
 // Every export of the toolkit the shim was built against, sorted by layer then name.
 const ExportInfo* export_table(int* count);
@@ -60,7 +75,7 @@ const ExportInfo* find_export(std::string_view name);
 // The GENERIC export with static slot `slot`, or null.
 const ExportInfo* export_of_slot(int slot);
 
-// Per generic slot: the frame flags the forwarder reads (static slots from the table,
+// Per generic slot: slot_flags(), what the forwarder reads (static slots from the table,
 // constant-initialized; run-time slots set when handed out).
 struct GenericFrames {
   uint8_t of[kMaxStaticSlots + kDynamicSlots];
