@@ -21,6 +21,12 @@ struct {
   __uint(max_entries, 64 << 20);  // the loader sets the size the user asked for
 } calls SEC(".maps");
 
+// Loader notifications (struct uprobe_load_notice), read at once by the follower thread.
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  __uint(max_entries, 256 << 10);
+} loads SEC(".maps");
+
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
   __uint(max_entries, UPROBE_LOST_KINDS);
@@ -202,6 +208,41 @@ int call_exit(struct pt_regs* ctx) {
     if (bpf_probe_read_user(&c->out, sizeof(c->out), (const void*)f->args[o & 0xF]) == 0) c->flags |= UPROBE_F_OUT;
   }
   bpf_ringbuf_submit(c, ring_wakeup_flag(&calls));
+  return 0;
+}
+
+// The dynamic loader's debugger hook in ld.so, called when the set of loaded objects
+// changes: at start once every initial library is mapped and relocated, and in each
+// dlopen/dlclose, with _r_debug.r_state RT_ADD/RT_DELETE before and RT_CONSISTENT after.
+// At RT_CONSISTENT no code of a new library has run yet (its constructors come after):
+// the process is stopped here, in every mode (the cost floor needs the same probes), until
+// user space has probed what it mapped, so that no call into it can go unseen.
+#define SIGSTOP_NUMBER 19
+SEC("uprobe")
+int loader_notice(struct pt_regs* ctx) {
+  __u64 id = bpf_get_current_pid_tgid();
+  __u32 tgid = id >> 32;
+  if (!is_traced(tgid)) return 0;
+  __s64 to_r_debug = (__s64)bpf_get_attach_cookie(ctx);
+  int state = -1;
+  if (to_r_debug) {
+    // A uprobe handler sees ip at the probed instruction: _dl_debug_state in this process.
+    const void* r_state = (const void*)(PT_REGS_IP(ctx) + to_r_debug + UPROBE_R_STATE_OFFSET);
+    if (bpf_probe_read_user(&state, sizeof(state), r_state) != 0) state = -1;
+  }
+  if (state > UPROBE_RT_CONSISTENT) return 0;  // mid-change: wait for the consistent state
+  struct uprobe_load_notice* n = bpf_ringbuf_reserve(&loads, sizeof(*n), 0);
+  if (!n) {
+    // Never stop a process nobody will be told to resume.
+    count_loss(UPROBE_LOST_LOAD_NOTICE);
+    return 0;
+  }
+  n->time_ns = bpf_ktime_get_ns();
+  n->pid = tgid;
+  n->tid = (__u32)id;
+  n->r_state = state;
+  n->held = bpf_send_signal(SIGSTOP_NUMBER) == 0;
+  bpf_ringbuf_submit(n, BPF_RB_FORCE_WAKEUP);
   return 0;
 }
 

@@ -37,7 +37,9 @@ enum uprobe_loss {
   UPROBE_LOST_TOO_DEEP = 1,    /* more than UPROBE_MAX_DEPTH nested calls: the inner one is lost */
   UPROBE_LOST_NO_ENTRY = 2,    /* an exit whose entry was not recorded */
   UPROBE_LOST_THREADS_FULL = 3,/* the per-thread frame map was full: the call is lost */
-  UPROBE_LOST_KINDS = 4,
+  UPROBE_LOST_LOAD_NOTICE = 4, /* a loader notification that could not be queued: the process
+                                * ran on unheld, and what it loaded is found at its next one */
+  UPROBE_LOST_KINDS = 5,
 };
 
 #define UPROBE_F_EXIT 1u /* exit_ns, ret valid */
@@ -56,5 +58,21 @@ struct uprobe_call {
   __u64 args[UPROBE_ARGS];
   char blob[UPROBE_BLOB];
 };
+
+/* The dynamic loader's notification (its debugger hook, _dl_debug_state, with r_state
+ * RT_CONSISTENT): the process has just mapped libraries and runs none of their code before
+ * returning. The program stops the process (SIGSTOP) and queues this on the `loads` ring;
+ * the loader probes what is new and resumes it (tracers/uprobe/load_follower.h).
+ * The probe's cookie: the distance from _dl_debug_state to _r_debug in ld.so (0: unknown,
+ * every notification then holds the process). */
+struct uprobe_load_notice {
+  __u64 time_ns; /* bpf_ktime_get_ns at the notification */
+  __u32 pid, tid;
+  __s32 r_state; /* -1: unread */
+  __u32 held;    /* 1: SIGSTOP sent; the process waits to be resumed */
+};
+
+#define UPROBE_R_STATE_OFFSET 24 /* offsetof(struct r_debug, r_state) on x86-64 */
+#define UPROBE_RT_CONSISTENT 0
 
 #endif

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace cudatrace {
@@ -17,7 +18,11 @@ struct DynamicInfo {
 };
 
 // Empty when the file is not a 64-bit ELF or has no dynamic section (static binary).
+// Like every reader here but read_elf_bytes, it reads headers and the tables it needs
+// with pread, never a whole file (a library can weigh gigabytes). The fd forms read a
+// file already open (a file another process mapped, opened through /proc).
 DynamicInfo dynamic_info(const std::filesystem::path& elf);
+DynamicInfo dynamic_info(int fd);
 std::vector<std::string> needed_libraries(const std::filesystem::path& elf);
 
 // "shared" when it needs libcudart.so*, "static" when cudart's functions are in its symbol
@@ -35,6 +40,20 @@ struct FunctionSymbol {
 // Defined functions from .dynsym and .symtab (local ones too, when `with_local`),
 // one entry per name. Empty with `error` set when the file cannot be read as ELF64.
 std::vector<FunctionSymbol> function_symbols(const std::filesystem::path& elf, bool with_local, std::string& error);
+std::vector<FunctionSymbol> function_symbols(int fd, bool with_local, std::string& error);
+
+// cudart's API is among these symbols (cudaGetDeviceCount, cudaMalloc or cudaLaunchKernel
+// defined): a libcudart, or a file with cudart linked in statically that kept its symbols.
+bool has_cudart_api(const std::vector<FunctionSymbol>& symbols);
+
+// PT_INTERP: the dynamic loader the executable asks for (empty: a static executable).
+std::string program_interpreter(const std::filesystem::path& elf);
+// The value (address relative to the load base) of the defined symbol `name`, of any
+// type, from .dynsym or .symtab; 0 when absent.
+uint64_t symbol_value(const std::filesystem::path& elf, std::string_view name);
+
+// Whether section `section` (".rodata") of the ELF file holds the bytes `needle`.
+bool section_contains(int fd, const char* section, std::string_view needle);
 
 // The NUL-terminated string at virtual address `vaddr` of the file (any loadable segment);
 // empty when there is none. The _of form works on bytes read once with read_elf_bytes.

@@ -2,6 +2,10 @@
 // the probes sit in libcudart.so, with static cudart on the cudart functions found in the
 // executable's own symbol table; either way every runtime call is seen with its arguments
 // and error code. (That the probes come off again is checked in privileged_test.cpp.)
+#include <fstream>
+#include <iterator>
+#include <map>
+
 #include "harness_run.h"
 
 using namespace correctness;
@@ -71,4 +75,154 @@ TEST(UprobeErrors, BadSettingIsAUsageError) {
   r = run_harness("--workload errors --method uprobe --set uprobe.colour=blue");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("no setting 'colour'"), std::string::npos) << r.output;
+}
+
+// Following what the traced processes load (#16): every copy of cudart or libcuda a process
+// of the tree maps, whenever it maps it, is probed before any of its code runs.
+namespace {
+
+std::filesystem::path copy_to(const std::filesystem::path& from, const std::filesystem::path& dir,
+                              const std::string& name) {
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(from, dir / name, std::filesystem::copy_options::overwrite_existing);
+  return dir / name;
+}
+
+const nlohmann::json& following(const nlohmann::json& run) { return run["tracer"]["notes"]["following"]; }
+
+// Files probed while the program ran (not before start), by file name.
+std::map<std::string, nlohmann::json> probed_while_running(const nlohmann::json& run) {
+  std::map<std::string, nlohmann::json> out;
+  for (const auto& f : run["tracer"]["notes"]["files_probed"])
+    if (f["found"].get<std::string>().rfind("mapped by pid", 0) == 0)
+      out[std::filesystem::path(f["file"].get<std::string>()).filename().string()] = f;
+  return out;
+}
+
+struct CommandCalls {
+  int printed = 0;                      // what the program says it called
+  std::vector<cudatrace::Event> seen;   // cudaGetDeviceCount events the method recorded
+  std::string stdout_text;
+};
+
+CommandCalls run_load_cudarts(HarnessRun& r) {
+  CommandCalls c;
+  const auto dir = r.root / "runs" / "cmd.uprobe.r1";
+  std::ifstream out(dir / "stdout.txt");
+  c.stdout_text.assign(std::istreambuf_iterator<char>(out), {});
+  if (auto at = c.stdout_text.find("calls "); at != std::string::npos) c.printed = std::atoi(c.stdout_text.c_str() + at + 6);
+  for (auto& e : cudatrace::read_events(dir / "events.jsonl").events)
+    if (e.name == "cudaGetDeviceCount") c.seen.push_back(std::move(e));
+  return c;
+}
+
+}  // namespace
+
+TEST(UprobeFollows, DlopenedCudartIsProbedBeforeItsFirstCall) {
+  if (!host().root) GTEST_SKIP() << "needs root or CAP_BPF+CAP_PERFMON";
+  HarnessRun r = run_harness("--workload dlopen --method uprobe");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json run = r.run_json("dlopen.shared.uprobe");
+  const nlohmann::json* rt = layer_of(run, "runtime");
+  ASSERT_NE(rt, nullptr) << run["unobserved"].dump() << run["tracer"]["notes"].dump();
+  EXPECT_GT((*rt)["expected"].get<int>(), 0);
+  EXPECT_EQ((*rt)["matched"], (*rt)["expected"]) << (*rt)["examples"].dump();
+  EXPECT_EQ((*rt)["ret_equal"], (*rt)["ret_compared"]);
+  const auto files = probed_while_running(run);
+  ASSERT_EQ(files.count("libcudart.so.13"), 1u) << run["tracer"]["notes"]["files_probed"].dump();
+  EXPECT_NE(files.at("libcudart.so.13")["file"].get<std::string>().find("private-cudart"), std::string::npos);
+  EXPECT_GE(following(run)["holds"].get<int>(), 2) << "the start and the dlopen: " << following(run).dump();
+  EXPECT_EQ(following(run)["resume_failures"], 0);
+  EXPECT_EQ(run["tracer"]["loss"]["load_notices_lost"], 0);
+}
+
+// libprivatert.so carries its own cudart (with symbols), multiproc execs a static program:
+// both are found as they are mapped, and every runtime call of the ledger is seen.
+TEST(UprobeFollows, CudartInsideALibraryAndInAnExecdProgram) {
+  if (!host().root) GTEST_SKIP() << "needs root or CAP_BPF+CAP_PERFMON";
+  HarnessRun r = run_harness("--workload privatert,multiproc --method uprobe");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* label : {"privatert.shared.uprobe", "privatert.static.uprobe", "multiproc.static.uprobe"}) {
+    SCOPED_TRACE(label);
+    const nlohmann::json run = r.run_json(label);
+    const nlohmann::json* rt = layer_of(run, "runtime");
+    ASSERT_NE(rt, nullptr) << run["tracer"]["notes"].dump();
+    EXPECT_EQ((*rt)["matched"], (*rt)["expected"]) << (*rt)["examples"].dump();
+    const auto files = probed_while_running(run);
+    const std::string wanted = std::string(label).rfind("privatert", 0) == 0 ? "libprivatert.so" : "vecadd.static";
+    ASSERT_EQ(files.count(wanted), 1u) << run["tracer"]["notes"]["files_probed"].dump();
+    EXPECT_NE(files.at(wanted)["role"].get<std::string>().find("statically"), std::string::npos);
+  }
+}
+
+// The same cudart opened twice (one handle), a second copy elsewhere (another file), and
+// all of it again in a child forked before anything was loaded.
+TEST(UprobeFollows, SameCudartTwiceASecondCopyAndAForkedChild) {
+  if (!host().root) GTEST_SKIP() << "needs root or CAP_BPF+CAP_PERFMON";
+  const auto dir = testsupport::temp_dir("two-cudarts");
+  const auto a = copy_to(CUDATRACE_TOOLKIT_CUDART, dir / "a", "libcudart.so.13");
+  const auto b = copy_to(CUDATRACE_TOOLKIT_CUDART, dir / "b", "libcudart.so.13");
+  for (const std::string fork : {"", "--fork "}) {
+    SCOPED_TRACE(fork.empty() ? "in the traced process" : "in a forked child");
+    HarnessRun r = run_harness("--method uprobe -- " + std::string(LOAD_CUDARTS) + " " + fork + a.string() + " " +
+                               a.string() + " " + b.string());
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const CommandCalls c = run_load_cudarts(r);
+    ASSERT_EQ(c.printed, 3) << c.stdout_text;
+    ASSERT_EQ(c.seen.size(), 3u) << "every call, through both copies: " << c.stdout_text;
+    for (const auto& e : c.seen) {
+      ASSERT_TRUE(e.ret.has_value());
+      EXPECT_NE(c.stdout_text.find(" " + std::to_string(*e.ret) + "\n"), std::string::npos)
+          << "recorded code " << *e.ret << ", the program saw: " << c.stdout_text;
+    }
+    const nlohmann::json run = r.run_json("cmd.uprobe");
+    int copies = 0;
+    for (const auto& f : run["tracer"]["notes"]["files_probed"])
+      copies += f["file"] == a.string() || f["file"] == b.string();
+    EXPECT_EQ(copies, 2) << "one probe set per file: " << run["tracer"]["notes"]["files_probed"].dump();
+    EXPECT_EQ(run["tracer"]["loss"]["load_notices_lost"], 0);
+  }
+}
+
+// Twenty libraries loaded one after another: each probed at its load, the time the
+// processes were held reported (the figure #16 asks for).
+TEST(UprobeFollows, TwentyLibrariesLoadedOneAfterAnother) {
+  if (!host().root) GTEST_SKIP() << "needs root or CAP_BPF+CAP_PERFMON";
+  const auto dir = testsupport::temp_dir("twenty-cudarts");
+  std::string libs;
+  for (int i = 0; i < 20; ++i)
+    libs += " " + copy_to(CUDATRACE_TOOLKIT_CUDART, dir / std::to_string(i), "libcudart.so.13").string();
+  HarnessRun r = run_harness("--method uprobe -- " + std::string(LOAD_CUDARTS) + libs);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const CommandCalls c = run_load_cudarts(r);
+  EXPECT_EQ(c.printed, 20) << c.stdout_text;
+  EXPECT_EQ(c.seen.size(), 20u);
+  const nlohmann::json run = r.run_json("cmd.uprobe");
+  EXPECT_EQ(probed_while_running(run).size(), 1u) << "one name, twenty files";
+  EXPECT_EQ(run["tracer"]["notes"]["files_probed"].size(), 20u);
+  const auto& f = following(run);
+  EXPECT_GE(f["holds"].get<int>(), 21);
+  std::printf("20 libraries (411 functions each): %d holds, %.1f ms held in all, longest %.1f ms\n",
+              f["holds"].get<int>(), f["held_ms_total"].get<double>(), f["held_ms_max"].get<double>());
+}
+
+// A library with cudart linked in and its symbols stripped cannot be probed: the run
+// says so by name, and the runtime layer is reported as partly observed.
+TEST(UprobeFollows, StrippedStaticCudartIsNamedNotSilentlyMissed) {
+  if (!host().root) GTEST_SKIP() << "needs root or CAP_BPF+CAP_PERFMON";
+  const std::filesystem::path workloads = std::filesystem::path(HARNESS_PATH).parent_path().parent_path() /
+                                          "libexec" / "cudatrace";
+  const auto dir = testsupport::temp_dir("stripped-privatert");
+  copy_to(workloads / "privatert.shared", dir, "privatert.shared");
+  const auto lib = copy_to(workloads / "libprivatert.so", dir, "libprivatert.so");
+  ASSERT_EQ(testsupport::run_command("strip --strip-all " + lib.string()).exit_code, 0);
+  HarnessRun r = run_harness("--method uprobe -- " + (dir / "privatert.shared").string() + " --host_path 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json run = r.run_json("cmd.uprobe");
+  std::string why;
+  for (const auto& p : run["partly_observed"])
+    if (p["layer"] == "runtime") why = p["reason"];
+  EXPECT_NE(why.find("runtime calls from " + lib.string() + " not observable"), std::string::npos)
+      << run["partly_observed"].dump() << run["tracer"]["notes"].dump();
+  EXPECT_NE(r.output.find("PARTLY OBSERVED"), std::string::npos) << r.output;
 }

@@ -51,8 +51,8 @@ void UprobeSession::open_and_load(bool multi) {
   if (int err = bpf_map__set_max_entries(skel_->maps.calls, uint32_t(ring_bytes_)); err)
     throw std::runtime_error("ring buffer size " + std::to_string(ring_bytes_) + ": " + std::strerror(-err));
   if (multi) {
-    bpf_program__set_expected_attach_type(skel_->progs.call_enter, static_cast<bpf_attach_type>(kTraceUprobeMulti));
-    bpf_program__set_expected_attach_type(skel_->progs.call_exit, static_cast<bpf_attach_type>(kTraceUprobeMulti));
+    for (bpf_program* p : {skel_->progs.call_enter, skel_->progs.call_exit, skel_->progs.loader_notice})
+      bpf_program__set_expected_attach_type(p, static_cast<bpf_attach_type>(kTraceUprobeMulti));
   }
   if (int err = uprobe_bpf__load(skel_); err) {
     std::string why = last_libbpf_message();
@@ -90,9 +90,10 @@ UprobeSession::~UprobeSession() {
 }
 
 int UprobeSession::link_multi(const std::string& binary, const uint64_t* offsets, const uint64_t* cookies, size_t n,
-                              bool ret) {
+                              bool ret, bpf_program* prog) {
   LinkCreateUprobeMulti attr{};
-  attr.prog_fd = uint32_t(bpf_program__fd(ret ? skel_->progs.call_exit : skel_->progs.call_enter));
+  if (!prog) prog = ret ? skel_->progs.call_exit : skel_->progs.call_enter;
+  attr.prog_fd = uint32_t(bpf_program__fd(prog));
   attr.attach_type = kTraceUprobeMulti;
   attr.path = reinterpret_cast<uint64_t>(binary.c_str());
   attr.offsets = reinterpret_cast<uint64_t>(offsets);
@@ -146,6 +147,25 @@ std::vector<std::pair<uint64_t, std::string>> UprobeSession::attach(const std::s
   }
   return failed;
 }
+
+std::string UprobeSession::attach_loader(const std::string& ld_so, uint64_t offset, int64_t to_r_debug) {
+  const uint64_t cookie = uint64_t(to_r_debug);
+  if (multi_) {
+    if (link_multi(ld_so, &offset, &cookie, 1, false, skel_->progs.loader_notice) >= 0) return {};
+    return std::strerror(errno);
+  }
+  LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie);
+  bpf_link* link = bpf_program__attach_uprobe_opts(skel_->progs.loader_notice, -1, ld_so.c_str(), offset, &opts);
+  if (!link) {
+    std::string why = std::strerror(errno);
+    std::string log = last_libbpf_message();
+    return why + (log.empty() ? "" : " (" + log + ")");
+  }
+  links_.push_back(link);
+  return {};
+}
+
+int UprobeSession::loads_fd() const { return bpf_map__fd(skel_->maps.loads); }
 
 void UprobeSession::trace_process(pid_t pid) { trace_process_tree(skel_->maps.traced, pid); }
 

@@ -16,6 +16,7 @@
 
 struct uprobe_bpf;
 struct bpf_link;
+struct bpf_program;
 
 namespace cudatrace {
 
@@ -31,6 +32,12 @@ class UprobeSession {
   // cookie of each beside it. Returns the offsets that could not be probed, with why.
   std::vector<std::pair<uint64_t, std::string>> attach(const std::string& binary, const std::vector<uint64_t>& offsets,
                                                        const std::vector<uint64_t>& cookies);
+  // The probe on the dynamic loader's debugger hook (`offset` of _dl_debug_state in
+  // `ld_so`, `to_r_debug` from there to _r_debug, 0 if unknown): each traced process that
+  // has just loaded libraries is stopped and announced on loads_fd() (struct
+  // uprobe_load_notice). Returns why it could not be attached, or empty.
+  std::string attach_loader(const std::string& ld_so, uint64_t offset, int64_t to_r_debug);
+  int loads_fd() const;
   // Whether the kernel took uprobe_multi links (one per file, detached in one go).
   bool multi_links() const { return multi_; }
   void trace_process(pid_t pid);
@@ -48,7 +55,8 @@ class UprobeSession {
  private:
   void detach_all();
   void open_and_load(bool multi);
-  int link_multi(const std::string& binary, const uint64_t* offsets, const uint64_t* cookies, size_t n, bool ret);
+  int link_multi(const std::string& binary, const uint64_t* offsets, const uint64_t* cookies, size_t n, bool ret,
+                 bpf_program* prog = nullptr);
   uprobe_mode mode_;
   uint64_t ring_bytes_;
   uprobe_bpf* skel_ = nullptr;

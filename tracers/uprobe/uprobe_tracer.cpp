@@ -1,5 +1,7 @@
 #include "tracers/uprobe/uprobe_tracer.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
@@ -9,96 +11,14 @@
 #include "common/clock.h"
 #include "common/elf_file.h"
 #include "common/event_io.h"
-#include "tracers/uprobe/library_search.h"
+#include "tracers/uprobe/load_follower.h"
+#include "tracers/uprobe/process_maps.h"
 #include "tracers/uprobe/uprobe_session.h"
 
 namespace cudatrace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
-
-namespace {
-
-// The runtime functions worth a probe: the API (cuda*), the launch entry CUDA 13's <<<>>>
-// uses, and the two calls that name kernels. cudart's other __cuda* plumbing
-// (__cudaPushCallConfiguration, ...) is not the program's API and would only add cost.
-bool is_runtime_probe(const std::string& name) {
-  return name.rfind("cuda", 0) == 0 || name == "__cudaLaunchKernel" || name == "__cudaLaunchKernel_ptsz" ||
-         name == "__cudaRegisterFunction" || name == "__cudaGetKernel";
-}
-
-bool is_driver_probe(const std::string& name) { return name.rfind("cu", 0) == 0 && name.rfind("cuda", 0) != 0; }
-
-// Adds one probe per code address: two names for one address would report each call twice.
-// Of aliases, the name we decode arguments for wins, then the shorter one.
-int64_t add_functions(ProbePlan& plan, const fs::path& binary, const std::vector<FunctionSymbol>& symbols,
-                      bool (*wanted)(const std::string&), const char* layer) {
-  std::map<uint64_t, const FunctionSymbol*> by_offset;
-  int64_t aliases = 0;
-  for (const auto& s : symbols) {
-    if (!wanted(s.name)) continue;
-    auto [it, fresh] = by_offset.try_emplace(s.file_offset, &s);
-    if (fresh) continue;
-    ++aliases;
-    const FunctionSymbol* old = it->second;
-    const bool new_known = probe_spec(s.name) || find_call(s.name);
-    const bool old_known = probe_spec(old->name) || find_call(old->name);
-    if ((new_known && !old_known) || (new_known == old_known && s.name.size() < old->name.size())) it->second = &s;
-  }
-  for (const auto& [offset, s] : by_offset) plan.functions.push_back({s->name, layer, binary.string(), offset});
-  return aliases;
-}
-
-}  // namespace
-
-ProbePlan plan_probes(const fs::path& exe, const std::string& cudart, const std::string& ld_library_path) {
-  ProbePlan plan;
-  std::string error;
-  fs::path runtime_file;  // what asks for libcuda.so.1 (cudart's own RUNPATH applies to its dlopen)
-  if (cudart == "shared") {
-    for (const auto& lib : needed_libraries(exe)) {
-      if (lib.rfind("libcudart.so", 0) != 0) continue;
-      LibraryLookup found = find_library(lib, exe, ld_library_path);
-      if (found.path.empty()) {
-        plan.notes["runtime"] = found.via;
-        break;
-      }
-      auto symbols = function_symbols(found.path, false, error);
-      const size_t before = plan.functions.size();
-      const int64_t aliases = add_functions(plan, found.path, symbols, is_runtime_probe, layer::kRuntime);
-      plan.notes["runtime"] = {{"file", found.path.string()}, {"found_via", found.via},
-                               {"functions", plan.functions.size() - before}, {"aliases_skipped", aliases}};
-      plan.runtime = plan.functions.size() > before;
-      runtime_file = found.path;
-    }
-  } else {
-    // Static cudart lives in the executable, its API functions as local symbols.
-    auto symbols = function_symbols(exe, true, error);
-    const int64_t aliases = add_functions(plan, exe, symbols, is_runtime_probe, layer::kRuntime);
-    plan.runtime = !plan.functions.empty();
-    if (plan.runtime)
-      plan.notes["runtime"] = {{"file", exe.string()}, {"found_via", "the executable's symbol table (static cudart)"},
-                               {"functions", plan.functions.size()}, {"aliases_skipped", aliases}};
-    else
-      plan.notes["runtime"] = "no cudart functions in " + exe.string() + " (" +
-                              (error.empty() ? "it does not link cudart statically" : error) +
-                              "): the runtime layer is not observed";
-    runtime_file = exe;
-  }
-  if (runtime_file.empty()) runtime_file = exe;
-  LibraryLookup driver = find_library("libcuda.so.1", runtime_file, ld_library_path);
-  if (driver.path.empty()) {
-    plan.notes["driver"] = driver.via + ": no driver on this host, the driver layer is not observed";
-  } else {
-    auto symbols = function_symbols(driver.path, false, error);
-    const size_t before = plan.functions.size();
-    const int64_t aliases = add_functions(plan, driver.path, symbols, is_driver_probe, layer::kDriver);
-    plan.driver = plan.functions.size() > before;
-    plan.notes["driver"] = {{"file", driver.path.string()}, {"found_via", driver.via},
-                            {"functions", plan.functions.size() - before}, {"aliases_skipped", aliases}};
-  }
-  return plan;
-}
 
 UprobeTracer::UprobeTracer(uprobe_mode mode, uint64_t ring_bytes) : mode_(mode), ring_bytes_(ring_bytes) {}
 UprobeTracer::~UprobeTracer() = default;
@@ -112,14 +32,39 @@ void UprobeTracer::prepare(Launch& launch, const Target& target, const fs::path&
     ldlp = env;
   exe_ = launch.argv.at(0);
   plan_ = plan_probes(exe_, target.cudart, ldlp);
+  find_loader();
   // Nothing to probe is a result (both layers not observed, with the plan's reasons), not
   // a failed run: the program still runs, untraced.
   if (plan_.functions.size() > 0xFFFF) throw std::runtime_error("more functions than a probe cookie can number");
 }
 
+void UprobeTracer::find_loader() {
+  const std::string interp = program_interpreter(exe_);
+  if (interp.empty()) {
+    loader_why_not_ = "a static executable: no dynamic loader to follow, only what it links is probed";
+    return;
+  }
+  std::error_code ec;
+  const fs::path ld_so = fs::canonical(interp, ec);
+  const uint64_t hook = ec ? 0 : symbol_value(ld_so, "_dl_debug_state");
+  std::string error;
+  uint64_t hook_offset = 0;
+  for (const auto& f : function_symbols(ld_so, true, error))
+    if (f.name == "_dl_debug_state") hook_offset = f.file_offset;
+  if (!hook || !hook_offset) {
+    loader_why_not_ = "no _dl_debug_state in " + interp + ": libraries loaded after start are not followed";
+    return;
+  }
+  loader_ = ld_so;
+  loader_hook_offset_ = hook_offset;
+  const uint64_t r_debug = symbol_value(ld_so, "_r_debug");
+  loader_to_r_debug_ = r_debug ? int64_t(r_debug) - int64_t(hook) : 0;
+}
+
 void UprobeTracer::attach(pid_t child) {
-  if (plan_.functions.empty()) return;
+  if (plan_.functions.empty() && loader_.empty()) return;
   const int64_t t0 = monotonic_ns();
+  start_ns_ = t0;
   session_ = std::make_unique<UprobeSession>(mode_, ring_bytes_);
   // One batch per file, each probe's cookie carrying its function's index.
   std::map<std::string, std::pair<std::vector<uint64_t>, std::vector<uint64_t>>> by_binary;
@@ -138,16 +83,65 @@ void UprobeTracer::attach(pid_t child) {
       if (failures.size() < 10) failures.push_back(symbol_at[{binary, offset}] + ": " + why);
     }
   }
-  if (failed == int64_t(plan_.functions.size()))
+  if (failed && failed == int64_t(plan_.functions.size()))
     throw std::runtime_error("no probe could be attached: " + (failures.empty() ? std::string("?") : failures[0].get<std::string>()));
   session_->trace_process(child);
   session_->start(run_dir_ / "uprobe.bin");
+  if (!loader_.empty()) {
+    if (std::string why = session_->attach_loader(loader_.string(), loader_hook_offset_, loader_to_r_debug_); !why.empty())
+      loader_why_not_ = "the probe on " + loader_.string() + " could not be attached (" + why +
+                        "): libraries loaded after start are not followed";
+    else
+      follower_ = std::make_unique<LoadFollower>(session_->loads_fd(),
+                                                 [this](const uprobe_load_notice& n) { on_load(n); });
+  }
   attach_notes_ = {{"probes_attached", session_->attached()},
                    {"links", session_->multi_links() ? "uprobe_multi, one per file and direction" : "one per probe"},
                    {"functions_failed", failed},
                    {"attach_failures", failures},
                    {"attach_ms", double(monotonic_ns() - t0) / 1e6},
                    {"ring_bytes", ring_bytes_}};
+}
+
+// A traced process has just mapped libraries (it is held until this returns): probe every
+// executable file it maps that no process mapped before, by its descriptor, so that the
+// probes land on the very file mapped.
+void UprobeTracer::on_load(const uprobe_load_notice& n) {
+  std::string maps;
+  if (!read_process_maps(pid_t(n.pid), maps)) return;
+  const double at_ms = double(int64_t(n.time_ns) - start_ns_) / 1e6;
+  for (const MappedFile& m : executable_files(maps)) {
+    if (!plan_.examined.insert({m.dev_major, m.dev_minor, m.inode}).second) continue;
+    ++files_examined_;
+    std::string why;
+    const int fd = open_mapped_file(pid_t(n.pid), m, why);
+    if (fd < 0) {
+      if (unreadable_files_.size() < 10) unreadable_files_.push_back(m.path + ": " + why);
+      continue;
+    }
+    const FileFinding found = examine_file(fd, m.path);
+    if (found.role == FileRole::RuntimeStripped) {
+      plan_.runtime_not_probeable[m.path] = "cudart is linked into it statically and its symbols were stripped";
+    } else if (found.role != FileRole::None) {
+      char how[96];
+      std::snprintf(how, sizeof how, "mapped by pid %u, at its loader's notification %.1f ms after start", n.pid, at_ms);
+      const size_t before = plan_.functions.size();
+      if (before + found.symbols.size() > 0xFFFF) {
+        functions_over_limit_ += found.symbols.size();
+      } else if (add_file_functions(plan_, found, m.path, how)) {
+        // The probes go on the descriptor's file: the path may name another file by now.
+        const std::string by_fd = "/proc/self/fd/" + std::to_string(fd);
+        std::vector<uint64_t> offsets, cookies;
+        for (size_t i = before; i < plan_.functions.size(); ++i) {
+          offsets.push_back(plan_.functions[i].offset);
+          cookies.push_back(probe_cookie(i, plan_.functions[i].symbol));
+        }
+        const auto failures = session_->attach(by_fd, offsets, cookies);
+        functions_failed_ += int64_t(failures.size());
+      }
+    }
+    close(fd);
+  }
 }
 
 TracerReport UprobeTracer::finish(const fs::path& run_dir) {
@@ -164,12 +158,15 @@ TracerReport UprobeTracer::finish(const fs::path& run_dir) {
     report.error = "the uprobe session never started";
     return report;
   }
+  const json following = stop_following();
   session_->stop();
   const auto lost = session_->losses();
   report.loss = {{"ring_full", lost[UPROBE_LOST_RING_FULL]},
                  {"nested_too_deep", lost[UPROBE_LOST_TOO_DEEP]},
                  {"exit_without_entry", lost[UPROBE_LOST_NO_ENTRY]},
                  {"threads_full", lost[UPROBE_LOST_THREADS_FULL]},
+                 {"load_notices_lost", lost[UPROBE_LOST_LOAD_NOTICE]},
+                 {"functions_over_limit", functions_over_limit_},
                  {"malformed_records", session_->short_records()}};
   const uint64_t records = session_->records();
   session_.reset();  // everything detached before anything else can fail
@@ -196,16 +193,30 @@ TracerReport UprobeTracer::finish(const fs::path& run_dir) {
       return plan_.notes.contains(key) && plan_.notes[key].is_string() ? plan_.notes[key].get<std::string>()
                                                                          : std::string(fallback);
     };
-    if (plan_.runtime)
+    const std::string not_followed = loader_why_not_.empty() ? "" : "; " + loader_why_not_;
+    const std::string mapped = "no process of the program mapped one (" + std::to_string(files_examined_) +
+                               " files examined as they were loaded)";
+    std::string stripped;
+    for (const auto& [file, reason] : plan_.runtime_not_probeable)
+      stripped += (stripped.empty() ? "" : "; ") + ("runtime calls from " + file + " not observable: " + reason);
+    if (plan_.runtime) {
       report.layers.push_back(layer::kRuntime);
-    else
-      report.unobserved[layer::kRuntime] = why("runtime", "no cudart found to probe before the program ran");
+      if (!stripped.empty()) report.partly_unobserved[layer::kRuntime] = stripped;
+    } else {
+      report.unobserved[layer::kRuntime] =
+          !stripped.empty() ? stripped
+                            : loader_.empty() ? why("runtime", "no cudart found to probe before the program ran") + not_followed
+                                              : "no cudart to probe: " + mapped;
+    }
     if (plan_.driver)
       report.layers.push_back(layer::kDriver);
     else
-      report.unobserved[layer::kDriver] = why("driver", "no libcuda.so.1 found to probe");
+      report.unobserved[layer::kDriver] = loader_.empty() ? why("driver", "no libcuda.so.1 found to probe") + not_followed
+                                                          : "no libcuda to probe: " + mapped;
   }
   report.notes = plan_.notes;
+  report.notes["files_probed"] = plan_.files;
+  report.notes["following"] = following;
   for (const auto& [k, v] : attach_notes_.items()) report.notes[k] = v;
   report.notes["mode"] = mode_ == UPROBE_MODE_FULL ? "entry+exit" : mode_ == UPROBE_MODE_ENTER ? "entry only" : "empty programs";
   report.notes["records"] = stats.records;
@@ -221,7 +232,27 @@ TracerReport UprobeTracer::finish(const fs::path& run_dir) {
   return report;
 }
 
+json UprobeTracer::stop_following() {
+  if (!follower_) return loader_why_not_.empty() ? json("off") : json(loader_why_not_);
+  follower_->stop();
+  const auto st = follower_->stats();
+  follower_.reset();
+  json j = {{"how", "a uprobe on " + loader_.string() +
+                        " _dl_debug_state: each process that has mapped libraries is stopped (SIGSTOP) before any "
+                        "of their code runs, and resumed once they are probed: no call is made in between"},
+            {"notifications", st.notices},
+            {"holds", st.held},
+            {"held_ms_total", double(st.held_ns_total) / 1e6},
+            {"held_ms_max", double(st.held_ns_max) / 1e6},
+            {"resume_failures", st.resume_failures},
+            {"files_examined", files_examined_},
+            {"functions_failed", functions_failed_}};
+  if (!unreadable_files_.empty()) j["unreadable_files"] = unreadable_files_;
+  return j;
+}
+
 void UprobeTracer::abandon(const fs::path& run_dir) {
+  stop_following();
   if (session_) session_->stop();
   session_.reset();
   fs::remove(run_dir / "uprobe.bin");

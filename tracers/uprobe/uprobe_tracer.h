@@ -1,28 +1,21 @@
 #pragma once
 // Method `uprobe` (and its two cost references): eBPF uprobes and uretprobes on the CUDA
-// runtime (libcudart.so, or the cudart functions inside a static executable) and on the
-// driver (libcuda.so.1, as the target's loader would find them). Needs root or
+// runtime (libcudart.so, or the cudart functions linked into an executable or a library)
+// and on the driver (libcuda). The files found before start (as the target's loader would
+// find them) are probed first; every other one a traced process maps — dlopen, a forked
+// child, an exec — is probed when it is mapped (load_follower.h). Needs root or
 // CAP_BPF + CAP_PERFMON. The probes see every process that maps those files; the BPF side
 // keeps only the target's process tree.
 #include <memory>
 
 #include "bpf/uprobe_event.h"
 #include "tracers/tracer.h"
-#include "tracers/uprobe/uprobe_decode.h"
+#include "tracers/uprobe/probe_plan.h"
 
 namespace cudatrace {
 
 class UprobeSession;
-
-// Which functions of which files get probes, and what was found where.
-struct ProbePlan {
-  std::vector<ProbedFunction> functions;
-  nlohmann::json notes = nlohmann::json::object();
-  bool runtime = false, driver = false;  // a layer has probes
-};
-
-// `exe`: the target (absolute path); `cudart`: static/shared/unknown.
-ProbePlan plan_probes(const std::filesystem::path& exe, const std::string& cudart, const std::string& ld_library_path);
+class LoadFollower;
 
 class UprobeTracer final : public Tracer {
  public:
@@ -34,6 +27,9 @@ class UprobeTracer final : public Tracer {
   void abandon(const std::filesystem::path& run_dir) override;
 
  private:
+  void find_loader();
+  void on_load(const uprobe_load_notice& n);
+  nlohmann::json stop_following();
   uprobe_mode mode_;
   uint64_t ring_bytes_;
   ProbePlan plan_;
@@ -41,6 +37,16 @@ class UprobeTracer final : public Tracer {
   std::filesystem::path exe_;
   std::unique_ptr<UprobeSession> session_;
   nlohmann::json attach_notes_ = nlohmann::json::object();
+  // Following loads (load_follower.h): the loader probed, or why not.
+  std::filesystem::path loader_;
+  uint64_t loader_hook_offset_ = 0;
+  int64_t loader_to_r_debug_ = 0;
+  std::string loader_why_not_;
+  std::unique_ptr<LoadFollower> follower_;
+  int64_t start_ns_ = 0;
+  int64_t files_examined_ = 0, functions_failed_ = 0;
+  uint64_t functions_over_limit_ = 0;
+  std::vector<std::string> unreadable_files_;
 };
 
 }  // namespace cudatrace

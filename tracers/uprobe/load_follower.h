@@ -1,0 +1,57 @@
+#pragma once
+// Follows what the traced processes load while they run. The BPF side stops a process at
+// the dynamic loader's notification that it has mapped new libraries (before any of their
+// code runs: bpf/uprobe.bpf.c, loader_notice) and announces it here; a thread of ours hands
+// the process to `on_load` (which probes what is new) and resumes it. So no call into a
+// library loaded with dlopen, by a forked child or after an exec goes unseen, and the
+// time each process was held is measured.
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "bpf/uprobe_event.h"
+
+struct ring_buffer;
+
+namespace cudatrace {
+
+class LoadFollower {
+ public:
+  using Handler = std::function<void(const uprobe_load_notice&)>;
+  // Starts reading the `loads` ring buffer map; throws std::runtime_error.
+  LoadFollower(int loads_map_fd, Handler on_load);
+  ~LoadFollower();
+  LoadFollower(const LoadFollower&) = delete;
+  LoadFollower& operator=(const LoadFollower&) = delete;
+
+  // Handles what is still queued, resumes every process it holds and stops. Idempotent.
+  void stop();
+
+  struct Stats {
+    uint64_t notices = 0;          // loader notifications handled
+    uint64_t held = 0;             // of them, with the process stopped until handled
+    uint64_t resume_failures = 0;  // held processes that could not be resumed (gone)
+    int64_t held_ns_total = 0;     // notification to resume, summed over held ones
+    int64_t held_ns_max = 0;
+  };
+  Stats stats() const;
+
+ private:
+  static int on_record(void* self, void* data, size_t size);
+  Handler on_load_;
+  ring_buffer* ring_ = nullptr;
+  std::thread reader_;
+  std::atomic<bool> stopping_{false};
+  mutable std::mutex mu_;
+  Stats stats_;
+};
+
+// Resumes a process stopped by the loader probe (SIGCONT through a pidfd, so that a pid
+// reused meanwhile is never signalled). False when it is gone.
+bool resume_process(pid_t pid);
+
+}  // namespace cudatrace
