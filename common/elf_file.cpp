@@ -68,19 +68,25 @@ class ElfFd {
     if (names_.empty()) names_ = section(eh_.e_shstrndx);
     return c_string_at(names_, shdrs_[i].sh_name);
   }
-  // Whether section `name` holds `needle`, read in pieces.
-  bool section_contains(const char* name, std::string_view needle) const {
-    for (size_t i = 0; i < shdrs_.size(); ++i) {
+  // Whether section `name` holds every one of `needles`, read in pieces.
+  bool section_contains(const char* name, const std::vector<std::string_view>& needles) const {
+    size_t longest = 0;
+    for (auto n : needles) longest = std::max(longest, n.size());
+    std::vector<bool> found(needles.size(), false);
+    size_t missing = needles.size();
+    for (size_t i = 0; i < shdrs_.size() && missing; ++i) {
       if (section_name(i) != name || shdrs_[i].sh_type == SHT_NOBITS) continue;
       constexpr uint64_t kPiece = 4 << 20;
-      std::string buf(kPiece + needle.size(), '\0');
-      for (uint64_t at = 0; at < shdrs_[i].sh_size; at += kPiece) {
-        const uint64_t n = std::min<uint64_t>(kPiece + needle.size(), shdrs_[i].sh_size - at);
+      std::string buf(kPiece + longest, '\0');
+      for (uint64_t at = 0; at < shdrs_[i].sh_size && missing; at += kPiece) {
+        const uint64_t n = std::min<uint64_t>(kPiece + longest, shdrs_[i].sh_size - at);
         if (!read_n(shdrs_[i].sh_offset + at, buf.data(), n)) return false;
-        if (std::string_view(buf.data(), n).find(needle) != std::string_view::npos) return true;
+        const std::string_view piece(buf.data(), n);
+        for (size_t k = 0; k < needles.size(); ++k)
+          if (!found[k] && piece.find(needles[k]) != std::string_view::npos) found[k] = true, --missing;
       }
     }
-    return false;
+    return missing == 0;
   }
   static std::string c_string_at(const std::string& table, uint64_t index) {
     if (index >= table.size()) return {};
@@ -260,9 +266,9 @@ uint64_t symbol_value(const std::filesystem::path& elf, std::string_view name) {
   return 0;
 }
 
-bool section_contains(int fd, const char* section, std::string_view needle) {
+bool section_contains(int fd, const char* section, const std::vector<std::string_view>& needles) {
   ElfFd elf(fd);
-  return elf.ok() && elf.section_contains(section, needle);
+  return elf.ok() && elf.section_contains(section, needles);
 }
 
 std::string read_elf_bytes(const std::filesystem::path& elf) {

@@ -52,8 +52,8 @@ std::string program_interpreter(const std::filesystem::path& elf);
 // type, from .dynsym or .symtab; 0 when absent.
 uint64_t symbol_value(const std::filesystem::path& elf, std::string_view name);
 
-// Whether section `section` (".rodata") of the ELF file holds the bytes `needle`.
-bool section_contains(int fd, const char* section, std::string_view needle);
+// Whether section `section` (".rodata") of the ELF file holds every one of `needles`.
+bool section_contains(int fd, const char* section, const std::vector<std::string_view>& needles);
 
 // The NUL-terminated string at virtual address `vaddr` of the file (any loadable segment);
 // empty when there is none. The _of form works on bytes read once with read_elf_bytes.

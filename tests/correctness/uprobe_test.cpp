@@ -88,6 +88,16 @@ std::filesystem::path copy_to(const std::filesystem::path& from, const std::file
   return dir / name;
 }
 
+// A cudart to copy: the dlopen workload's private one (it travels with the build).
+std::filesystem::path a_cudart() {
+  const auto dir = std::filesystem::path(HARNESS_PATH).parent_path().parent_path() / "libexec" / "cudatrace" /
+                   "private-cudart";
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().filename().string().rfind("libcudart.so.", 0) == 0) return e.path();
+  ADD_FAILURE() << "no libcudart.so.N in " << dir;
+  return dir / "libcudart.so";
+}
+
 const nlohmann::json& following(const nlohmann::json& run) { return run["tracer"]["notes"]["following"]; }
 
 // Files probed while the program ran (not before start), by file name.
@@ -129,8 +139,9 @@ TEST(UprobeFollows, DlopenedCudartIsProbedBeforeItsFirstCall) {
   EXPECT_EQ((*rt)["matched"], (*rt)["expected"]) << (*rt)["examples"].dump();
   EXPECT_EQ((*rt)["ret_equal"], (*rt)["ret_compared"]);
   const auto files = probed_while_running(run);
-  ASSERT_EQ(files.count("libcudart.so.13"), 1u) << run["tracer"]["notes"]["files_probed"].dump();
-  EXPECT_NE(files.at("libcudart.so.13")["file"].get<std::string>().find("private-cudart"), std::string::npos);
+  const std::string cudart = a_cudart().filename().string();
+  ASSERT_EQ(files.count(cudart), 1u) << run["tracer"]["notes"]["files_probed"].dump();
+  EXPECT_NE(files.at(cudart)["file"].get<std::string>().find("private-cudart"), std::string::npos);
   EXPECT_GE(following(run)["holds"].get<int>(), 2) << "the start and the dlopen: " << following(run).dump();
   EXPECT_EQ(following(run)["resume_failures"], 0);
   EXPECT_EQ(run["tracer"]["loss"]["load_notices_lost"], 0);
@@ -160,8 +171,8 @@ TEST(UprobeFollows, CudartInsideALibraryAndInAnExecdProgram) {
 TEST(UprobeFollows, SameCudartTwiceASecondCopyAndAForkedChild) {
   if (!host().root) GTEST_SKIP() << "needs root or CAP_BPF+CAP_PERFMON";
   const auto dir = testsupport::temp_dir("two-cudarts");
-  const auto a = copy_to(CUDATRACE_TOOLKIT_CUDART, dir / "a", "libcudart.so.13");
-  const auto b = copy_to(CUDATRACE_TOOLKIT_CUDART, dir / "b", "libcudart.so.13");
+  const auto a = copy_to(a_cudart(), dir / "a", a_cudart().filename().string());
+  const auto b = copy_to(a_cudart(), dir / "b", a_cudart().filename().string());
   for (const std::string fork : {"", "--fork "}) {
     SCOPED_TRACE(fork.empty() ? "in the traced process" : "in a forked child");
     HarnessRun r = run_harness("--method uprobe -- " + std::string(LOAD_CUDARTS) + " " + fork + a.string() + " " +
@@ -191,7 +202,7 @@ TEST(UprobeFollows, TwentyLibrariesLoadedOneAfterAnother) {
   const auto dir = testsupport::temp_dir("twenty-cudarts");
   std::string libs;
   for (int i = 0; i < 20; ++i)
-    libs += " " + copy_to(CUDATRACE_TOOLKIT_CUDART, dir / std::to_string(i), "libcudart.so.13").string();
+    libs += " " + copy_to(a_cudart(), dir / std::to_string(i), a_cudart().filename().string()).string();
   HarnessRun r = run_harness("--method uprobe -- " + std::string(LOAD_CUDARTS) + libs);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const CommandCalls c = run_load_cudarts(r);

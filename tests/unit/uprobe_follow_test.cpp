@@ -91,6 +91,10 @@ TEST(ProbePlanRoles, EachKindOfFileIsToldApart) {
   std::filesystem::copy_file(kWorkloads / "libprivatert.so", dir / "libprivatert.so");
   ASSERT_EQ(testsupport::run_command("strip --strip-all " + (dir / "libprivatert.so").string()).exit_code, 0);
   EXPECT_EQ(role_of(dir / "libprivatert.so"), FileRole::RuntimeStripped);
+  // NVRTC's builtins hold CUDA's headers (cudaError_t's names among them), not cudart.
+  const std::filesystem::path builtins = std::filesystem::path(CUDATRACE_TOOLKIT_CUDART).parent_path() /
+                                         "libnvrtc-builtins.so";
+  if (std::filesystem::exists(builtins)) EXPECT_EQ(role_of(builtins), FileRole::None) << builtins;
 }
 
 TEST(ProbePlanRoles, AddsAFileOnceAndSaysHowItWasFound) {

@@ -141,8 +141,11 @@ FileFinding examine_file(int fd, const std::string& path) {
     return found;
   }
   found.symbols.clear();
-  // Stripped, cudart still leaves its error names (cudaGetErrorName's table) in .rodata.
-  if (section_contains(fd, ".rodata", "cudaErrorMissingConfiguration")) found.role = FileRole::RuntimeStripped;
+  // Stripped, cudart still leaves in .rodata its error names (cudaGetErrorName's table)
+  // and the driver it dlopens. Both: NVRTC's builtins carry CUDA's headers, error names
+  // included, and no cudart.
+  if (section_contains(fd, ".rodata", {"cudaErrorMissingConfiguration", "libcuda.so.1"}))
+    found.role = FileRole::RuntimeStripped;
   return found;
 }
 
