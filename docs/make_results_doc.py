@@ -86,7 +86,7 @@ def matrix_section(folder, summary, manifest):
     used = [l for l in LAYERS if any(layer_cell(c, l) for c in combos)]
     out = [f"## Completeness: {summary.get('counts', {}).get('runs', len(combos))} runs", "",
            provenance(manifest, summary), "",
-           "Per workload, linkage and method: matched / expected calls of each layer (summed over",
+           "Per workload, linkage and method: the share of each layer's expected calls matched (summed over",
            "repetitions), **NOT OBSERVED** where the method could not see a layer it exists to see",
            "(the reasons are in the run's summary.json), \"(part)\" where it saw only part of it by",
            "design, loss counters summed, and wall time against `none`.", "",

@@ -209,8 +209,10 @@ TEST(UprobeFollows, TwentyLibrariesLoadedOneAfterAnother) {
   EXPECT_EQ(c.printed, 20) << c.stdout_text;
   EXPECT_EQ(c.seen.size(), 20u);
   const nlohmann::json run = r.run_json("cmd.uprobe");
-  EXPECT_EQ(probed_while_running(run).size(), 1u) << "one name, twenty files";
-  EXPECT_EQ(run["tracer"]["notes"]["files_probed"].size(), 20u);
+  int copies = 0;  // (with a GPU, cudart's dlopen of libcuda is a file probed too)
+  for (const auto& file : run["tracer"]["notes"]["files_probed"])
+    copies += file["file"].get<std::string>().rfind(dir.string(), 0) == 0;
+  EXPECT_EQ(copies, 20) << run["tracer"]["notes"]["files_probed"].dump();
   const auto& f = following(run);
   EXPECT_GE(f["holds"].get<int>(), 21);
   std::printf("20 libraries (411 functions each): %d holds, %.1f ms held in all, longest %.1f ms\n",
