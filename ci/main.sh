@@ -22,8 +22,17 @@ else
   echo "main: per-call benchmark skipped: $(dist/bin/harness --list | grep '^GPU: ')"
 fi
 
-# One report over the matrix and the benchmark together.
-/usr/bin/python3 dist/share/cudatrace/report/generate_report.py "${folders[@]}" -o reports/overhead.html || status=$?
-echo "main: report in reports/overhead.html"
+# One report over the matrix and the benchmark together, drawn by the first python3 on PATH
+# that has matplotlib (a framework's environment on a GPU host), else the system's.
+python=""
+for p in $(type -ap python3) /usr/bin/python3; do
+  [[ $p == /* ]] && "$p" -c 'import matplotlib' 2>/dev/null && { python=$p; break; }
+done
+if [[ -n $python ]]; then
+  "$python" dist/share/cudatrace/report/generate_report.py "${folders[@]}" -o reports/overhead.html || status=$?
+  echo "main: report in reports/overhead.html (drawn by $python)"
+else
+  echo "main: no python3 with matplotlib: reports/overhead.html not written (apt-get install python3-matplotlib)"
+fi
 # exit 3 = nothing could run here (e.g. no GPU and no root); say so but keep the results
 exit $status

@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -24,20 +25,55 @@ void write_json(const std::filesystem::path& path, const nlohmann::json& j) {
   write_file_atomic(path, j.dump(2) + "\n");
 }
 
+ReportPython find_report_python(const std::string& path_env) {
+  ReportPython found;
+  std::vector<std::string> candidates;
+  size_t start = 0;
+  while (start <= path_env.size()) {
+    size_t end = path_env.find(':', start);
+    if (end == std::string::npos) end = path_env.size();
+    // An empty or relative PATH entry would mean the current folder: never, as root.
+    if (end > start && path_env[start] == '/') candidates.push_back(path_env.substr(start, end - start) + "/python3");
+    start = end + 1;
+  }
+  candidates.push_back("/usr/bin/python3");  // Debian's python3-matplotlib belongs to it
+  for (const auto& c : candidates) {
+    if (access(c.c_str(), X_OK) != 0) continue;
+    if (std::find(found.tried.begin(), found.tried.end(), c) != found.tried.end()) continue;
+    found.tried.push_back(c);
+    if (spawn_and_wait({c, "-c", "import matplotlib"}, true, 4096).exit_code == 0) {
+      found.path = c;
+      break;
+    }
+  }
+  return found;
+}
+
 void write_report(const std::filesystem::path& prefix, const std::filesystem::path& results) {
   const auto script = prefix / CUDATRACE_DATA_SUBDIR / "cudatrace" / "report" / "generate_report.py";
   if (!std::filesystem::exists(script)) {
     std::fprintf(stderr, "harness: no report: %s is missing\n", script.c_str());
     return;
   }
-  // Debian's python3-matplotlib belongs to /usr/bin/python3, whatever python3 is first on PATH.
-  const std::string python = std::filesystem::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+  const char* path_env = std::getenv("PATH");
+  const ReportPython python = find_report_python(path_env ? path_env : "");
+  if (python.path.empty()) {
+    std::string tried;
+    for (const auto& t : python.tried) tried += (tried.empty() ? "" : ", ") + t;
+    std::fprintf(stderr,
+                 "harness: the report was not written: no python3 with matplotlib (tried %s; apt-get install "
+                 "python3-matplotlib, or put a python3 that has it first on PATH); results are complete without it\n",
+                 tried.empty() ? "none found" : tried.c_str());
+    return;
+  }
   const std::string out = (results / "overhead.html").string();
   // An argument vector, never a shell: a folder name with a quote in it is just a name.
-  const SpawnResult r = spawn_and_wait({python, script.string(), results.string(), "-o", out}, false);
+  const SpawnResult r = spawn_and_wait({python.path, script.string(), results.string(), "-o", out}, false);
   if (r.exit_code != 0)
     std::fprintf(stderr, "harness: the report was not written (%s); results are complete without it\n",
                  r.error.empty() ? "see above" : r.error.c_str());
+  else
+    std::fprintf(stderr, "harness: report drawn by %s\n", python.path.c_str());
 }
 
 void chown_tree(const std::filesystem::path& root, uid_t uid, gid_t gid) { chown_tree_nofollow(root, uid, gid); }

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -16,8 +17,19 @@ std::string utc_now(const char* strftime_format);
 // Throws WriteError with the path and the system's reason; no .tmp is left behind.
 void write_json(const std::filesystem::path& path, const nlohmann::json& j);
 
-// Runs share/cudatrace/report/generate_report.py on `results` (writes results/overhead.html).
-// A missing Python or matplotlib is reported on stderr, never a failed run.
+// The Python that draws the report: the first python3 on `path_env` (absolute entries
+// only) that imports matplotlib — a framework's environment on a GPU host has it where the
+// system's may not — then /usr/bin/python3 (Debian's python3-matplotlib). Empty path when
+// none does; `tried` lists what was tried.
+struct ReportPython {
+  std::string path;
+  std::vector<std::string> tried;
+};
+ReportPython find_report_python(const std::string& path_env);
+
+// Runs share/cudatrace/report/generate_report.py on `results` (writes results/overhead.html)
+// with find_report_python()'s Python, and says which. A missing Python or matplotlib is
+// reported on stderr, never a failed run.
 void write_report(const std::filesystem::path& prefix, const std::filesystem::path& results);
 
 // Hands a results folder to the user who ran the harness through sudo (best effort),

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <thread>
 
+#include "harness/results_io.h"
 #include "harness/runner.h"
 #include "test_support.h"
 #include "tracers/none/none_tracer.h"
@@ -125,4 +126,26 @@ TEST(Runner, InterruptStopsTheChildPromptly) {
   g_interrupted = false;
   EXPECT_EQ(r.status, ChildStatus::Interrupted);
   EXPECT_LT(r.wall_ns, 5'000'000'000);
+}
+
+// The report's Python: the first python3 on PATH that imports matplotlib, never a relative
+// PATH entry, the system's last.
+TEST(ReportPython, FirstOnPathThatHasMatplotlibThenTheSystemOne) {
+  const auto dir = testsupport::temp_dir("report-python");
+  auto fake = [&](const std::string& name, int exit_code) {
+    std::filesystem::create_directories(dir / name);
+    const auto p = dir / name / "python3";
+    std::ofstream(p) << "#!/bin/sh\nexit " << exit_code << "\n";
+    std::filesystem::permissions(p, std::filesystem::perms::owner_all);
+    return (dir / name).string();
+  };
+  const std::string without = fake("without", 1), with = fake("with", 0), also = fake("also", 0);
+  cudatrace::ReportPython p = cudatrace::find_report_python(without + ":relative:" + with + ":" + also);
+  EXPECT_EQ(p.path, with + "/python3");
+  ASSERT_GE(p.tried.size(), 2u);
+  EXPECT_EQ(p.tried[0], without + "/python3");
+  p = cudatrace::find_report_python(without);
+  EXPECT_NE(p.path, without + "/python3");
+  EXPECT_EQ(p.tried.front(), without + "/python3");
+  if (std::filesystem::exists("/usr/bin/python3")) EXPECT_EQ(p.tried.back(), "/usr/bin/python3");
 }
