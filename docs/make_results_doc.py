@@ -139,12 +139,16 @@ def bench_section(bench, manifest):
            "|---|---|---|---|---|---|---|---|"]
     for r in sorted(rows, key=lambda r: (r["call"], r["linkage"], r["method"] != "none", r["method"])):
         ci = r.get("delta_ci95_ns")
-        ab = r.get("ab_delta_ns")
+        ab = r.get("in_process_delta_ns")
+        ab_ci = r.get("in_process_delta_ci95_ns")
         ratio = r.get("ratio")
+        delta = ns(r.get("delta_ns"))
+        if r.get("delta_ns", 0) < 0:  # tracing never speeds a call up: noise between processes
+            delta, ratio = "no measurable cost", None
         interval = "" if not ci else f"[{ci[0]:+.0f}, {ci[1]:+.0f}]"
+        in_process = "" if ab is None else f"{ab:+.1f}" + (f" [{ab_ci[0]:+.1f}, {ab_ci[1]:+.1f}]" if ab_ci else "")
         out.append(f'| {r["call"]} | {r["linkage"]} | {r["method"]} | {r["median_ns"]:.0f} | '
-                   f'{ns(r.get("delta_ns"))} | {interval} | '
-                   f'{"" if ratio is None else f"{ratio:.2f}"} | {"" if ab is None else f"{ab:+.1f}"} |')
+                   f'{delta} | {interval} | {"" if ratio is None else f"{ratio:.2f}"} | {in_process} |')
     return "\n".join(out)
 
 

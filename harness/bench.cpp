@@ -137,6 +137,14 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
       interval = buf;
       std::snprintf(buf, sizeof buf, "%.2fx", row["ratio"].get<double>());
       ratio = buf;
+      // Tracing never makes a call faster: a negative difference is noise between two
+      // processes, and is shown as such, not as a speed-up (the numbers stay in the JSON).
+      if (d.delta < 0) {
+        row["no_measurable_cost"] = true;
+        delta = "none";
+        ratio = "";
+        interval += " no measurable cost";
+      }
     }
     // The in-process A/B (a tracer that can pause): recording's cost, paired batch by batch.
     std::string in_process;

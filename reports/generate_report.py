@@ -91,6 +91,9 @@ def per_call_section(bench_rows):
         delta = f'{r["delta_ns"]:+.1f}' if "delta_ns" in r else "—"
         interval = f"[{ci[0]:+.1f}, {ci[1]:+.1f}]" if ci[0] is not None else "—"
         ratio = f'{r["ratio"]:.2f}×' if "ratio" in r else "—"
+        if r.get("delta_ns", 0) < 0:
+            # Tracing never speeds a call up: a negative difference is noise between processes.
+            delta, ratio = "no measurable cost", "—"
         ab = r.get("in_process_delta_ci95_ns")
         in_process = (f'{r["in_process_delta_ns"]:+.1f} [{ab[0]:+.1f}, {ab[1]:+.1f}]' if ab else "—")
         rows.append([esc(r["call"]), esc(r["linkage"]), esc(r["method"]), f'{r["median_ns"]:.1f}', delta, interval, ratio,
