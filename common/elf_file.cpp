@@ -182,7 +182,7 @@ bool has_cudart_api(const std::vector<FunctionSymbol>& symbols) {
   return false;
 }
 
-std::vector<FunctionSymbol> function_symbols(int fd, bool with_local, std::string& error) {
+std::vector<FunctionSymbol> function_symbols(int fd, bool with_local, std::string& error, std::string_view prefix) {
   std::vector<FunctionSymbol> out;
   ElfFd elf(fd);
   if (!elf.ok()) {
@@ -206,6 +206,11 @@ std::vector<FunctionSymbol> function_symbols(int fd, bool with_local, std::strin
           continue;
         const bool local = ELF64_ST_BIND(s.st_info) == STB_LOCAL;
         if (local && !with_local) continue;
+        // Checked on the table's bytes: a framework's library has hundreds of thousands of
+        // names, and a caller that wants a few should not pay for a string of each.
+        if (!prefix.empty() && (s.st_name >= strtab.size() ||
+                                strtab.compare(s.st_name, prefix.size(), prefix.data(), prefix.size()) != 0))
+          continue;
         std::string name = ElfFd::c_string_at(strtab, s.st_name);
         if (auto at = name.find('@'); at != std::string::npos) name.resize(at);
         if (name.empty() || !seen.insert(name).second) continue;

@@ -119,6 +119,7 @@ void UprobeTracer::on_load(const uprobe_load_notice& n) {
       if (unreadable_files_.size() < 10) unreadable_files_.push_back(m.path + ": " + why);
       continue;
     }
+    const int64_t t_file = monotonic_ns();
     const FileFinding found = examine_file(fd, m.path);
     if (found.role == FileRole::RuntimeStripped) {
       plan_.runtime_not_probeable[m.path] = "cudart is linked into it statically and its symbols were stripped";
@@ -141,6 +142,7 @@ void UprobeTracer::on_load(const uprobe_load_notice& n) {
       }
     }
     close(fd);
+    note_file_time(m.path, monotonic_ns() - t_file);
   }
 }
 
@@ -232,6 +234,14 @@ TracerReport UprobeTracer::finish(const fs::path& run_dir) {
   return report;
 }
 
+// The files that held a process longest (examined, and probed if they had CUDA in them).
+void UprobeTracer::note_file_time(const std::string& path, int64_t ns) {
+  constexpr size_t kKept = 5;
+  slowest_files_.emplace_back(ns, path);
+  std::sort(slowest_files_.begin(), slowest_files_.end(), std::greater<>());
+  if (slowest_files_.size() > kKept) slowest_files_.resize(kKept);
+}
+
 json UprobeTracer::stop_following() {
   if (!follower_) return loader_why_not_.empty() ? json("off") : json(loader_why_not_);
   follower_->stop();
@@ -248,6 +258,9 @@ json UprobeTracer::stop_following() {
             {"files_examined", files_examined_},
             {"functions_failed", functions_failed_}};
   if (!unreadable_files_.empty()) j["unreadable_files"] = unreadable_files_;
+  json slowest = json::array();
+  for (const auto& [ns, path] : slowest_files_) slowest.push_back({{"file", path}, {"ms", double(ns) / 1e6}});
+  j["slowest_files"] = slowest;
   return j;
 }
 

@@ -30,6 +30,7 @@ class UprobeTracer final : public Tracer {
   void find_loader();
   void on_load(const uprobe_load_notice& n);
   nlohmann::json stop_following();
+  void note_file_time(const std::string& path, int64_t ns);
   uprobe_mode mode_;
   uint64_t ring_bytes_;
   ProbePlan plan_;
@@ -47,6 +48,7 @@ class UprobeTracer final : public Tracer {
   int64_t files_examined_ = 0, functions_failed_ = 0;
   uint64_t functions_over_limit_ = 0;
   std::vector<std::string> unreadable_files_;
+  std::vector<std::pair<int64_t, std::string>> slowest_files_;  // (ns, path), longest first
 };
 
 }  // namespace cudatrace
