@@ -17,7 +17,12 @@ namespace cudatrace {
 
 bool resume_process(pid_t pid) {
   const int fd = int(syscall(SYS_pidfd_open, pid, 0));
-  if (fd < 0) return false;
+  if (fd < 0) {
+    // Gone: nothing to resume. Otherwise (no pidfd on this kernel, no descriptor left) a
+    // plain signal: a process left stopped would be worse than the pid-reuse race.
+    if (errno == ESRCH) return false;
+    return kill(pid, SIGCONT) == 0;
+  }
   const bool ok = syscall(SYS_pidfd_send_signal, fd, SIGCONT, nullptr, 0) == 0;
   close(fd);
   return ok;
