@@ -127,6 +127,32 @@ std::vector<std::string> split_paths(const std::string& s) {
   return out;
 }
 
+// Calls visit(sym, name) for each defined symbol of .dynsym, then .symtab, whose name
+// passes `keep` (checked on the table's bytes, before any string is made: a framework's
+// library has hundreds of thousands of names). `name` has no @VERSION. Returns false when a
+// table was over kMaxSectionBytes (skipped).
+template <class Visit>
+bool for_each_symbol(const ElfFd& elf, bool (*keep)(std::string_view), Visit&& visit) {
+  bool whole = true;
+  for (uint32_t want : {uint32_t(SHT_DYNSYM), uint32_t(SHT_SYMTAB)}) {
+    for (size_t i = 0; i < elf.shdrs().size(); ++i) {
+      const Elf64_Shdr& sh = elf.shdrs()[i];
+      if (sh.sh_type != want || sh.sh_entsize < sizeof(Elf64_Sym)) continue;
+      const std::string syms = elf.section(i), strtab = elf.section(sh.sh_link);
+      if (syms.empty() && sh.sh_size) whole = false;
+      for (uint64_t off = 0; off + sizeof(Elf64_Sym) <= syms.size(); off += sh.sh_entsize) {
+        Elf64_Sym s;
+        if (!view(syms, off, s) || s.st_shndx == SHN_UNDEF || !s.st_value || s.st_name >= strtab.size()) continue;
+        std::string_view name(strtab.c_str() + s.st_name, strnlen(strtab.c_str() + s.st_name, strtab.size() - s.st_name));
+        name = name.substr(0, name.find('@'));
+        if (name.empty() || (keep && !keep(name))) continue;
+        visit(s, name);
+      }
+    }
+  }
+  return whole;
+}
+
 // An fd for the path, closed when it goes out of scope.
 struct FileFd {
   explicit FileFd(const std::filesystem::path& p) : fd(open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)) {}
@@ -182,7 +208,8 @@ bool has_cudart_api(const std::vector<FunctionSymbol>& symbols) {
   return false;
 }
 
-std::vector<FunctionSymbol> function_symbols(int fd, bool with_local, std::string& error, std::string_view prefix) {
+std::vector<FunctionSymbol> function_symbols(int fd, bool with_local, std::string& error,
+                                             bool (*keep)(std::string_view)) {
   std::vector<FunctionSymbol> out;
   ElfFd elf(fd);
   if (!elf.ok()) {
@@ -193,36 +220,19 @@ std::vector<FunctionSymbol> function_symbols(int fd, bool with_local, std::strin
   std::vector<Elf64_Phdr> loads;
   for (const auto& ph : elf.phdrs())
     if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X)) loads.push_back(ph);
-  std::set<std::string> seen;
-  for (uint32_t want : {uint32_t(SHT_DYNSYM), uint32_t(SHT_SYMTAB)}) {
-    for (size_t i = 0; i < elf.shdrs().size(); ++i) {
-      const Elf64_Shdr& sh = elf.shdrs()[i];
-      if (sh.sh_type != want || sh.sh_entsize < sizeof(Elf64_Sym)) continue;
-      const std::string syms = elf.section(i), strtab = elf.section(sh.sh_link);
-      if (syms.empty() && sh.sh_size) error = "a symbol table over " + std::to_string(kMaxSectionBytes >> 20) + " MiB";
-      for (uint64_t off = 0; off + sizeof(Elf64_Sym) <= syms.size(); off += sh.sh_entsize) {
-        Elf64_Sym s;
-        if (!view(syms, off, s) || ELF64_ST_TYPE(s.st_info) != STT_FUNC || s.st_shndx == SHN_UNDEF || !s.st_value)
-          continue;
-        const bool local = ELF64_ST_BIND(s.st_info) == STB_LOCAL;
-        if (local && !with_local) continue;
-        // Checked on the table's bytes: a framework's library has hundreds of thousands of
-        // names, and a caller that wants a few should not pay for a string of each.
-        if (!prefix.empty() && (s.st_name >= strtab.size() ||
-                                strtab.compare(s.st_name, prefix.size(), prefix.data(), prefix.size()) != 0))
-          continue;
-        std::string name = ElfFd::c_string_at(strtab, s.st_name);
-        if (auto at = name.find('@'); at != std::string::npos) name.resize(at);
-        if (name.empty() || !seen.insert(name).second) continue;
-        for (const auto& ph : loads) {
-          if (s.st_value >= ph.p_vaddr && s.st_value < ph.p_vaddr + ph.p_filesz) {
-            out.push_back({name, s.st_value - ph.p_vaddr + ph.p_offset, s.st_value, local});
-            break;
-          }
-        }
+  std::set<std::string, std::less<>> seen;
+  const bool whole = for_each_symbol(elf, keep, [&](const Elf64_Sym& s, std::string_view name) {
+    const bool local = ELF64_ST_BIND(s.st_info) == STB_LOCAL;
+    if (ELF64_ST_TYPE(s.st_info) != STT_FUNC || (local && !with_local) || seen.count(name)) return;
+    seen.emplace(name);
+    for (const auto& ph : loads) {
+      if (s.st_value >= ph.p_vaddr && s.st_value < ph.p_vaddr + ph.p_filesz) {
+        out.push_back({std::string(name), s.st_value - ph.p_vaddr + ph.p_offset, s.st_value, local});
+        break;
       }
     }
-  }
+  });
+  if (!whole) error = "a symbol table over " + std::to_string(kMaxSectionBytes >> 20) + " MiB";
   if (out.empty() && error.empty()) error = "no function symbols (stripped?)";
   return out;
 }
@@ -253,22 +263,11 @@ std::string program_interpreter(const std::filesystem::path& elf) {
 uint64_t symbol_value(const std::filesystem::path& elf, std::string_view name) {
   FileFd f(elf);
   if (f.fd < 0) return 0;
-  ElfFd e(f.fd);
-  for (uint32_t want : {uint32_t(SHT_DYNSYM), uint32_t(SHT_SYMTAB)}) {
-    for (size_t i = 0; i < e.shdrs().size(); ++i) {
-      const Elf64_Shdr& sh = e.shdrs()[i];
-      if (sh.sh_type != want || sh.sh_entsize < sizeof(Elf64_Sym)) continue;
-      const std::string syms = e.section(i), strtab = e.section(sh.sh_link);
-      for (uint64_t off = 0; off + sizeof(Elf64_Sym) <= syms.size(); off += sh.sh_entsize) {
-        Elf64_Sym s;
-        if (!view(syms, off, s) || s.st_shndx == SHN_UNDEF || !s.st_value) continue;
-        std::string n = ElfFd::c_string_at(strtab, s.st_name);
-        if (auto at = n.find('@'); at != std::string::npos) n.resize(at);
-        if (n == name) return s.st_value;
-      }
-    }
-  }
-  return 0;
+  uint64_t value = 0;
+  for_each_symbol(ElfFd(f.fd), nullptr, [&](const Elf64_Sym& s, std::string_view n) {
+    if (!value && n == name) value = s.st_value;
+  });
+  return value;
 }
 
 bool section_contains(int fd, const char* section, const std::vector<std::string_view>& needles) {

@@ -40,9 +40,9 @@ struct FunctionSymbol {
 // Defined functions from .dynsym and .symtab (local ones too, when `with_local`),
 // one entry per name. Empty with `error` set when the file cannot be read as ELF64.
 std::vector<FunctionSymbol> function_symbols(const std::filesystem::path& elf, bool with_local, std::string& error);
-// `prefix`: only names that start with it (empty: all).
+// `keep`: only names it accepts (null: all), asked before any string is made.
 std::vector<FunctionSymbol> function_symbols(int fd, bool with_local, std::string& error,
-                                             std::string_view prefix = {});
+                                             bool (*keep)(std::string_view) = nullptr);
 
 // cudart's API is among these symbols (cudaGetDeviceCount, cudaMalloc or cudaLaunchKernel
 // defined): a libcudart, or a file with cudart linked in statically that kept its symbols.

@@ -135,11 +135,11 @@ FileFinding examine_file(int fd, const std::string& path) {
   // A program on the shared runtime has no cudart of its own: nothing more to look for.
   for (const auto& lib : dynamic_info(fd).needed)
     if (lib.rfind("libcudart.so", 0) == 0) return found;
-  // Every runtime probe's name starts with "cuda" (is_runtime_probe) but for three "__cuda"
-  // ones, which only a file with cudart's API (a "cuda" name) can hold: look at those first.
-  found.symbols = function_symbols(fd, true, error, "cuda");
+  // Only the names a runtime probe can have (is_runtime_probe) are read.
+  found.symbols = function_symbols(fd, true, error, [](std::string_view name) {
+    return name.rfind("cuda", 0) == 0 || name.rfind("__cuda", 0) == 0;
+  });
   if (has_cudart_api(found.symbols)) {
-    for (auto& s : function_symbols(fd, true, error, "__cuda")) found.symbols.push_back(std::move(s));
     found.role = FileRole::RuntimeInside;
     return found;
   }

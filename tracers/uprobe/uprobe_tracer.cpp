@@ -46,19 +46,19 @@ void UprobeTracer::find_loader() {
   }
   std::error_code ec;
   const fs::path ld_so = fs::canonical(interp, ec);
-  const uint64_t hook = ec ? 0 : symbol_value(ld_so, "_dl_debug_state");
   std::string error;
-  uint64_t hook_offset = 0;
-  for (const auto& f : function_symbols(ld_so, true, error))
-    if (f.name == "_dl_debug_state") hook_offset = f.file_offset;
-  if (!hook || !hook_offset) {
+  const FunctionSymbol* hook = nullptr;
+  const auto symbols = ec ? std::vector<FunctionSymbol>{} : function_symbols(ld_so, true, error);
+  for (const auto& f : symbols)
+    if (f.name == "_dl_debug_state") hook = &f;
+  if (!hook) {
     loader_why_not_ = "no _dl_debug_state in " + interp + ": libraries loaded after start are not followed";
     return;
   }
   loader_ = ld_so;
-  loader_hook_offset_ = hook_offset;
-  const uint64_t r_debug = symbol_value(ld_so, "_r_debug");
-  loader_to_r_debug_ = r_debug ? int64_t(r_debug) - int64_t(hook) : 0;
+  loader_hook_offset_ = hook->file_offset;
+  const uint64_t r_debug = symbol_value(ld_so, "_r_debug");  // an object: not among the functions
+  loader_to_r_debug_ = r_debug ? int64_t(r_debug) - int64_t(hook->vaddr) : 0;
 }
 
 void UprobeTracer::attach(pid_t child) {
