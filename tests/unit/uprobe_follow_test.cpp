@@ -101,13 +101,21 @@ TEST(ProbePlanRoles, AddsAFileOnceAndSaysHowItWasFound) {
   ProbePlan plan;
   Opened f(CUDATRACE_TOOLKIT_CUDART);
   const FileFinding found = examine_file(f.fd, CUDATRACE_TOOLKIT_CUDART);
-  const size_t added = add_file_functions(plan, found, "/some/libcudart.so.13", "mapped by pid 7");
-  EXPECT_EQ(added, plan.functions.size());
-  EXPECT_TRUE(plan.runtime);
-  EXPECT_FALSE(plan.driver);
+  ProbedFile* added = add_file_functions(plan, found, "/some/libcudart.so.13", "mapped by pid 7");
+  ASSERT_NE(added, nullptr);
+  EXPECT_EQ(added->first, 0u);
+  EXPECT_EQ(added->count, plan.functions.size());
+  EXPECT_GT(added->count, 300u);
+  EXPECT_TRUE(plan.probed("runtime"));
+  EXPECT_FALSE(plan.probed("driver"));
   ASSERT_EQ(plan.files.size(), 1u);
-  EXPECT_EQ(plan.files[0]["found"], "mapped by pid 7");
-  EXPECT_EQ(plan.files[0]["layer"], "runtime");
+  const auto notes = plan.files_json();
+  EXPECT_EQ(notes[0]["found"], "mapped by pid 7");
+  EXPECT_EQ(notes[0]["layer"], "runtime");
+  EXPECT_EQ(notes[0]["functions"], added->count);
   for (const auto& fn : plan.functions) ASSERT_EQ(fn.binary, "/some/libcudart.so.13");
-  EXPECT_EQ(add_file_functions(plan, FileFinding{}, "/bin/sh", "x"), 0u) << "nothing to probe in a None file";
+  EXPECT_EQ(add_file_functions(plan, FileFinding{}, "/bin/sh", "x"), nullptr) << "nothing to probe in a None file";
+  // A file whose every probe failed to attach does not make its layer observed.
+  plan.files[0].failed = plan.files[0].count;
+  EXPECT_FALSE(plan.probed("runtime"));
 }

@@ -44,12 +44,17 @@ int64_t add_functions(ProbePlan& plan, const fs::path& binary, const std::vector
   return aliases;
 }
 
-// A file probed before start is not examined again when a process maps it.
-void note_planned_file(ProbePlan& plan, const fs::path& file, const char* layer, size_t functions, const std::string& via) {
+// The functions of `file` that `wanted` accepts, into the plan with the file's entry. A
+// file probed before start is not examined again when a process maps it.
+ProbedFile& add_file(ProbePlan& plan, const fs::path& file, const std::vector<FunctionSymbol>& symbols,
+                     bool (*wanted)(const std::string&), const char* layer, const std::string& found) {
   struct stat st{};
   if (stat(file.c_str(), &st) == 0) plan.examined.insert({major(st.st_dev), minor(st.st_dev), uint64_t(st.st_ino)});
-  plan.files.push_back({{"file", file.string()}, {"layer", layer}, {"found", "before start: " + via},
-                        {"functions", functions}});
+  ProbedFile f{file.string(), layer, "", found, plan.functions.size()};
+  f.aliases = add_functions(plan, file, symbols, wanted, layer);
+  f.count = plan.functions.size() - f.first;
+  plan.files.push_back(std::move(f));
+  return plan.files.back();
 }
 
 }  // namespace
@@ -66,28 +71,25 @@ ProbePlan plan_probes(const fs::path& exe, const std::string& cudart, const std:
         plan.notes["runtime"] = found.via;
         break;
       }
-      auto symbols = function_symbols(found.path, false, error);
-      const size_t before = plan.functions.size();
-      const int64_t aliases = add_functions(plan, found.path, symbols, is_runtime_probe, layer::kRuntime);
+      const ProbedFile& f = add_file(plan, found.path, function_symbols(found.path, false, error), is_runtime_probe,
+                                     layer::kRuntime, "before start: " + found.via);
       plan.notes["runtime"] = {{"file", found.path.string()}, {"found_via", found.via},
-                               {"functions", plan.functions.size() - before}, {"aliases_skipped", aliases}};
-      plan.runtime = plan.functions.size() > before;
+                               {"functions", f.count}, {"aliases_skipped", f.aliases}};
       runtime_file = found.path;
-      note_planned_file(plan, found.path, layer::kRuntime, plan.functions.size() - before, found.via);
     }
   } else {
     // Static cudart lives in the executable, its API functions as local symbols.
-    auto symbols = function_symbols(exe, true, error);
-    const int64_t aliases = add_functions(plan, exe, symbols, is_runtime_probe, layer::kRuntime);
-    plan.runtime = !plan.functions.empty();
-    if (plan.runtime) note_planned_file(plan, exe, layer::kRuntime, plan.functions.size(), "the executable's symbol table");
-    if (plan.runtime)
+    const auto symbols = function_symbols(exe, true, error);
+    if (has_cudart_api(symbols)) {
+      const ProbedFile& f = add_file(plan, exe, symbols, is_runtime_probe, layer::kRuntime,
+                                     "before start: the executable's symbol table");
       plan.notes["runtime"] = {{"file", exe.string()}, {"found_via", "the executable's symbol table (static cudart)"},
-                               {"functions", plan.functions.size()}, {"aliases_skipped", aliases}};
-    else
+                               {"functions", f.count}, {"aliases_skipped", f.aliases}};
+    } else {
       plan.notes["runtime"] = "no cudart functions in " + exe.string() + " (" +
                               (error.empty() ? "it does not link cudart statically" : error) +
                               "): the runtime layer is not observed";
+    }
     runtime_file = exe;
   }
   if (runtime_file.empty()) runtime_file = exe;
@@ -95,13 +97,10 @@ ProbePlan plan_probes(const fs::path& exe, const std::string& cudart, const std:
   if (driver.path.empty()) {
     plan.notes["driver"] = driver.via + ": no driver on this host, the driver layer is not observed";
   } else {
-    auto symbols = function_symbols(driver.path, false, error);
-    const size_t before = plan.functions.size();
-    const int64_t aliases = add_functions(plan, driver.path, symbols, is_driver_probe, layer::kDriver);
-    plan.driver = plan.functions.size() > before;
-    note_planned_file(plan, driver.path, layer::kDriver, plan.functions.size() - before, driver.via);
+    const ProbedFile& f = add_file(plan, driver.path, function_symbols(driver.path, false, error), is_driver_probe,
+                                   layer::kDriver, "before start: " + driver.via);
     plan.notes["driver"] = {{"file", driver.path.string()}, {"found_via", driver.via},
-                            {"functions", plan.functions.size() - before}, {"aliases_skipped", aliases}};
+                            {"functions", f.count}, {"aliases_skipped", f.aliases}};
   }
   return plan;
 }
@@ -152,18 +151,32 @@ FileFinding examine_file(int fd, const std::string& path) {
   return found;
 }
 
-size_t add_file_functions(ProbePlan& plan, const FileFinding& found, const std::string& binary, const std::string& how) {
+ProbedFile* add_file_functions(ProbePlan& plan, const FileFinding& found, const std::string& binary,
+                               const std::string& how) {
   const bool driver = found.role == FileRole::Driver;
-  if (!driver && found.role != FileRole::Runtime && found.role != FileRole::RuntimeInside) return 0;
-  const size_t before = plan.functions.size();
-  const int64_t aliases = add_functions(plan, binary, found.symbols, driver ? is_driver_probe : is_runtime_probe,
-                                        driver ? layer::kDriver : layer::kRuntime);
-  const size_t added = plan.functions.size() - before;
-  if (added) (driver ? plan.driver : plan.runtime) = true;
-  plan.files.push_back({{"file", binary}, {"layer", driver ? layer::kDriver : layer::kRuntime},
-                        {"role", role_name(found.role)}, {"found", how}, {"functions", added},
-                        {"aliases_skipped", aliases}});
-  return added;
+  if (!driver && found.role != FileRole::Runtime && found.role != FileRole::RuntimeInside) return nullptr;
+  ProbedFile& f = add_file(plan, binary, found.symbols, driver ? is_driver_probe : is_runtime_probe,
+                           driver ? layer::kDriver : layer::kRuntime, how);
+  f.role = role_name(found.role);
+  return &f;
+}
+
+bool ProbePlan::probed(const std::string& layer) const {
+  for (const auto& f : files)
+    if (f.layer == layer && f.count > f.failed) return true;
+  return false;
+}
+
+json ProbePlan::files_json() const {
+  json out = json::array();
+  for (const auto& f : files) {
+    json j = {{"file", f.path}, {"layer", f.layer}, {"found", f.found}, {"functions", f.count},
+              {"aliases_skipped", f.aliases}, {"functions_failed", f.failed}};
+    if (!f.role.empty()) j["role"] = f.role;
+    if (!f.first_failure.empty()) j["first_failure"] = f.first_failure;
+    out.push_back(std::move(j));
+  }
+  return out;
 }
 
 }  // namespace cudatrace

@@ -18,17 +18,31 @@
 
 namespace cudatrace {
 
+// One file with probes: functions[first, first + count) are its.
+struct ProbedFile {
+  std::string path;  // as the notes name it
+  std::string layer;
+  std::string role;   // what it is (role_name), empty for the files planned before start
+  std::string found;  // when and how it was found
+  size_t first = 0, count = 0;
+  int64_t aliases = 0;  // names skipped: another name's probe is at the same address
+  size_t failed = 0;    // functions whose probes could not be attached
+  std::string first_failure;
+};
+
 struct ProbePlan {
   std::vector<ProbedFunction> functions;
   nlohmann::json notes = nlohmann::json::object();
-  bool runtime = false, driver = false;  // a layer has probes
-  // Every file probed (before start or while running): where, which layer, how found.
-  nlohmann::json files = nlohmann::json::array();
-  // Files with cudart linked in statically and no symbols left: their runtime calls
-  // cannot be probed (path -> why).
-  std::map<std::string, std::string> runtime_not_probeable;
+  std::vector<ProbedFile> files;
+  // Files of a layer that could not be probed, path -> (layer, why): a stripped static
+  // cudart, a libcuda or cudart that could not be opened or whose probes all failed.
+  std::map<std::string, std::pair<std::string, std::string>> not_probeable;
   // Files already examined: (device major, minor, inode).
   std::set<std::tuple<unsigned, unsigned, uint64_t>> examined;
+
+  // A layer is observed when some file of it has probes attached.
+  bool probed(const std::string& layer) const;
+  nlohmann::json files_json() const;
 };
 
 // `exe`: the target (absolute path); `cudart`: static/shared/unknown.
@@ -49,9 +63,10 @@ struct FileFinding {
 // `fd`: the file, open; `path`: its name (the role of libcuda/libcudart comes from it).
 FileFinding examine_file(int fd, const std::string& path);
 
-// Adds the functions of a Driver/Runtime/RuntimeInside file to `plan`, as `binary`;
-// returns how many. `how`: how it was found, for the notes.
-size_t add_file_functions(ProbePlan& plan, const FileFinding& found, const std::string& binary, const std::string& how);
+// Adds the functions of a Driver/Runtime/RuntimeInside file to `plan`, as `binary`, and
+// its entry to plan.files (null: nothing to probe in it). `how`: how it was found.
+ProbedFile* add_file_functions(ProbePlan& plan, const FileFinding& found, const std::string& binary,
+                               const std::string& how);
 
 const char* role_name(FileRole role);
 

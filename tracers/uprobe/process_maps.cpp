@@ -46,7 +46,7 @@ std::vector<MappedFile> executable_files(std::string_view maps) {
   return out;
 }
 
-bool read_process_maps(pid_t pid, std::string& out) {
+bool read_process_maps(pid_t pid, std::string& out, bool* truncated) {
   constexpr size_t kMaxBytes = 16 << 20;
   out.clear();
   const std::string path = "/proc/" + std::to_string(pid) + "/maps";
@@ -55,6 +55,7 @@ bool read_process_maps(pid_t pid, std::string& out) {
   char buf[64 << 10];
   ssize_t got;
   while (out.size() < kMaxBytes && (got = read(fd, buf, sizeof buf)) > 0) out.append(buf, size_t(got));
+  if (truncated) *truncated = out.size() >= kMaxBytes && read(fd, buf, 1) > 0;
   close(fd);
   return true;
 }

@@ -23,8 +23,9 @@ struct MappedFile {
 // each (device, inode); anonymous and special mappings ([vdso], ...) left out.
 std::vector<MappedFile> executable_files(std::string_view maps);
 
-// /proc/PID/maps, at most 16 MiB of it. False when the process is gone.
-bool read_process_maps(pid_t pid, std::string& out);
+// /proc/PID/maps, at most 16 MiB of it (`truncated` says there was more). False when the
+// process is gone.
+bool read_process_maps(pid_t pid, std::string& out, bool* truncated = nullptr);
 
 // A read-only descriptor for the file `m` maps in process `pid`: through
 // /proc/PID/map_files (the mapped inode itself, whatever has since been renamed or

@@ -66,22 +66,12 @@ void UprobeTracer::attach(pid_t child) {
   const int64_t t0 = monotonic_ns();
   start_ns_ = t0;
   session_ = std::make_unique<UprobeSession>(mode_, ring_bytes_);
-  // One batch per file, each probe's cookie carrying its function's index.
-  std::map<std::string, std::pair<std::vector<uint64_t>, std::vector<uint64_t>>> by_binary;
-  std::map<std::pair<std::string, uint64_t>, std::string> symbol_at;
-  for (size_t i = 0; i < plan_.functions.size(); ++i) {
-    const ProbedFunction& f = plan_.functions[i];
-    by_binary[f.binary].first.push_back(f.offset);
-    by_binary[f.binary].second.push_back(probe_cookie(i, f.symbol));
-    symbol_at[{f.binary, f.offset}] = f.symbol;
-  }
   json failures = json::array();
   int64_t failed = 0;
-  for (const auto& [binary, batch] : by_binary) {
-    for (const auto& [offset, why] : session_->attach(binary, batch.first, batch.second)) {
-      ++failed;
-      if (failures.size() < 10) failures.push_back(symbol_at[{binary, offset}] + ": " + why);
-    }
+  for (ProbedFile& f : plan_.files) {
+    failed += int64_t(attach_file(f, f.path, failures));
+    if (f.count && f.failed == f.count)
+      plan_.not_probeable[f.path] = {f.layer, "no probe could be attached (" + f.first_failure + ")"};
   }
   if (failed && failed == int64_t(plan_.functions.size()))
     throw std::runtime_error("no probe could be attached: " + (failures.empty() ? std::string("?") : failures[0].get<std::string>()));
@@ -103,12 +93,35 @@ void UprobeTracer::attach(pid_t child) {
                    {"ring_bytes", ring_bytes_}};
 }
 
+// The probes of one file's functions, one batch, each probe's cookie carrying its
+// function's index; `path` is what the kernel opens (the file's name, or the descriptor of
+// the file a process mapped). Failures are kept on the file (and the first ten in `failures`).
+size_t UprobeTracer::attach_file(ProbedFile& f, const std::string& path, json& failures) {
+  std::vector<uint64_t> offsets, cookies;
+  std::map<uint64_t, const std::string*> symbol_at;
+  for (size_t i = f.first; i < f.first + f.count; ++i) {
+    offsets.push_back(plan_.functions[i].offset);
+    cookies.push_back(probe_cookie(i, plan_.functions[i].symbol));
+    symbol_at[plan_.functions[i].offset] = &plan_.functions[i].symbol;
+  }
+  const auto failed = session_->attach(path, offsets, cookies);
+  f.failed = failed.size();
+  for (const auto& [offset, why] : failed) {
+    const std::string what = *symbol_at[offset] + ": " + why;
+    if (f.first_failure.empty()) f.first_failure = what;
+    if (failures.size() < 10) failures.push_back(what);
+  }
+  return failed.size();
+}
+
 // A traced process has just mapped libraries (it is held until this returns): probe every
 // executable file it maps that no process mapped before, by its descriptor, so that the
 // probes land on the very file mapped.
 void UprobeTracer::on_load(const uprobe_load_notice& n) {
   std::string maps;
-  if (!read_process_maps(pid_t(n.pid), maps)) return;
+  bool truncated = false;
+  if (!read_process_maps(pid_t(n.pid), maps, &truncated)) return;
+  maps_truncated_ += truncated;  // mappings past the bound are not examined: counted as loss
   const double at_ms = double(int64_t(n.time_ns) - start_ns_) / 1e6;
   for (const MappedFile& m : executable_files(maps)) {
     if (!plan_.examined.insert({m.dev_major, m.dev_minor, m.inode}).second) continue;
@@ -117,28 +130,29 @@ void UprobeTracer::on_load(const uprobe_load_notice& n) {
     const int fd = open_mapped_file(pid_t(n.pid), m, why);
     if (fd < 0) {
       if (unreadable_files_.size() < 10) unreadable_files_.push_back(m.path + ": " + why);
+      // A library of the method's layers that cannot be read is a part of them unseen.
+      const std::string base = fs::path(m.path).filename().string();
+      if (base.rfind("libcudart.so", 0) == 0) plan_.not_probeable[m.path] = {layer::kRuntime, "cannot be opened: " + why};
+      if (base.rfind("libcuda.so", 0) == 0) plan_.not_probeable[m.path] = {layer::kDriver, "cannot be opened: " + why};
       continue;
     }
     const int64_t t_file = monotonic_ns();
     const FileFinding found = examine_file(fd, m.path);
+    const char* layer = found.role == FileRole::Driver ? layer::kDriver : layer::kRuntime;
     if (found.role == FileRole::RuntimeStripped) {
-      plan_.runtime_not_probeable[m.path] = "cudart is linked into it statically and its symbols were stripped";
+      plan_.not_probeable[m.path] = {layer, "cudart is linked into it statically and its symbols were stripped"};
+    } else if (found.role != FileRole::None && plan_.functions.size() + found.symbols.size() > 0xFFFF) {
+      functions_over_limit_ += found.symbols.size();
+      plan_.not_probeable[m.path] = {layer, "more functions in one run than a probe cookie can number (65535)"};
     } else if (found.role != FileRole::None) {
       char how[96];
       std::snprintf(how, sizeof how, "mapped by pid %u, at its loader's notification %.1f ms after start", n.pid, at_ms);
-      const size_t before = plan_.functions.size();
-      if (before + found.symbols.size() > 0xFFFF) {
-        functions_over_limit_ += found.symbols.size();
-      } else if (add_file_functions(plan_, found, m.path, how)) {
+      if (ProbedFile* f = add_file_functions(plan_, found, m.path, how)) {
         // The probes go on the descriptor's file: the path may name another file by now.
-        const std::string by_fd = "/proc/self/fd/" + std::to_string(fd);
-        std::vector<uint64_t> offsets, cookies;
-        for (size_t i = before; i < plan_.functions.size(); ++i) {
-          offsets.push_back(plan_.functions[i].offset);
-          cookies.push_back(probe_cookie(i, plan_.functions[i].symbol));
-        }
-        const auto failures = session_->attach(by_fd, offsets, cookies);
-        functions_failed_ += int64_t(failures.size());
+        json ignored;
+        functions_failed_ += int64_t(attach_file(*f, "/proc/self/fd/" + std::to_string(fd), ignored));
+        if (f->count && f->failed == f->count)
+          plan_.not_probeable[m.path] = {layer, "no probe could be attached (" + f->first_failure + ")"};
       }
     }
     close(fd);
@@ -169,6 +183,7 @@ TracerReport UprobeTracer::finish(const fs::path& run_dir) {
                  {"threads_full", lost[UPROBE_LOST_THREADS_FULL]},
                  {"load_notices_lost", lost[UPROBE_LOST_LOAD_NOTICE]},
                  {"functions_over_limit", functions_over_limit_},
+                 {"maps_truncated", maps_truncated_},
                  {"malformed_records", session_->short_records()}};
   const uint64_t records = session_->records();
   session_.reset();  // everything detached before anything else can fail
@@ -198,26 +213,29 @@ TracerReport UprobeTracer::finish(const fs::path& run_dir) {
     const std::string not_followed = loader_why_not_.empty() ? "" : "; " + loader_why_not_;
     const std::string mapped = "no process of the program mapped one (" + std::to_string(files_examined_) +
                                " files examined as they were loaded)";
-    std::string stripped;
-    for (const auto& [file, reason] : plan_.runtime_not_probeable)
-      stripped += (stripped.empty() ? "" : "; ") + ("runtime calls from " + file + " not observable: " + reason);
-    if (plan_.runtime) {
-      report.layers.push_back(layer::kRuntime);
-      if (!stripped.empty()) report.partly_unobserved[layer::kRuntime] = stripped;
-    } else {
-      report.unobserved[layer::kRuntime] =
-          !stripped.empty() ? stripped
-                            : loader_.empty() ? why("runtime", "no cudart found to probe before the program ran") + not_followed
-                                              : "no cudart to probe: " + mapped;
+    // Per layer: observed when a file of it has probes; what could not be probed is named,
+    // making the layer partly observed, or the reason it is not observed at all.
+    for (const char* l : {layer::kRuntime, layer::kDriver}) {
+      std::string unprobed;
+      for (const auto& [file, what] : plan_.not_probeable)
+        if (what.first == l)
+          unprobed += (unprobed.empty() ? "" : "; ") + (std::string(l) + " calls from " + file + " not observable: " + what.second);
+      if (plan_.probed(l)) {
+        report.layers.push_back(l);
+        if (!unprobed.empty()) report.partly_unobserved[l] = unprobed;
+      } else if (!unprobed.empty()) {
+        report.unobserved[l] = unprobed;
+      } else if (l == std::string(layer::kRuntime)) {
+        report.unobserved[l] = loader_.empty() ? why("runtime", "no cudart found to probe before the program ran") + not_followed
+                                               : "no cudart to probe: " + mapped;
+      } else {
+        report.unobserved[l] = loader_.empty() ? why("driver", "no libcuda.so.1 found to probe") + not_followed
+                                               : "no libcuda to probe: " + mapped;
+      }
     }
-    if (plan_.driver)
-      report.layers.push_back(layer::kDriver);
-    else
-      report.unobserved[layer::kDriver] = loader_.empty() ? why("driver", "no libcuda.so.1 found to probe") + not_followed
-                                                          : "no libcuda to probe: " + mapped;
   }
   report.notes = plan_.notes;
-  report.notes["files_probed"] = plan_.files;
+  report.notes["files_probed"] = plan_.files_json();
   report.notes["following"] = following;
   for (const auto& [k, v] : attach_notes_.items()) report.notes[k] = v;
   report.notes["mode"] = mode_ == UPROBE_MODE_FULL ? "entry+exit" : mode_ == UPROBE_MODE_ENTER ? "entry only" : "empty programs";

@@ -29,6 +29,7 @@ class UprobeTracer final : public Tracer {
  private:
   void find_loader();
   void on_load(const uprobe_load_notice& n);
+  size_t attach_file(ProbedFile& f, const std::string& path, nlohmann::json& failures);
   nlohmann::json stop_following();
   void note_file_time(const std::string& path, int64_t ns);
   uprobe_mode mode_;
@@ -47,6 +48,7 @@ class UprobeTracer final : public Tracer {
   int64_t start_ns_ = 0;
   int64_t files_examined_ = 0, functions_failed_ = 0;
   uint64_t functions_over_limit_ = 0;
+  uint64_t maps_truncated_ = 0;  // notifications whose /proc/PID/maps was over its read bound
   std::vector<std::string> unreadable_files_;
   std::vector<std::pair<int64_t, std::string>> slowest_files_;  // (ns, path), longest first
 };
