@@ -5,6 +5,8 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <set>
+#include <sstream>
 
 #include "harness_run.h"
 
@@ -109,9 +111,13 @@ std::map<std::string, nlohmann::json> probed_while_running(const nlohmann::json&
   return out;
 }
 
+// What load_cudarts said it did ("code LIB CODE" per call, then "calls N pid P") and the
+// cudaGetDeviceCount events the method recorded.
 struct CommandCalls {
-  int printed = 0;                      // what the program says it called
-  std::vector<cudatrace::Event> seen;   // cudaGetDeviceCount events the method recorded
+  int printed = 0;
+  int64_t pid = 0;                    // the process that made the calls (the child with --fork)
+  std::multiset<int64_t> codes;       // the codes the program saw
+  std::vector<cudatrace::Event> seen;
   std::string stdout_text;
 };
 
@@ -120,10 +126,34 @@ CommandCalls run_load_cudarts(HarnessRun& r) {
   const auto dir = r.root / "runs" / "cmd.uprobe.r1";
   std::ifstream out(dir / "stdout.txt");
   c.stdout_text.assign(std::istreambuf_iterator<char>(out), {});
-  if (auto at = c.stdout_text.find("calls "); at != std::string::npos) c.printed = std::atoi(c.stdout_text.c_str() + at + 6);
+  std::istringstream lines(c.stdout_text);
+  for (std::string word; lines >> word;) {
+    if (word == "code") {
+      std::string lib;
+      int64_t code = 0;
+      lines >> lib >> code;
+      c.codes.insert(code);
+    } else if (word == "calls") {
+      std::string pid_word;
+      lines >> c.printed >> pid_word >> c.pid;
+    }
+  }
   for (auto& e : cudatrace::read_events(dir / "events.jsonl").events)
     if (e.name == "cudaGetDeviceCount") c.seen.push_back(std::move(e));
   return c;
+}
+
+// Every call the program made is recorded once, by the process that made it, with its code.
+void expect_every_call(const CommandCalls& c, int calls) {
+  ASSERT_EQ(c.printed, calls) << c.stdout_text;
+  ASSERT_EQ(c.seen.size(), size_t(calls)) << c.stdout_text;
+  std::multiset<int64_t> recorded;
+  for (const auto& e : c.seen) {
+    ASSERT_TRUE(e.ret.has_value());
+    recorded.insert(*e.ret);
+    EXPECT_EQ(e.pid, c.pid) << "recorded in another process than the one that called";
+  }
+  EXPECT_EQ(recorded, c.codes) << c.stdout_text;
 }
 
 }  // namespace
@@ -178,14 +208,7 @@ TEST(UprobeFollows, SameCudartTwiceASecondCopyAndAForkedChild) {
     HarnessRun r = run_harness("--method uprobe -- " + std::string(LOAD_CUDARTS) + " " + fork + a.string() + " " +
                                a.string() + " " + b.string());
     ASSERT_EQ(r.exit_code, 0) << r.output;
-    const CommandCalls c = run_load_cudarts(r);
-    ASSERT_EQ(c.printed, 3) << c.stdout_text;
-    ASSERT_EQ(c.seen.size(), 3u) << "every call, through both copies: " << c.stdout_text;
-    for (const auto& e : c.seen) {
-      ASSERT_TRUE(e.ret.has_value());
-      EXPECT_NE(c.stdout_text.find(" " + std::to_string(*e.ret) + "\n"), std::string::npos)
-          << "recorded code " << *e.ret << ", the program saw: " << c.stdout_text;
-    }
+    expect_every_call(run_load_cudarts(r), 3);
     const nlohmann::json run = r.run_json("cmd.uprobe");
     int copies = 0;
     for (const auto& f : run["tracer"]["notes"]["files_probed"])
@@ -205,17 +228,19 @@ TEST(UprobeFollows, TwentyLibrariesLoadedOneAfterAnother) {
     libs += " " + copy_to(a_cudart(), dir / std::to_string(i), a_cudart().filename().string()).string();
   HarnessRun r = run_harness("--method uprobe -- " + std::string(LOAD_CUDARTS) + libs);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  const CommandCalls c = run_load_cudarts(r);
-  EXPECT_EQ(c.printed, 20) << c.stdout_text;
-  EXPECT_EQ(c.seen.size(), 20u);
+  expect_every_call(run_load_cudarts(r), 20);
   const nlohmann::json run = r.run_json("cmd.uprobe");
-  int copies = 0;  // (with a GPU, cudart's dlopen of libcuda is a file probed too)
-  for (const auto& file : run["tracer"]["notes"]["files_probed"])
-    copies += file["file"].get<std::string>().rfind(dir.string(), 0) == 0;
+  int copies = 0, functions = 0;  // (with a GPU, cudart's dlopen of libcuda is a file probed too)
+  for (const auto& file : run["tracer"]["notes"]["files_probed"]) {
+    if (file["file"].get<std::string>().rfind(dir.string(), 0) != 0) continue;
+    ++copies;
+    functions = file["functions"].get<int>();
+    EXPECT_EQ(file["functions_failed"], 0) << file.dump();
+  }
   EXPECT_EQ(copies, 20) << run["tracer"]["notes"]["files_probed"].dump();
   const auto& f = following(run);
   EXPECT_GE(f["holds"].get<int>(), 21);
-  std::printf("20 libraries (411 functions each): %d holds, %.1f ms held in all, longest %.1f ms\n",
+  std::printf("20 libraries (%d functions each): %d holds, %.1f ms held in all, longest %.1f ms\n", functions,
               f["holds"].get<int>(), f["held_ms_total"].get<double>(), f["held_ms_max"].get<double>());
 }
 
