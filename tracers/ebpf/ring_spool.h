@@ -2,13 +2,12 @@
 // Drains a BPF ring buffer of fixed-size records into a spool file, on a thread of its own,
 // so that the ring never fills while the traced program runs; the records are decoded
 // only after the program is gone.
-#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
-#include <thread>
+#include <memory>
 
-struct ring_buffer;
+#include "tracers/ebpf/ring_reader.h"
 
 namespace cudatrace {
 
@@ -23,18 +22,12 @@ class RingSpool {
   // Stops the thread, drains what is left, closes the file. Call after detaching the
   // probes, so nothing arrives afterwards. Idempotent.
   void stop();
-  uint64_t records() const { return records_; }
-  uint64_t short_records() const { return short_records_; }  // malformed ring records, skipped
+  uint64_t records() const { return reader_ ? reader_->records() : 0; }
+  uint64_t short_records() const { return reader_ ? reader_->short_records() : 0; }  // malformed, skipped
 
  private:
-  static int on_record(void* self, void* data, size_t size);
-  size_t record_size_;
-  ring_buffer* ring_ = nullptr;
   FILE* file_ = nullptr;
-  std::thread drainer_;
-  std::atomic<bool> stopping_{false};
-  uint64_t records_ = 0;
-  uint64_t short_records_ = 0;
+  std::unique_ptr<RingReader> reader_;
 };
 
 }  // namespace cudatrace

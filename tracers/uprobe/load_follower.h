@@ -7,15 +7,13 @@
 // time each process was held is measured.
 #include <sys/types.h>
 
-#include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
-#include <thread>
 
 #include "bpf/uprobe_event.h"
-
-struct ring_buffer;
+#include "tracers/ebpf/ring_reader.h"
 
 namespace cudatrace {
 
@@ -37,17 +35,16 @@ class LoadFollower {
     uint64_t resume_failures = 0;  // held processes that could not be resumed (gone)
     int64_t held_ns_total = 0;     // notification to resume, summed over held ones
     int64_t held_ns_max = 0;
+    uint64_t malformed = 0;        // notices shorter than their struct: unreadable, unhandled
   };
   Stats stats() const;
 
  private:
-  static int on_record(void* self, void* data, size_t size);
+  void on_notice(const void* record);
   Handler on_load_;
-  ring_buffer* ring_ = nullptr;
-  std::thread reader_;
-  std::atomic<bool> stopping_{false};
   mutable std::mutex mu_;
   Stats stats_;
+  std::unique_ptr<RingReader> reader_;  // last: its thread stops before the rest goes
 };
 
 // Resumes a process stopped by the loader probe (SIGCONT through a pidfd, so that a pid

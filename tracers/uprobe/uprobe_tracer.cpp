@@ -175,6 +175,7 @@ TracerReport UprobeTracer::finish(const fs::path& run_dir) {
     return report;
   }
   const json following = stop_following();
+  const uint64_t malformed_notices = following.is_object() ? following.value("malformed_notices", uint64_t(0)) : 0;
   session_->stop();
   const auto lost = session_->losses();
   report.loss = {{"ring_full", lost[UPROBE_LOST_RING_FULL]},
@@ -184,6 +185,7 @@ TracerReport UprobeTracer::finish(const fs::path& run_dir) {
                  {"load_notices_lost", lost[UPROBE_LOST_LOAD_NOTICE]},
                  {"functions_over_limit", functions_over_limit_},
                  {"maps_truncated", maps_truncated_},
+                 {"malformed_notices", malformed_notices},
                  {"malformed_records", session_->short_records()}};
   const uint64_t records = session_->records();
   session_.reset();  // everything detached before anything else can fail
@@ -273,6 +275,7 @@ json UprobeTracer::stop_following() {
             {"held_ms_total", double(st.held_ns_total) / 1e6},
             {"held_ms_max", double(st.held_ns_max) / 1e6},
             {"resume_failures", st.resume_failures},
+            {"malformed_notices", st.malformed},
             {"files_examined", files_examined_},
             {"functions_failed", functions_failed_}};
   if (!unreadable_files_.empty()) j["unreadable_files"] = unreadable_files_;
