@@ -93,24 +93,14 @@ extern "C" __attribute__((visibility("hidden"))) void cudatrace_generic_exit(uin
 asm(R"(
   # xmm0..xmm7 <-> 128..255(%rsp): `to` saves, `from` restores.
   .macro cudatrace_xmm_to_frame
-  movaps %xmm0, 128(%rsp)
-  movaps %xmm1, 144(%rsp)
-  movaps %xmm2, 160(%rsp)
-  movaps %xmm3, 176(%rsp)
-  movaps %xmm4, 192(%rsp)
-  movaps %xmm5, 208(%rsp)
-  movaps %xmm6, 224(%rsp)
-  movaps %xmm7, 240(%rsp)
+  .irp n, 0, 1, 2, 3, 4, 5, 6, 7
+  movaps %xmm\n, 128+16*\n(%rsp)
+  .endr
   .endm
   .macro cudatrace_xmm_from_frame
-  movaps 128(%rsp), %xmm0
-  movaps 144(%rsp), %xmm1
-  movaps 160(%rsp), %xmm2
-  movaps 176(%rsp), %xmm3
-  movaps 192(%rsp), %xmm4
-  movaps 208(%rsp), %xmm5
-  movaps 224(%rsp), %xmm6
-  movaps 240(%rsp), %xmm7
+  .irp n, 0, 1, 2, 3, 4, 5, 6, 7
+  movaps 128+16*\n(%rsp), %xmm\n
+  .endr
   .endm
   # The integer argument registers and rax from 256..311(%rsp).
   .macro cudatrace_gprs_from_frame
