@@ -124,7 +124,7 @@ def verdict_section(summary, manifest):
 
 
 def ns(x):
-    return "" if x is None else f"{x:+.0f}" if x < 0 or x > 0 else "0"
+    return "" if x is None else f"{x:+.0f}"
 
 
 def bench_section(bench, manifest):
