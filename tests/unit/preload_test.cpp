@@ -184,8 +184,9 @@ TEST(PreloadConvert, LossIsCountedNeverSilent) {
 }
 
 // The recorder, end to end: full buffers, threads, records made after a thread's exit hook
-// and from an atexit handler, a forked child. Every call made must come back, in order,
-// with its return code, and no loss may be reported.
+// and from an atexit handler, a forked child, through both live paths of the generic
+// forwarder. Every call made must come back, in order, with its name and return code, and
+// no loss may be reported.
 TEST(PreloadRecorder, EveryRecordReachesDiskThroughFlushesThreadsForkAndExit) {
   auto dir = testsupport::temp_dir("recorder");
   auto r = testsupport::run_command(std::string(kDirEnv) + "=" + dir.string() + " " + CUDATRACE_RECORDER_EXERCISER);
@@ -219,7 +220,7 @@ TEST(PreloadRecorder, EveryRecordReachesDiskThroughFlushesThreadsForkAndExit) {
     // Calls i = 0, 1, 2, ... return i % 3: order and codes survive every flush.
     const size_t first_run = size_t(pid == child ? child_calls : tid == pid ? main_calls : thread_calls);
     for (size_t i = 0; i < std::min(first_run, evs.size()); ++i) {
-      if (evs[i]->ret != int64_t(i % 3) || evs[i]->name != "cuFakeCall") {
+      if (evs[i]->ret != int64_t(i % 3) || evs[i]->name != (i % 2 ? "cuFakeCall" : "cuCtxGetDevice")) {
         ADD_FAILURE() << "pid " << pid << " tid " << tid << " record " << i << ": " << evs[i]->name << " ret "
                       << evs[i]->ret.value_or(-1);
         break;

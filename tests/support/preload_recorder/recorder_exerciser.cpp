@@ -2,8 +2,10 @@
 // record can reach disk: a buffer filling up several times, several threads, a record
 // made from a thread-local destructor after the recorder's own exit hook ran, a forked
 // child, and the main thread recording from an atexit handler after its thread-local
-// exit hook. Calls go through a generic driver forwarder around a fake driver function,
-// the same hot path a real driver call takes. Prints how many calls each part made; the
+// exit hook. Calls alternate between the generic forwarder's two live paths around a fake
+// driver function, the hot paths a real driver call takes: even calls the slim one (under a
+// declared name, cuCtxGetDevice, whose frame needs nothing saved), odd calls the full frame
+// (an undeclared name). Prints how many calls each part made; the
 // test compares that with what the converter reads back. With argument `nomap` it
 // records with no buffer at all instead (see without_a_buffer()).
 #include <sys/resource.h>
@@ -26,11 +28,14 @@ constexpr int kMainCalls = 3 * int(cudatrace::preload::kBufferRecords) + 100;  /
 constexpr int kThreads = 4, kThreadCalls = 10000, kLateCalls = 3, kChildCalls = 500, kAtexitCalls = 7;
 constexpr int kNoMapCalls = 100;
 
+// Two functions: a forwarder is handed out once per real function.
 int fake_driver_call(uint64_t a) { return int(a % 3); }
-int (*g_call)(uint64_t);
+int other_fake_driver_call(uint64_t a) { return int(a % 3); }
+int (*g_slim)(uint64_t);
+int (*g_full)(uint64_t);
 
 void calls(int n) {
-  for (int i = 0; i < n; ++i) g_call(uint64_t(i));
+  for (int i = 0; i < n; ++i) (i % 2 ? g_full : g_slim)(uint64_t(i));
 }
 
 // Constructed before a thread's first record, so destroyed after the recorder's exit hook.
@@ -70,8 +75,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "recorder_exerciser: set %s\n", kDirEnv);
     return 2;
   }
-  g_call = reinterpret_cast<int (*)(uint64_t)>(generic_wrapper_for("cuFakeCall", false, reinterpret_cast<void*>(&fake_driver_call)));
-  if (!g_call) return 3;
+  auto forwarder = [](const char* name, int (*real)(uint64_t)) {
+    return reinterpret_cast<int (*)(uint64_t)>(generic_wrapper_for(name, false, reinterpret_cast<void*>(real)));
+  };
+  g_slim = forwarder("cuCtxGetDevice", &fake_driver_call);
+  g_full = forwarder("cuFakeCall", &other_fake_driver_call);
+  if (!g_slim || !g_full) return 3;
   if (argc > 1 && std::strcmp(argv[1], "nomap") == 0) return without_a_buffer();
   std::atexit([] { calls(kAtexitCalls); });
   calls(kMainCalls);

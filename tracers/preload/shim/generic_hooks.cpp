@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -149,21 +150,58 @@ cudatrace_generic_entry:
   test $7, %r10b
   jnz 10f
   .cfi_remember_state
-  # Slim. Declared, so not variadic: rax is free. rdtsc writes rdx, an argument.
+  # Slim. Declared, so not variadic: rax is free. rdtsc writes rdx, an argument. rbx
+  # holds the slot, and kReturnsCode moved to bit 32 (tested after the call without
+  # reading the flags again).
   mov %r11d, %ebx
+  and $8, %r10d
+  shl $29, %r10
+  or %r10, %rbx
   mov %rdx, %r13
   rdtsc
   shl $32, %rdx
-  or %rax, %rdx
-  mov %rdx, %rax
+  or %rdx, %rax
   mov %r13, %rdx
   mov %rax, %r13
   call *%r12
+  # emit()'s append (recorder.h), written out: a call into cudatrace_generic_exit and
+  # its prologue were what this path cost over a listed hook. Only the common case: a
+  # new generation or a full buffer goes through cudatrace_generic_exit. Offsets are
+  # checked against ThreadBuffer and Record below the block.
   mov %rax, %r12
-  mov %ebx, %edi
-  mov %r13, %rsi
-  mov %rax, %rdx
-  call cudatrace_generic_exit
+  rdtsc
+  shl $32, %rdx
+  or %rax, %rdx
+  mov _ZN9cudatrace7preload8t_bufferE@gottpoff(%rip), %r10
+  movl %fs:12(%r10), %eax
+  cmpl 4+cudatrace_preload_shim(%rip), %eax
+  jne 11f
+  movl %fs:8(%r10), %ecx
+  cmpl $8192, %ecx
+  jae 11f
+  mov %ecx, %eax
+  shl $6, %rax
+  add %fs:0(%r10), %rax
+  sub %r13, %rdx
+  lea 0x1000(%rbx), %esi
+  movl %esi, (%rax)
+  xor %esi, %esi
+  bt $32, %rbx
+  cmovc %r12d, %esi
+  movl %esi, 4(%rax)
+  mov %r13, 8(%rax)
+  mov %rdx, 16(%rax)
+  xor %esi, %esi
+  mov %rsi, 24(%rax)
+  mov %rsi, 32(%rax)
+  mov %rsi, 40(%rax)
+  mov %rsi, 48(%rax)
+  mov %rsi, 56(%rax)
+  inc %ecx
+  movl %ecx, %fs:8(%r10)
+  prefetchw 64(%rax)
+  prefetchw 128(%rax)
+12:
   mov %r12, %rax
   pop %r13
   .cfi_def_cfa_offset 24
@@ -172,6 +210,14 @@ cudatrace_generic_entry:
   pop %rbx
   .cfi_def_cfa_offset 8
   ret
+11:
+  .cfi_restore_state
+  .cfi_remember_state
+  mov %ebx, %edi
+  mov %r13, %rsi
+  mov %r12, %rdx
+  call cudatrace_generic_exit
+  jmp 12b
 10:
   .cfi_restore_state
   pop %r13
@@ -286,6 +332,15 @@ cudatrace_dynamic_stubs:
 
 extern "C" char cudatrace_dynamic_stubs[];
 static_assert(kMaxStaticSlots == 2048 && kDynamicSlots == 1024, "the stubs above are numbered from 2048, 1024 of them");
+static_assert(offsetof(ThreadBuffer, records) == 0 && offsetof(ThreadBuffer, count) == 8 &&
+                  offsetof(ThreadBuffer, generation) == 12 && kBufferRecords == 8192,
+              "the slim path's append above reads the thread buffer at these offsets");
+static_assert(offsetof(ShimState, generation) == 4, "the slim path compares g_shim.generation at offset 4");
+static_assert(sizeof(Record) == 64 && offsetof(Record, hook) == 0 && offsetof(Record, flags) == 2 &&
+                  offsetof(Record, ret) == 4 && offsetof(Record, ts) == 8 && offsetof(Record, dur) == 16 &&
+                  offsetof(Record, a) == 24 && kGenericBase == 0x1000,
+              "the slim path's append above writes a record at these offsets");
+static_assert(kReturnsCode == 8, "the slim path moves bit 3 of the frame flags to bit 32 of rbx");
 static_assert(kMaxStackArgWords == 16, "the forwarder above copies 16 words");
 static_assert((kCopyStack | kSaveXmm | kWideReturn) == 7, "the forwarder above takes the slim path when flags & 7 == 0");
 
