@@ -39,7 +39,7 @@ std::string kernel_family(const std::string& name) {
 }
 
 void count_families(const std::vector<Event>& events, FamilyCounts& into) {
-  std::set<std::tuple<int64_t, int64_t, std::string>> device_runs;  // (pid, launch, kernel)
+  std::set<std::tuple<int64_t, int64_t, int64_t, std::string>> device_runs;  // (pid, launch, execution, kernel)
   for (const auto& e : events) {
     if (e.layer == layer::kRuntime || e.layer == layer::kDriver) {
       if (is_runtime_internal(e.name)) continue;  // cudart's plumbing: no program calls it
@@ -48,7 +48,8 @@ void count_families(const std::vector<Event>& events, FamilyCounts& into) {
       ++into[e.layer][kernel_family(e.args.contains("kernel") ? e.args["kernel"].get<std::string>() : e.name)];
     } else if (e.layer == layer::kDevice) {
       const std::string k = kernel_family(e.args.contains("kernel") ? e.args["kernel"].get<std::string>() : e.name);
-      if (device_runs.insert({e.pid, e.args.value("launch", int64_t(-1)), k}).second) ++into[e.layer][k];
+      if (device_runs.insert({e.pid, e.args.value("launch", int64_t(-1)), e.args.value("execution", int64_t(0)), k}).second)
+        ++into[e.layer][k];
     } else if (e.layer == layer::kSyscall) {
       ++into[e.layer][e.name];
     }

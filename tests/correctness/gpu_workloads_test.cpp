@@ -312,6 +312,39 @@ TEST(GpuDevhookModes, TooSmallRingCountsEveryDrop) {
   EXPECT_EQ(run["exit_code"], 0) << "a full ring never changes the program's results";
 }
 
+// Programs that do not launch like our own: a graph whose kernel nodes run at every replay
+// (captured, and added by hand with cudaGraphAddKernelNode), and PTX loaded through the
+// driver API (cuModuleLoadData, cuLibraryLoadData) and launched with cuLaunchKernel(Ex),
+// with cudart shared or static. Every block of every execution is seen, and every launch
+// that reached the agent ran instrumented.
+TEST(GpuDevhookModes, GraphReplaysAndDriverApiModulesEveryBlockOfEveryExecution) {
+  if (!host().gpu) GTEST_SKIP() << "no GPU: " << host().gpu_reason;
+  HarnessRun r = run_harness("--workload graphs,driverapi --linkage both --method devhook");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* label : {"graphs.shared.devhook", "driverapi.shared.devhook", "driverapi.static.devhook"}) {
+    SCOPED_TRACE(label);
+    const nlohmann::json run = r.run_json(label);
+    const auto& tracer = run["tracer"];
+    const auto* device = layer_of(run, "device");
+    ASSERT_NE(device, nullptr) << tracer.dump();
+    EXPECT_GT((*device)["expected"].get<int64_t>(), 0);
+    EXPECT_EQ((*device)["matched"], (*device)["expected"]) << (*device)["examples"].dump();
+    EXPECT_EQ((*device)["phantom"], 0) << (*device)["examples"].dump();
+    for (const auto& [counter, n] : tracer["loss"].items()) EXPECT_EQ(n, 0) << counter;
+    EXPECT_TRUE(run["partly_observed"].empty()) << run["partly_observed"].dump();
+    EXPECT_EQ(tracer["notes"]["coverage"]["launches_seen"], tracer["notes"]["coverage"]["launches_instrumented"]);
+    std::printf("%s: device %lld/%lld blocks, launches instrumented %lld, graph nodes %lld, executions %lld\n", label,
+                (long long)(*device)["matched"].get<int64_t>(), (long long)(*device)["expected"].get<int64_t>(),
+                (long long)tracer["notes"]["coverage"]["launches_instrumented"].get<int64_t>(),
+                (long long)tracer["notes"]["graph_nodes"].get<int64_t>(),
+                (long long)tracer["notes"]["graph_executions"].get<int64_t>());
+  }
+  // Three captured nodes replayed 20 times and two nodes added by hand replayed 10 times.
+  const nlohmann::json graphs = r.run_json("graphs.shared.devhook");
+  EXPECT_EQ(graphs["tracer"]["notes"]["graph_nodes"], 5);
+  EXPECT_EQ(graphs["tracer"]["notes"]["graph_executions"], 3 * 20 + 2 * 10);
+}
+
 // A probe in every thread: every thread of every launch is seen.
 TEST(GpuDevhookModes, ThreadModeSeesEveryThread) {
   if (!host().gpu) GTEST_SKIP() << "no GPU: " << host().gpu_reason;

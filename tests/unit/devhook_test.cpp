@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "common/event_io.h"
@@ -278,6 +279,76 @@ TEST(DevhookDecode, BlockModePairsEntryAndExitPerBlock) {
   EXPECT_EQ(events[1].args["seen"], "entry");
   EXPECT_FALSE(events[1].dur.has_value());
   EXPECT_EQ(events[2].args["launch"], 1);
+  // One of three launches ran unchanged: a result, with its reason, not a note.
+  EXPECT_EQ(rep.notes["coverage"]["launches_seen"], 3);
+  EXPECT_EQ(rep.notes["coverage"]["launches_instrumented"], 2);
+  ASSERT_EQ(rep.partly_unobserved.count("device"), 1u);
+  EXPECT_NE(rep.partly_unobserved.at("device").find("2 of 3 launches instrumented"), std::string::npos)
+      << rep.partly_unobserved.at("device");
+  EXPECT_NE(rep.partly_unobserved.at("device").find("the original ran (1)"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+// A graph kernel node replayed three times: its records carry one launch number and the
+// execution above bit 40. Each execution's blocks are events of their own, and the node's
+// executions (read by the agent from its counter) are in the notes.
+TEST(DevhookDecode, GraphReplaysOfOneNodeStayApart) {
+  std::vector<DeviceRecord> ring;
+  for (uint64_t exec = 0; exec < 3; ++exec)
+    for (uint32_t b = 0; b < 2; ++b) {
+      const uint64_t word = 1 | exec << kExecutionShift;  // launch 1 is the graph node
+      ring.push_back(rec(word, b, 0, kEntry, 1000 * exec + 10 * b));
+      ring.push_back(rec(word, b, 0, kExit, 1000 * exec + 10 * b + 5));
+    }
+  ring.push_back(rec(0, 0, 0, kEntry, 50));  // launch 0, not a graph node
+  ring.push_back(rec(0, 1, 0, kEntry, 60));
+  const fs::path dir = testsupport::temp_dir("devhook-decode");
+  json rep = {{"pid", 11},
+              {"mode", "block"},
+              {"contexts", {{{"arch", 90}, {"first_record", 0}, {"records", ring.size()}, {"claimed", ring.size()},
+                             {"dropped", 0}, {"clock_offset_ns", 0}, {"clock_uncertainty_ns", 100}}}},
+              {"fatbins", {{{"prepared", true}, {"source", "compute_90, zstd"}, {"error", ""}}}},
+              {"kernels", {{{"name", "graph_inc"}, {"fatbin", 0}, {"launches", 2}, {"instrumented", 2}, {"why_not", ""}}}},
+              {"launches", {{0, 0, 2, 1, 1, 64, 1, 1, "", nullptr}, {0, 0, 2, 1, 1, 64, 1, 1, "", 3}}},
+              {"uninstrumented", json::object()}};
+  std::ofstream(dir / "devhook.11.json") << rep.dump();
+  {
+    std::ofstream out(dir / "devhook.11.records", std::ios::binary);
+    out.write(reinterpret_cast<const char*>(ring.data()), std::streamsize(ring.size() * sizeof(DeviceRecord)));
+  }
+  const TracerReport r = convert_devhook_output(dir, dir / "events.jsonl", "shared", 11);
+  EXPECT_EQ(r.error, "");
+  EXPECT_TRUE(r.partly_unobserved.empty());
+  EXPECT_EQ(r.notes["graph_nodes"], 1);
+  EXPECT_EQ(r.notes["graph_executions"], 3);
+  const auto events = read_events(dir / "events.jsonl").events;
+  ASSERT_EQ(events.size(), 8u);  // 2 blocks of launch 0, and 2 blocks x 3 executions of the node
+  std::set<std::pair<int64_t, int64_t>> runs;
+  for (const auto& e : events) runs.insert({e.args["launch"].get<int64_t>(), e.args["execution"].get<int64_t>()});
+  EXPECT_EQ(runs, (std::set<std::pair<int64_t, int64_t>>{{0, 0}, {1, 0}, {1, 1}, {1, 2}}));
+  for (const auto& e : events)
+    if (e.args["launch"] == 1) EXPECT_EQ(e.dur, 5) << "entry and exit of one execution's block paired";
+  fs::remove_all(dir);
+}
+
+// Nothing could be instrumented (a cubin has no PTX): the device layer is not observed,
+// and the reason with its count says why, never an empty green layer.
+TEST(DevhookDecode, NoInstrumentedLaunchIsNotObservedWithTheReason) {
+  const fs::path dir = testsupport::temp_dir("devhook-decode");
+  json rep = {{"pid", 12}, {"mode", "block"}, {"contexts", json::array()},
+              {"fatbins", {{{"prepared", true}, {"source", ""}, {"error", "a cubin: machine code only, no PTX to rewrite"},
+                            {"via", "cuModuleLoadData"}}}},
+              {"kernels", {{{"name", "k"}, {"fatbin", 0}, {"launches", 4}, {"instrumented", 0},
+                            {"why_not", "a cubin: machine code only, no PTX to rewrite"}}}},
+              {"launches", json::array()},
+              {"uninstrumented", {{"kernel k: a cubin: machine code only, no PTX to rewrite", 4}}}};
+  std::ofstream(dir / "devhook.12.json") << rep.dump();
+  const TracerReport r = convert_devhook_output(dir, dir / "events.jsonl", "static", 12);
+  EXPECT_TRUE(r.layers.empty());
+  ASSERT_EQ(r.unobserved.count("device"), 1u);
+  EXPECT_EQ(r.unobserved.at("device"),
+            "none of 4 launches could be instrumented: kernel k: a cubin: machine code only, no PTX to rewrite (4)");
+  EXPECT_EQ(r.notes["driver_api_images"], 1);
   fs::remove_all(dir);
 }
 

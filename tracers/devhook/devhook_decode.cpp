@@ -2,6 +2,7 @@
 
 #include <cxxabi.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -32,10 +33,13 @@ std::string kernel_display_name(const std::string& device_function) {
 
 namespace {
 
+// One block of one execution: a graph node's replays share its launch number.
 struct BlockKey {
-  uint64_t launch;
+  uint64_t launch, execution;
   uint32_t x, yz;
-  bool operator<(const BlockKey& o) const { return std::tie(launch, x, yz) < std::tie(o.launch, o.x, o.yz); }
+  bool operator<(const BlockKey& o) const {
+    return std::tie(launch, execution, x, yz) < std::tie(o.launch, o.execution, o.x, o.yz);
+  }
 };
 
 struct BlockSeen {
@@ -46,7 +50,10 @@ struct BlockSeen {
 
 struct Totals {
   int64_t processes = 0, records = 0, dropped = 0, unfilled = 0, unknown_launch = 0, contexts_unread = 0;
-  int64_t launches = 0, launches_instrumented = 0, fatbins = 0;
+  int64_t counters_unread = 0;
+  int64_t launches = 0, launches_instrumented = 0, fatbins = 0, driver_images = 0;
+  int64_t graph_nodes = 0, graph_executions = 0, launches_failed = 0;
+  std::map<std::string, int64_t> uninstrumented;  // reason -> launches, over every process
 };
 
 // One process's report and ring -> events.
@@ -57,11 +64,19 @@ void convert_process(const json& rep, const fs::path& records_file, EventWriter&
   const json& contexts = rep["contexts"];
   const int64_t pid = rep.value("pid", 0);
   ++t.processes;
-  t.fatbins += int64_t(rep["fatbins"].size());
+  for (const auto& f : rep["fatbins"]) ++(f.value("via", "__cudaRegisterFatBinary") == "__cudaRegisterFatBinary" ? t.fatbins : t.driver_images);
   for (const auto& k : kernels) {
     t.launches += k.value("launches", 0);
     t.launches_instrumented += k.value("instrumented", 0);
   }
+  t.launches_failed += rep.value("launches_failed", int64_t(0));
+  const json unchanged = rep.value("uninstrumented", json::object());
+  for (const auto& [reason, n] : unchanged.items()) t.uninstrumented[reason] += n.get<int64_t>();
+  for (const auto& l : launches)
+    if (l.size() > 9 && !l[9].is_null()) {
+      ++t.graph_nodes;
+      t.graph_executions += l[9].get<int64_t>();
+    }
 
   std::ifstream in = open_untrusted(records_file);
   std::map<BlockKey, BlockSeen> blocks;
@@ -72,6 +87,10 @@ void convert_process(const json& rep, const fs::path& records_file, EventWriter&
       continue;
     }
     t.dropped += c.value("dropped", 0);
+    if (c.contains("tickets_error")) {
+      ++t.counters_unread;
+      notes["context_errors"].push_back(c["tickets_error"]);
+    }
     const uint64_t n = c.value("records", uint64_t(0));
     in.seekg(std::streamoff(c.value("first_record", uint64_t(0)) * sizeof(DeviceRecord)));
     DeviceRecord r;
@@ -82,11 +101,12 @@ void convert_process(const json& rep, const fs::path& records_file, EventWriter&
         ++t.unfilled;
         continue;
       }
-      if (r.launch >= launches.size()) {
+      const uint64_t launch = launch_number(r.launch);
+      if (launch >= launches.size()) {
         ++t.unknown_launch;
         continue;
       }
-      BlockSeen& b = blocks[{r.launch, r.block_x, r.block_yz}];
+      BlockSeen& b = blocks[{launch, execution_number(r.launch), r.block_x, r.block_yz}];
       b.sm = record_sm(r);
       int64_t& slot = kind == kEntry ? b.entry : b.exit;
       if (slot < 0 || int64_t(r.gpu_ns) < slot) slot = int64_t(r.gpu_ns);
@@ -95,7 +115,7 @@ void convert_process(const json& rep, const fs::path& records_file, EventWriter&
   }
 
   for (const auto& [key, b] : blocks) {
-    const json& l = launches[key.launch];  // [kernel, context, gx, gy, gz, bx, by, bz, failed]
+    const json& l = launches[key.launch];  // [kernel, context, gx, gy, gz, bx, by, bz, failed, executions]
     const int kernel = l[0].get<int>();
     const int ctx = l[1].get<int>();
     const json& c = contexts[size_t(ctx)];
@@ -110,6 +130,7 @@ void convert_process(const json& rep, const fs::path& records_file, EventWriter&
     e.pid = pid;
     e.args = {{"kernel", e.name},
               {"launch", key.launch},
+              {"execution", key.execution},
               {"block", {key.x, key.yz & 0xffff, key.yz >> 16}},
               {"sm", b.sm},
               {"seen", b.entry >= 0 && b.exit >= 0 ? "entry+exit" : b.entry >= 0 ? "entry" : "exit"}};
@@ -133,6 +154,18 @@ void convert_process(const json& rep, const fs::path& records_file, EventWriter&
   notes["ring_records"] = rep.value("ring_records", 0);
   for (const auto& c : contexts)
     if (!c["clock_uncertainty_ns"].is_null()) notes["clock_uncertainty_ns"] = c["clock_uncertainty_ns"];
+}
+
+// "kernel k: a cubin ... (3); ..." — the three commonest reasons, then how many others.
+std::string top_reasons(const std::map<std::string, int64_t>& reasons) {
+  std::vector<std::pair<int64_t, std::string>> by_count;
+  for (const auto& [reason, n] : reasons) by_count.push_back({-n, reason});
+  std::sort(by_count.begin(), by_count.end());
+  std::string s;
+  for (size_t i = 0; i < by_count.size() && i < 3; ++i)
+    s += (i ? "; " : "") + by_count[i].second + " (" + std::to_string(-by_count[i].first) + ")";
+  if (by_count.size() > 3) s += "; and " + std::to_string(by_count.size() - 3) + " other reasons";
+  return s;
 }
 
 }  // namespace
@@ -164,19 +197,42 @@ TracerReport convert_devhook_output(const fs::path& dir, const fs::path& events_
   report.loss = {{"ring_full", t.dropped},
                  {"unfilled_slots", t.unfilled},
                  {"unknown_launch", t.unknown_launch},
-                 {"contexts_unread", t.contexts_unread}};
+                 {"contexts_unread", t.contexts_unread},
+                 {"graph_counters_unread", t.counters_unread}};
   notes["records"] = t.records;
   notes["launches"] = t.launches;
   notes["launches_instrumented"] = t.launches_instrumented;
   notes["fatbins_registered"] = t.fatbins;
-  if (t.fatbins > 0) {
+  notes["driver_api_images"] = t.driver_images;
+  notes["graph_nodes"] = t.graph_nodes;
+  notes["graph_executions"] = t.graph_executions;
+  // Coverage is a result: every launch that reached the agent ran instrumented or is
+  // counted under the reason it could not.
+  int64_t unchanged = 0;
+  for (const auto& [reason, n] : t.uninstrumented) unchanged += n;
+  const int64_t seen = t.launches_instrumented + unchanged;
+  notes["coverage"] = {{"launches_seen", seen},
+                       {"launches_instrumented", t.launches_instrumented},
+                       {"launches_failed", t.launches_failed}};  // bad configurations: nothing ran
+  if (seen > 0 && t.launches_instrumented == 0) {
+    report.unobserved[layer::kDevice] = "none of " + std::to_string(seen) + " launches could be instrumented: " +
+                                        top_reasons(t.uninstrumented);
+  } else if (t.launches_instrumented > 0) {
     report.layers = {layer::kDevice};
+    if (unchanged > 0)
+      report.partly_unobserved[layer::kDevice] = std::to_string(t.launches_instrumented) + " of " +
+                                                 std::to_string(seen) + " launches instrumented; ran unchanged: " +
+                                                 top_reasons(t.uninstrumented);
+  } else if (t.fatbins > 0 || t.driver_images > 0) {
+    report.layers = {layer::kDevice};  // code was loaded, nothing launched: an empty layer is the truth
   } else {
-    notes["why_nothing"] = report.unobserved[layer::kDevice] = cudart == "static"
-                               ? "cudart is linked statically: kernels register and launch inside the executable, where "
-                                 "the preloaded agent cannot reach (devhook needs -cudart shared)"
-                               : "no fatbin was registered through libcudart.so (the program made no kernels, or "
-                                 "loads its modules through the driver API)";
+    notes["why_nothing"] = report.unobserved[layer::kDevice] =
+        cudart == "static" ? "cudart is linked statically: kernels register and launch inside the executable, where "
+                             "the preloaded agent cannot reach (devhook needs -cudart shared), and no module was "
+                             "loaded through the driver API by name"
+                           : "no fatbin was registered through libcudart.so and no module loaded through a driver "
+                             "call the agent exports (the program made no kernels, or reached the driver through "
+                             "cuGetProcAddress or dlsym)";
   }
   if (main_pid > 0 && !main_reported && report.error.empty())
     report.error = "the devhook agent wrote no report for pid " + std::to_string(main_pid) +

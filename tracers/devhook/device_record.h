@@ -18,7 +18,8 @@ namespace cudatrace::devhook {
 // and kind is never 0, so a slot that was claimed but never filled can be told apart.
 struct DeviceRecord {
   uint64_t gpu_ns;      // %globaltimer
-  uint64_t launch;      // the launch's sequence number (the agent's launch table)
+  uint64_t launch;      // launch word: the launch's sequence number (the agent's launch
+                        // table) in bits 0-39, a graph node's execution in bits 40-63
   uint32_t block_x;     // %ctaid.x
   uint32_t block_yz;    // %ctaid.y | %ctaid.z << 16
   uint32_t thread;      // %tid.x | %tid.y << 10 | %tid.z << 20
@@ -30,12 +31,24 @@ enum RecordKind : uint32_t { kEntry = 1, kExit = 2 };
 
 // In device memory; the probes read capacity and records and bump the two counters.
 struct RingControl {
-  uint64_t claimed;   // slots handed out (may exceed capacity: those were dropped)
-  uint64_t dropped;   // probe hits that found the ring full
-  uint64_t capacity;  // slots
-  uint64_t records;   // device address of the DeviceRecord array (mapped host memory)
+  uint64_t claimed;       // slots handed out (may exceed capacity: those were dropped)
+  uint64_t dropped;       // probe hits that found the ring full
+  uint64_t capacity;      // slots
+  uint64_t records;       // device address of the DeviceRecord array (mapped host memory)
+  uint64_t tickets;       // device address of the graph nodes' counters (u64 each)
+  uint64_t ticket_slots;  // how many
 };
-static_assert(sizeof(RingControl) == 32);
+static_assert(sizeof(RingControl) == 48);
+
+// The launch word (the kernel's added parameter, and DeviceRecord::launch).
+inline constexpr int kExecutionShift = 40;
+inline constexpr uint64_t kLaunchMask = (uint64_t(1) << kExecutionShift) - 1;
+inline uint64_t launch_number(uint64_t word) { return word & kLaunchMask; }
+inline uint64_t execution_number(uint64_t word) { return word >> kExecutionShift; }
+// A graph node's parameter: its counter slot, + 1 (0 = not a graph node).
+inline uint64_t graph_node_word(uint64_t launch, uint64_t slot) { return launch | ((slot + 1) << kExecutionShift); }
+// Counters for this many graph kernel nodes per context (512 KiB of device memory).
+inline constexpr uint64_t kTicketSlots = 65536;
 
 inline uint32_t record_kind(const DeviceRecord& r) { return r.sm_kind & 0xff; }
 inline uint32_t record_sm(const DeviceRecord& r) { return r.sm_kind >> 8; }

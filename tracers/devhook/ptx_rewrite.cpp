@@ -54,6 +54,56 @@ $__dh_full:
 }
 )";
 
+// A graph replays a kernel node with the parameters it was captured with, so the launch
+// number alone cannot tell its executions apart. A node's launch word carries, above bit
+// 40, its slot (+1) in a table of counters in device memory; every probe that opens a block
+// (or a thread, per thread) takes a ticket there, and ticket / (records per execution) is
+// the execution. Executions of one node never overlap (CUDA orders the launches of a graph
+// exec), so each gets its own number. The record's launch word is the launch number with
+// the execution above bit 40.
+constexpr const char* kExecutionFunction = R"(
+// cudatrace devhook: the launch word of this execution of a graph kernel node.
+.func (.param .b64 __dh_word) __devhook_execution(.param .b64 __dh_ring, .param .b64 __dh_launch, .param .b32 __dh_per_thread)
+{
+	.reg .pred %p;
+	.reg .b32 %r<4>;
+	.reg .b64 %rd<8>;
+	ld.param.b64 %rd1, [__dh_ring];
+	ld.param.b64 %rd2, [__dh_launch];
+	ld.param.b32 %r1, [__dh_per_thread];
+	cvta.to.global.u64 %rd1, %rd1;
+	ld.global.u64 %rd3, [%rd1+32];
+	cvta.to.global.u64 %rd3, %rd3;
+	shr.u64 %rd4, %rd2, 40;
+	sub.u64 %rd4, %rd4, 1;
+	shl.b64 %rd4, %rd4, 3;
+	add.s64 %rd3, %rd3, %rd4;
+	atom.global.add.u64 %rd5, [%rd3], 1;
+	mov.u32 %r2, %nctaid.x;
+	mov.u32 %r3, %nctaid.y;
+	mul.wide.u32 %rd6, %r2, %r3;
+	mov.u32 %r2, %nctaid.z;
+	cvt.u64.u32 %rd7, %r2;
+	mul.lo.u64 %rd6, %rd6, %rd7;
+	setp.eq.u32 %p, %r1, 0;
+	@%p bra $__dh_per_block;
+	mov.u32 %r2, %ntid.x;
+	mov.u32 %r3, %ntid.y;
+	mul.lo.u32 %r2, %r2, %r3;
+	mov.u32 %r3, %ntid.z;
+	mul.lo.u32 %r2, %r2, %r3;
+	cvt.u64.u32 %rd7, %r2;
+	mul.lo.u64 %rd6, %rd6, %rd7;
+$__dh_per_block:
+	div.u64 %rd5, %rd5, %rd6;
+	shl.b64 %rd5, %rd5, 40;
+	and.b64 %rd2, %rd2, 1099511627775;
+	or.b64 %rd2, %rd2, %rd5;
+	st.param.b64 [__dh_word], %rd2;
+	ret;
+}
+)";
+
 constexpr const char* kClockEntry = R"(
 // cudatrace devhook: one thread stores %globaltimer, to relate it to the host's clock.
 .visible .entry __devhook_clock(.param .u64 __dh_out)
@@ -109,6 +159,8 @@ struct Edit {
 };
 
 // A probe call: kind 1 (entry) or 2 (exit); in block mode only thread (0,0,0) makes it.
+// The entry probe sets %dh_l, the record's launch word, which the exit probe reuses: a
+// graph node's execution is numbered once, at entry.
 std::string probe(ProbeMode mode, RecordKind kind, const std::string& skip_label) {
   std::string s = "\t// cudatrace devhook: " + std::string(kind == kEntry ? "entry" : "exit") + " probe\n";
   if (mode == ProbeMode::kBlock) {
@@ -116,9 +168,19 @@ std::string probe(ProbeMode mode, RecordKind kind, const std::string& skip_label
          "\tmov.u32 %dh_r1, %tid.z;\n\tor.b32 %dh_r0, %dh_r0, %dh_r1;\n\tsetp.ne.u32 %dh_p, %dh_r0, 0;\n"
          "\t@%dh_p bra " + skip_label + ";\n";
   }
-  s += "\tld.param.u64 %dh_d0, [__dh_ring];\n\tld.param.u64 %dh_d1, [__dh_launch];\n";
+  s += "\tld.param.u64 %dh_d0, [__dh_ring];\n";
+  if (kind == kEntry) {
+    const std::string plain = skip_label + "_plain";
+    s += "\tld.param.u64 %dh_l, [__dh_launch];\n\tshr.u64 %dh_d1, %dh_l, 40;\n\tsetp.eq.u64 %dh_p, %dh_d1, 0;\n"
+         "\t@%dh_p bra " + plain + ";\n"
+         "\t{\n\t.param .b64 dh_e0;\n\t.param .b64 dh_e1;\n\t.param .b32 dh_e2;\n\t.param .b64 dh_ev;\n"
+         "\tst.param.b64 [dh_e0], %dh_d0;\n\tst.param.b64 [dh_e1], %dh_l;\n"
+         "\tst.param.b32 [dh_e2], " + std::string(mode == ProbeMode::kThread ? "1" : "0") + ";\n"
+         "\tcall (dh_ev), __devhook_execution, (dh_e0, dh_e1, dh_e2);\n"
+         "\tld.param.b64 %dh_l, [dh_ev];\n\t}\n" + plain + ":\n";
+  }
   s += "\t{\n\t.param .b64 dh_a0;\n\t.param .b64 dh_a1;\n\t.param .b32 dh_a2;\n"
-       "\tst.param.b64 [dh_a0], %dh_d0;\n\tst.param.b64 [dh_a1], %dh_d1;\n"
+       "\tst.param.b64 [dh_a0], %dh_d0;\n\tst.param.b64 [dh_a1], %dh_l;\n"
        "\tst.param.b32 [dh_a2], " + std::to_string(int(kind)) + ";\n"
        "\tcall __devhook_emit, (dh_a0, dh_a1, dh_a2);\n\t}\n";
   if (mode == ProbeMode::kBlock) s += skip_label + ":\n";
@@ -138,7 +200,8 @@ RewrittenPtx rewrite_ptx(const std::string& ptx, ProbeMode mode) {
   if (header == std::string::npos) header = code.find(".target");
   if (header == std::string::npos) throw std::runtime_error("not PTX: no .target directive");
   header = code.find('\n', header);
-  edits.push_back({header == std::string::npos ? code.size() : header + 1, 0, kEmitFunction});
+  edits.push_back({header == std::string::npos ? code.size() : header + 1, 0,
+                   std::string(kEmitFunction) + kExecutionFunction});
 
   static const std::regex return_stmt(R"(^(\s*)(@!?%[\w$]+\s+)?(ret|exit)(\.uni)?\s*;\s*$)");
   int depth = 0;
@@ -198,7 +261,7 @@ RewrittenPtx rewrite_ptx(const std::string& ptx, ProbeMode mode) {
     }
     edits.push_back(params);
     edits.push_back({open + 1, 0,
-                     "\n\t.reg .pred %dh_p;\n\t.reg .b32 %dh_r<2>;\n\t.reg .b64 %dh_d<2>;\n" +
+                     "\n\t.reg .pred %dh_p;\n\t.reg .b32 %dh_r<2>;\n\t.reg .b64 %dh_d<2>;\n\t.reg .b64 %dh_l;\n" +
                          probe(mode, kEntry, "$__dh_entry_done_" + id)});
     edits.insert(edits.end(), body.begin(), body.end());
     edits.push_back({close, 0, exit_label + ":\n" + probe(mode, kExit, "$__dh_exit_done_" + id) + "\tret;\n"});

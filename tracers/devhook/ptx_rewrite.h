@@ -1,7 +1,7 @@
 #pragma once
 // Instruments PTX the way bpftime does, without its eBPF-to-PTX step: every kernel
-// (.entry) gets two extra parameters (the ring's control block and the launch's sequence
-// number), an entry probe at the top of its body and an exit probe in front of every
+// (.entry) gets two extra parameters (the ring's control block and the launch word: the
+// launch's sequence number, and for a graph kernel node its counter slot), an entry probe at the top of its body and an exit probe in front of every
 // return. A probe calls __devhook_emit, which claims a ring slot with a global atomic and
 // writes a DeviceRecord into mapped host memory, or counts a drop when the ring is full.
 //

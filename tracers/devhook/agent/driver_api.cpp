@@ -14,9 +14,14 @@ bool find(void* lib, const char* name, Fn& out) {
   return out != nullptr;
 }
 
+void* libcuda() {
+  static void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+  return lib;
+}
+
 DriverApi load() {
   DriverApi d{};
-  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+  void* lib = libcuda();
   if (!lib) {
     d.error = "libcuda.so.1 could not be loaded (no NVIDIA driver)";
     return d;
@@ -33,7 +38,11 @@ DriverApi load() {
                    find(lib, "cuMemHostGetDevicePointer_v2", d.mem_host_get_device_pointer) &&
                    find(lib, "cuStreamCreate", d.stream_create) &&
                    find(lib, "cuStreamSynchronize", d.stream_synchronize) &&
-                   find(lib, "cuGetErrorName", d.get_error_name);
+                   find(lib, "cuGetErrorName", d.get_error_name) && find(lib, "cuMemsetD8_v2", d.memset_d8) &&
+                   find(lib, "cuStreamIsCapturing", d.stream_is_capturing) &&
+                   find(lib, "cuThreadExchangeStreamCaptureMode", d.exchange_capture_mode) &&
+                   find(lib, "cuGraphAddKernelNode_v2", d.graph_add_kernel_node) &&
+                   find(lib, "cuLaunchKernelEx", d.launch_kernel_ex);
   if (!all) {
     d.error = "libcuda.so.1 lacks a driver function the agent needs (driver older than CUDA 12?)";
     return d;
@@ -47,6 +56,20 @@ DriverApi load() {
 const DriverApi& driver() {
   static const DriverApi d = load();
   return d;
+}
+
+void* real_driver_symbol(const char* name) {
+  // A handle's lookup searches libcuda and what it depends on, never the preloaded agent.
+  void* lib = libcuda();
+  return lib ? dlsym(lib, name) : nullptr;
+}
+
+RelaxedCapture::RelaxedCapture() {
+  if (driver().loaded) exchanged_ = driver().exchange_capture_mode(&mode_) == CUDA_SUCCESS;
+}
+
+RelaxedCapture::~RelaxedCapture() {
+  if (exchanged_) driver().exchange_capture_mode(&mode_);
 }
 
 const char* error_name(CUresult r) {

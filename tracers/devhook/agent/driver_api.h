@@ -25,10 +25,33 @@ struct DriverApi {
   decltype(&::cuStreamCreate) stream_create;
   decltype(&::cuStreamSynchronize) stream_synchronize;
   decltype(&::cuGetErrorName) get_error_name;
+  decltype(&::cuMemsetD8_v2) memset_d8;
+  decltype(&::cuStreamIsCapturing) stream_is_capturing;
+  decltype(&::cuThreadExchangeStreamCaptureMode) exchange_capture_mode;
+  decltype(&::cuGraphAddKernelNode_v2) graph_add_kernel_node;
+  decltype(&::cuLaunchKernelEx) launch_kernel_ex;
 };
 
 // Loaded once; check .loaded.
 const DriverApi& driver();
+
+// libcuda's own definition of `name` (never the agent's export of it), or null.
+void* real_driver_symbol(const char* name);
+
+// Set-up calls made while a stream of the program may be capturing a graph: the agent's
+// allocations, module loads and its clock kernel are legal in relaxed capture mode only,
+// and none of them is a stream operation that could join the capture.
+class RelaxedCapture {
+ public:
+  RelaxedCapture();
+  ~RelaxedCapture();
+  RelaxedCapture(const RelaxedCapture&) = delete;
+  RelaxedCapture& operator=(const RelaxedCapture&) = delete;
+
+ private:
+  CUstreamCaptureMode mode_ = CU_STREAM_CAPTURE_MODE_RELAXED;
+  bool exchanged_ = false;
+};
 
 // "CUDA_ERROR_INVALID_VALUE" (or the number, when the driver cannot name it).
 const char* error_name(CUresult r);

@@ -1,6 +1,7 @@
 // The runtime entry points the agent takes over, by exporting libcudart.so's names: kernel
-// registration (to learn each host stub's fatbin and device function) and every launch
-// path a program linked against the shared runtime uses. A program with cudart linked in
+// registration (to learn each host stub's fatbin and device function), every launch path
+// a program linked against the shared runtime uses, and graph kernel nodes added by hand.
+// (Modules loaded through the driver API: driver_hooks.cpp.) A program with cudart linked in
 // statically registers and launches inside itself, where no preload reaches: the agent
 // then sees no fatbin and says so in its report.
 #include <cuda_runtime_api.h>
@@ -68,7 +69,9 @@ template <class Kernel>
 cudaError_t launch(LaunchFn<Kernel> fn, bool ptsz, Kernel k, dim3 g, dim3 b, void** args, size_t smem, cudaStream_t s) {
   Outermost guard;
   if (guard.first && launch_instrumented(request(k, g, b, args, smem, s, ptsz))) return cudaSuccess;
-  return fn(k, g, b, args, smem, s);
+  const cudaError_t r = fn(k, g, b, args, smem, s);
+  if (guard.first) original_result(r == cudaSuccess);
+  return r;
 }
 
 cudaError_t launch_ex(LaunchExFn fn, bool ptsz, const cudaLaunchConfig_t* c, const void* f, void** args) {
@@ -81,7 +84,9 @@ cudaError_t launch_ex(LaunchExFn fn, bool ptsz, const cudaLaunchConfig_t* c, con
     else if (launch_instrumented(request(f, c->gridDim, c->blockDim, args, c->dynamicSmemBytes, c->stream, ptsz)))
       return cudaSuccess;
   }
-  return fn(c, f, args);
+  const cudaError_t r = fn(c, f, args);
+  if (guard.first) original_result(r == cudaSuccess);
+  return r;
 }
 
 }  // namespace
@@ -132,6 +137,23 @@ cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* c, const void* f, void
 cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* c, const void* f, void** a) {
   static const auto fn = real<LaunchExFn>("cudaLaunchKernelExC_ptsz");
   return launch_ex(fn, true, c, f, a);
+}
+
+// A graph built node by node: its kernel nodes run the instrumented kernel, each
+// execution numbered like a captured launch's.
+cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* deps, size_t ndeps,
+                                   const cudaKernelNodeParams* p) {
+  static const auto fn = real<decltype(&cudaGraphAddKernelNode)>("cudaGraphAddKernelNode");
+  if (node && p && p->kernelParams && !p->extra &&
+      add_kernel_node_instrumented(reinterpret_cast<CUgraphNode*>(node), reinterpret_cast<CUgraph>(graph),
+                                   reinterpret_cast<const CUgraphNode*>(deps), ndeps,
+                                   request(p->func, p->gridDim, p->blockDim, p->kernelParams, p->sharedMemBytes,
+                                           nullptr, false)))
+    return cudaSuccess;
+  if (p && p->extra) count_uninstrumented("cudaGraphAddKernelNode with `extra` (a packed parameter buffer; not handled)");
+  const cudaError_t r = fn(node, graph, deps, ndeps, p);
+  original_result(r == cudaSuccess);
+  return r;
 }
 
 }  // extern "C"

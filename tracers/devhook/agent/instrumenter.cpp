@@ -29,8 +29,11 @@ namespace {
 
 using nlohmann::json;
 
+// A module's code: a fatbin cudart registered (read at its first launch), or an image
+// loaded through the driver API (read when loaded).
 struct FatbinState {
   const void* image = nullptr;
+  std::string via = "__cudaRegisterFatBinary";
   bool prepared = false;
   std::string error;   // why nothing in it can be instrumented
   std::string source;  // which PTX entry was used, e.g. "compute_90, zstd"
@@ -57,13 +60,17 @@ struct ContextState {
   bool calibrated = false;
   int64_t clock_offset_ns = 0;             // globaltimer - CLOCK_MONOTONIC
   int64_t clock_uncertainty_ns = -1;
+  CUdeviceptr tickets = 0;                 // graph nodes' execution counters
+  uint64_t tickets_used = 0;
 };
 
 struct LaunchRow {
   int kernel;
   unsigned grid[3], block[3];
   int context;
-  std::string failed;  // the instrumented launch failed; the original ran instead
+  std::string failed;     // the instrumented launch failed; the original ran instead
+  int64_t ticket = -1;    // a graph kernel node: its counter slot in the context
+  uint64_t executions = 0;  // read from the counter at exit
 };
 
 struct Agent {
@@ -74,10 +81,12 @@ struct Agent {
   std::vector<FatbinState> fatbins;
   std::unordered_map<const void*, int> fatbin_of_handle;
   std::vector<KernelState> kernels;
-  std::unordered_map<const void*, int> kernel_of;  // host stub or cudaKernel_t -> kernel
+  std::unordered_map<const void*, int> kernel_of;  // host stub, cudaKernel_t, CUfunction, CUkernel -> kernel
+  std::unordered_map<const void*, int> fatbin_of_module;  // CUmodule or CUlibrary -> its image
   std::deque<ContextState> contexts;
   std::vector<LaunchRow> launches;
   std::map<std::string, uint64_t> uninstrumented;  // reason -> launches
+  uint64_t failed = 0;  // launches whose instrumented copy and original both failed: nothing ran
   bool exit_hook = false, saved = false;
 };
 
@@ -101,6 +110,7 @@ void save_at_exit() { save_output(); }
 // The ring and the clock for one context. Called under the lock.
 void set_up(Agent& a, ContextState& cs) {
   const DriverApi& d = driver();
+  RelaxedCapture relaxed;
   CUdevice dev;
   int major = 0, minor = 0;
   CUresult r = d.ctx_get_device(&dev);
@@ -128,7 +138,12 @@ void set_up(Agent& a, ContextState& cs) {
     cs.error = with_error("cuMemAlloc of the ring's control block", r);
     return;
   }
-  const RingControl c{0, 0, a.capacity, uint64_t(mapped)};
+  if ((r = d.mem_alloc(&cs.tickets, kTicketSlots * sizeof(uint64_t))) != CUDA_SUCCESS ||
+      (r = d.memset_d8(cs.tickets, 0, kTicketSlots * sizeof(uint64_t))) != CUDA_SUCCESS) {
+    cs.error = with_error("cuMemAlloc of the graph nodes' counters", r);
+    return;
+  }
+  const RingControl c{0, 0, a.capacity, uint64_t(mapped), uint64_t(cs.tickets), kTicketSlots};
   if ((r = d.memcpy_htod(cs.control, &c, sizeof c)) != CUDA_SUCCESS) {
     cs.error = with_error("cuMemcpyHtoD of the ring's control block", r);
     return;
@@ -169,11 +184,18 @@ void calibrate(ContextState& cs, CUmodule module) {
   }
 }
 
-// Parses and rewrites a fatbin's PTX, once. Under the lock.
-void prepare(Agent& a, FatbinState& fb, int arch) {
+// Rewrites PTX text into fb.
+void rewrite_into(FatbinState& fb, const std::string& ptx, ProbeMode mode) {
+  RewrittenPtx r = rewrite_ptx(ptx, mode);
+  fb.ptx = std::move(r.ptx);
+  fb.kernels = std::move(r.kernels);
+}
+
+// Parses a fatbin and rewrites the PTX it holds for `arch`, once.
+void prepare_fatbin(FatbinState& fb, const void* image, int arch, ProbeMode mode) {
   fb.prepared = true;
   try {
-    const Fatbin f = parse_fatbin(fb.image);
+    const Fatbin f = parse_fatbin(image);
     std::string why;
     const FatbinEntry* e = pick_ptx(f, uint32_t(arch), why);
     if (!e) {
@@ -181,12 +203,55 @@ void prepare(Agent& a, FatbinState& fb, int arch) {
       return;
     }
     fb.source = "compute_" + std::to_string(e->arch) + (e->compression == Compression::kZstd ? ", zstd" : ", plain");
-    RewrittenPtx r = rewrite_ptx(ptx_text(*e), a.mode);
-    fb.ptx = std::move(r.ptx);
-    fb.kernels = std::move(r.kernels);
+    rewrite_into(fb, ptx_text(*e), mode);
   } catch (const std::exception& ex) {
     fb.error = ex.what();
   }
+}
+
+// PTX a program hands the driver is a NUL-terminated string; past this, it is not PTX.
+constexpr size_t kMaxPtxBytes = size_t(256) << 20;
+
+// What a driver-API image is, read and rewritten now: the program may free it once loaded.
+FatbinState prepare_image(const void* image, const char* via, int arch, ProbeMode mode) {
+  FatbinState fb;
+  fb.via = via;
+  fb.prepared = true;
+  const auto* bytes = static_cast<const unsigned char*>(image);
+  uint32_t magic = 0;
+  if (image) std::memcpy(&magic, image, sizeof magic);
+  if (!image) {
+    fb.error = "no image";
+  } else if (std::memcmp(bytes, "\x7f" "ELF", 4) == 0) {
+    fb.error = "a cubin: machine code only, no PTX to rewrite";
+  } else if (magic == kWrapperMagic || magic == kFatbinMagic) {
+    if (arch <= 0)
+      fb.error = "a fatbin loaded with no GPU architecture known (no current context)";
+    else
+      prepare_fatbin(fb, image, arch, mode);
+  } else {
+    const size_t n = strnlen(static_cast<const char*>(image), kMaxPtxBytes);
+    try {
+      if (n == kMaxPtxBytes) throw std::runtime_error("not a cubin, fatbin or PTX text the agent can read");
+      fb.source = "PTX text";
+      rewrite_into(fb, std::string(static_cast<const char*>(image), n), mode);
+    } catch (const std::exception& ex) {
+      fb.error = ex.what();
+    }
+  }
+  return fb;
+}
+
+// The compute capability of the current context's device, or 0.
+int current_arch() {
+  const DriverApi& d = driver();
+  CUdevice dev;
+  int major = 0, minor = 0;
+  if (!d.loaded || d.ctx_get_device(&dev) != CUDA_SUCCESS ||
+      d.device_get_attribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) != CUDA_SUCCESS ||
+      d.device_get_attribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev) != CUDA_SUCCESS)
+    return 0;
+  return major * 10 + minor;
 }
 
 // The instrumented function for a kernel in this context, or nullptr with k.why_not set.
@@ -194,7 +259,7 @@ CUfunction instrumented_function(Agent& a, ContextState& cs, int kernel) {
   if (auto it = cs.functions.find(kernel); it != cs.functions.end()) return it->second;
   KernelState& k = a.kernels[kernel];
   FatbinState& fb = a.fatbins[k.fatbin];
-  if (!fb.prepared) prepare(a, fb, cs.arch);
+  if (!fb.prepared) prepare_fatbin(fb, fb.image, cs.arch, a.mode);
   if (!fb.error.empty()) {
     k.why_not = fb.error;
     return nullptr;
@@ -211,6 +276,7 @@ CUfunction instrumented_function(Agent& a, ContextState& cs, int kernel) {
   k.params = pk->params;
   auto mod = cs.modules.find(k.fatbin);
   if (mod == cs.modules.end()) {
+    RelaxedCapture relaxed;
     char log[4096] = {};
     CUjit_option keys[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
     void* values[] = {log, reinterpret_cast<void*>(uintptr_t(sizeof log - 1))};
@@ -286,77 +352,201 @@ void on_kernel_handle(const void* kernel, const void* host_stub) {
   if (auto it = a.kernel_of.find(host_stub); it != a.kernel_of.end()) a.kernel_of[kernel] = it->second;
 }
 
+void on_module_loaded(const void* module, const void* image, const char* via) {
+  Agent& a = agent();
+  FatbinState fb = prepare_image(image, via, current_arch(), a.mode);
+  std::lock_guard lock(a.mu);
+  a.fatbin_of_module[module] = int(a.fatbins.size());
+  a.fatbins.push_back(std::move(fb));
+}
+
+void on_module_function(const void* function, const void* module, const char* name) {
+  Agent& a = agent();
+  std::lock_guard lock(a.mu);
+  const auto fb = a.fatbin_of_module.find(module);
+  if (fb == a.fatbin_of_module.end() || !name) return;
+  for (size_t k = 0; k < a.kernels.size(); ++k)
+    if (a.kernels[k].fatbin == fb->second && a.kernels[k].name == name) {
+      a.kernel_of[function] = int(k);
+      return;
+    }
+  a.kernel_of[function] = int(a.kernels.size());
+  a.kernels.push_back({.name = name, .fatbin = fb->second});
+}
+
+void on_kernel_alias(const void* alias, const void* kernel) {
+  Agent& a = agent();
+  std::lock_guard lock(a.mu);
+  if (auto it = a.kernel_of.find(kernel); it != a.kernel_of.end()) a.kernel_of[alias] = it->second;
+}
+
+void on_module_unloaded(const void* module) {
+  Agent& a = agent();
+  std::lock_guard lock(a.mu);
+  const auto fb = a.fatbin_of_module.find(module);
+  if (fb == a.fatbin_of_module.end()) return;
+  const int image = fb->second;
+  a.fatbin_of_module.erase(fb);
+  std::erase_if(a.kernel_of, [&](const auto& kv) { return a.kernels[size_t(kv.second)].fatbin == image; });
+}
+
 void count_uninstrumented(const char* reason) {
   Agent& a = agent();
   std::lock_guard lock(a.mu);
   ++a.uninstrumented[reason];
 }
 
-bool launch_instrumented(const LaunchRequest& r) {
+namespace {
+
+// What an instrumented launch or graph node needs, decided under the lock.
+struct Instrumented {
+  CUfunction fn = nullptr;
+  int params = 0;
+  uint64_t seq = 0;
+  uint64_t word = 0;  // the launch word the probes get (device_record.h)
+  CUdeviceptr control = 0;
+};
+
+// Finds (or makes) the instrumented kernel and takes a launch number; a graph node also
+// takes a counter slot. false: counted with its reason; the caller runs the original.
+bool take_launch(const LaunchRequest& r, bool graph_node, Instrumented& out) {
   Agent& a = agent();
   const DriverApi& d = driver();
   const CUcontext ctx = d.loaded ? current_context() : nullptr;
-  CUfunction fn;
-  int params;
-  uint64_t seq;
-  int context_index;
-  CUdeviceptr control;
-  {
-    std::lock_guard lock(a.mu);
-    const auto it = a.kernel_of.find(r.kernel);
-    if (it == a.kernel_of.end()) {
-      ++a.uninstrumented["a kernel not registered through libcudart.so's __cudaRegisterFunction"];
-      return false;
-    }
-    KernelState& k = a.kernels[it->second];
-    ++k.launches;
-    if (!d.loaded) {
-      ++a.uninstrumented[d.error];
-      return false;
-    }
-    if (!ctx) {
-      ++a.uninstrumented["no CUDA context current on the launching thread"];
-      return false;
-    }
-    ContextState& cs = context_state(a, ctx, context_index);
-    if (!cs.error.empty()) {
-      ++a.uninstrumented["the ring could not be set up: " + cs.error];
-      return false;
-    }
-    fn = k.why_not.empty() ? instrumented_function(a, cs, it->second) : nullptr;
-    if (!fn) {
-      ++a.uninstrumented["kernel " + k.name + ": " + k.why_not];
-      return false;
-    }
-    ++k.instrumented;
-    params = k.params;
-    control = cs.control;
-    seq = a.launches.size();
-    a.launches.push_back({it->second, {r.grid[0], r.grid[1], r.grid[2]}, {r.block[0], r.block[1], r.block[2]},
-                          context_index, {}});
+  std::lock_guard lock(a.mu);
+  const auto it = a.kernel_of.find(r.kernel);
+  if (it == a.kernel_of.end()) {
+    ++a.uninstrumented[r.driver_api ? "a CUfunction from no module the agent saw loaded"
+                                    : "a kernel not registered through libcudart.so's __cudaRegisterFunction"];
+    return false;
   }
-  // The program's arguments, then the two the probes read.
+  KernelState& k = a.kernels[it->second];
+  ++k.launches;
+  if (!d.loaded) {
+    ++a.uninstrumented[d.error];
+    return false;
+  }
+  if (!ctx) {
+    ++a.uninstrumented["no CUDA context current on the launching thread"];
+    return false;
+  }
+  int context_index;
+  ContextState& cs = context_state(a, ctx, context_index);
+  if (!cs.error.empty()) {
+    ++a.uninstrumented["the ring could not be set up: " + cs.error];
+    return false;
+  }
+  out.fn = k.why_not.empty() ? instrumented_function(a, cs, it->second) : nullptr;
+  if (!out.fn) {
+    ++a.uninstrumented["kernel " + k.name + ": " + k.why_not];
+    return false;
+  }
+  if (graph_node && cs.tickets_used == kTicketSlots) {
+    ++a.uninstrumented["a graph kernel node beyond the " + std::to_string(kTicketSlots) +
+                       " per context whose executions the agent numbers"];
+    return false;
+  }
+  ++k.instrumented;
+  out.params = k.params;
+  out.control = cs.control;
+  out.seq = a.launches.size();
+  LaunchRow row{it->second, {r.grid[0], r.grid[1], r.grid[2]}, {r.block[0], r.block[1], r.block[2]}, context_index, {}};
+  out.word = out.seq;
+  if (graph_node) {
+    row.ticket = int64_t(cs.tickets_used++);
+    out.word = graph_node_word(out.seq, uint64_t(row.ticket));
+  }
+  a.launches.push_back(row);
+  return true;
+}
+
+// The reason counted for this thread's last instrumented launch that failed, until the
+// caller says how the original did (original_result).
+thread_local std::string t_pending_failure;
+
+// The instrumented launch or node failed: the original runs instead, counted.
+void undo_launch(const Instrumented& in, const char* what, CUresult res) {
+  Agent& a = agent();
+  std::lock_guard lock(a.mu);
+  a.launches[in.seq].failed = error_name(res);
+  --a.kernels[a.launches[in.seq].kernel].instrumented;
+  t_pending_failure = std::string("the instrumented ") + what + " failed (" + error_name(res) + "): the original ran";
+  ++a.uninstrumented[t_pending_failure];
+}
+
+// The program's arguments, then the two the probes read.
+struct Arguments {
   void* small[32];
   std::vector<void*> large;
-  void** args = small;
-  if (params + 2 > 32) {
-    large.resize(size_t(params) + 2);
-    args = large.data();
+  void** data = small;
+  Arguments(void** program, const Instrumented& in) {
+    if (in.params + 2 > 32) {
+      large.resize(size_t(in.params) + 2);
+      data = large.data();
+    }
+    for (int i = 0; i < in.params; ++i) data[i] = program[i];
+    data[in.params] = const_cast<CUdeviceptr*>(&in.control);
+    data[in.params + 1] = const_cast<uint64_t*>(&in.word);
   }
-  for (int i = 0; i < params; ++i) args[i] = r.args[i];
-  args[params] = &control;
-  args[params + 1] = &seq;
-  CUstream stream = r.stream;
+};
+
+}  // namespace
+
+void original_result(bool succeeded) {
+  if (t_pending_failure.empty()) return;
+  const std::string reason = std::move(t_pending_failure);
+  t_pending_failure.clear();
+  if (succeeded) return;
+  Agent& a = agent();
+  std::lock_guard lock(a.mu);
+  if (auto it = a.uninstrumented.find(reason); it != a.uninstrumented.end() && it->second > 0) {
+    if (--it->second == 0) a.uninstrumented.erase(it);
+    ++a.failed;
+  }
+}
+
+bool launch_instrumented(const LaunchRequest& r) {
+  t_pending_failure.clear();
+  const DriverApi& d = driver();
+  CUstream stream = r.config ? r.config->hStream : r.stream;
   if (!stream && r.per_thread_default_stream) stream = CU_STREAM_PER_THREAD;
-  const CUresult res = d.launch_kernel(fn, r.grid[0], r.grid[1], r.grid[2], r.block[0], r.block[1], r.block[2],
-                                       unsigned(r.shared_mem), stream, args, nullptr);
+  // Captured, the launch becomes a graph node that may run many times.
+  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (d.loaded && d.stream_is_capturing(stream, &capture) != CUDA_SUCCESS) capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  Instrumented in;
+  if (!take_launch(r, capture == CU_STREAM_CAPTURE_STATUS_ACTIVE, in)) return false;
+  Arguments args(r.args, in);
+  CUresult res;
+  if (r.config) {
+    CUlaunchConfig c = *r.config;  // its attributes apply to the instrumented kernel as well
+    c.hStream = stream;
+    res = d.launch_kernel_ex(&c, in.fn, args.data, nullptr);
+  } else {
+    res = d.launch_kernel(in.fn, r.grid[0], r.grid[1], r.grid[2], r.block[0], r.block[1], r.block[2],
+                          unsigned(r.shared_mem), stream, args.data, nullptr);
+  }
   if (res == CUDA_SUCCESS) return true;
   // The original launch gives the program cudart's own error (and its sticky state) when
   // the configuration is bad; when only the instrumented copy fails, the original runs.
-  std::lock_guard lock(a.mu);
-  a.launches[seq].failed = error_name(res);
-  --a.kernels[a.launches[seq].kernel].instrumented;
-  ++a.uninstrumented[std::string("the instrumented launch failed (") + error_name(res) + "): the original ran"];
+  undo_launch(in, "launch", res);
+  return false;
+}
+
+bool add_kernel_node_instrumented(CUgraphNode* node, CUgraph graph, const CUgraphNode* deps, size_t ndeps,
+                                  const LaunchRequest& r) {
+  t_pending_failure.clear();
+  Instrumented in;
+  if (!take_launch(r, true, in)) return false;
+  Arguments args(r.args, in);
+  CUDA_KERNEL_NODE_PARAMS p{};
+  p.func = in.fn;
+  p.gridDimX = r.grid[0], p.gridDimY = r.grid[1], p.gridDimZ = r.grid[2];
+  p.blockDimX = r.block[0], p.blockDimY = r.block[1], p.blockDimZ = r.block[2];
+  p.sharedMemBytes = unsigned(r.shared_mem);
+  p.kernelParams = args.data;  // copied into the node by the driver
+  const CUresult res = driver().graph_add_kernel_node(node, graph, deps, ndeps, &p);
+  if (res == CUDA_SUCCESS) return true;
+  undo_launch(in, "graph kernel node", res);
   return false;
 }
 
@@ -390,6 +580,18 @@ void save_output() {
         records.write(reinterpret_cast<const char*>(cs.records), std::streamsize(n * sizeof(DeviceRecord)));
         offset += n;
         c.update({{"records", n}, {"claimed", ctl.claimed}, {"dropped", ctl.dropped}});
+        // A graph node's counter holds a ticket per block (or thread) of every execution.
+        std::vector<uint64_t> tickets(cs.tickets_used);
+        if (!tickets.empty() &&
+            (r = d.memcpy_dtoh(tickets.data(), cs.tickets, tickets.size() * sizeof(uint64_t))) != CUDA_SUCCESS)
+          c["tickets_error"] = with_error("reading the graph nodes' counters at exit", r);
+        else
+          for (LaunchRow& l : a.launches) {
+            if (l.ticket < 0 || &a.contexts[size_t(l.context)] != &cs) continue;
+            uint64_t per = uint64_t(l.grid[0]) * l.grid[1] * l.grid[2];
+            if (a.mode == ProbeMode::kThread) per *= uint64_t(l.block[0]) * l.block[1] * l.block[2];
+            l.executions = per ? tickets[size_t(l.ticket)] / per : 0;
+          }
       }
     }
     c["clock_offset_ns"] = cs.clock_offset_ns;
@@ -399,7 +601,7 @@ void save_output() {
   records.close();
   json fatbins = json::array();
   for (const FatbinState& fb : a.fatbins)
-    fatbins.push_back({{"prepared", fb.prepared}, {"source", fb.source}, {"error", fb.error}});
+    fatbins.push_back({{"prepared", fb.prepared}, {"source", fb.source}, {"error", fb.error}, {"via", fb.via}});
   json kernels = json::array();
   for (const KernelState& k : a.kernels)
     kernels.push_back({{"name", k.name},
@@ -408,14 +610,16 @@ void save_output() {
                        {"instrumented", k.instrumented},
                        {"why_not", k.why_not}});
   json launches = json::array();
+  // [kernel, context, grid x y z, block x y z, failed, graph node executions or null]
   for (const LaunchRow& l : a.launches)
     launches.push_back({l.kernel, l.context, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2],
-                        l.failed});
+                        l.failed, l.ticket < 0 ? json(nullptr) : json(l.executions)});
   report.update({{"contexts", contexts},
                  {"fatbins", fatbins},
                  {"kernels", kernels},
                  {"launches", launches},
-                 {"uninstrumented", a.uninstrumented}});
+                 {"uninstrumented", a.uninstrumented},
+                 {"launches_failed", a.failed}});
   // Written under a temporary name and renamed, so a reader never sees half a report.
   {
     std::ofstream out(base + ".json.tmp");

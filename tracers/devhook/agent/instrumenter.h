@@ -13,21 +13,48 @@
 namespace cudatrace::devhook {
 
 struct LaunchRequest {
-  const void* kernel = nullptr;  // a host stub or a cudaKernel_t, as the program passed it
+  const void* kernel = nullptr;  // a host stub, cudaKernel_t, CUfunction or CUkernel, as passed
   unsigned grid[3] = {1, 1, 1};
   unsigned block[3] = {1, 1, 1};
   size_t shared_mem = 0;
   CUstream stream = nullptr;
   void** args = nullptr;
   bool per_thread_default_stream = false;  // a _ptsz entry point: stream 0 is the thread's own
+  const CUlaunchConfig* config = nullptr;  // cuLaunchKernelEx's: launched with its attributes
+  bool driver_api = false;                 // came through a cuLaunchKernel* export
 };
 
 void on_fatbin(void** handle, const void* fatbin);
 void on_function(void** handle, const void* host_stub, const char* device_function);
 void on_kernel_handle(const void* kernel, const void* host_stub);
 
+// Modules loaded through the driver API (cuModuleLoadData/Ex, cuModuleLoad,
+// cuModuleLoadFatBinary, cuLibraryLoadData): the image is PTX text, a fatbin or a cubin.
+// Read now (the program may free it once loaded) and rewritten for the current context's GPU.
+void on_module_loaded(const void* module, const void* image, const char* via);
+// cuModuleGetFunction / cuLibraryGetKernel: `function` is `name` in that module or library.
+void on_module_function(const void* function, const void* module, const char* name);
+// cuKernelGetFunction: another handle of the same kernel.
+void on_kernel_alias(const void* alias, const void* kernel);
+// cuModuleUnload / cuLibraryUnload: its handles may be reused for something else.
+void on_module_unloaded(const void* module);
+
 // true: the instrumented kernel is on its way. false: the caller must run the original.
+// A launch into a capturing stream becomes a graph kernel node whose every execution is
+// numbered on the GPU (ptx_rewrite.cpp).
 bool launch_instrumented(const LaunchRequest& r);
+
+// cudaGraphAddKernelNode's node, made with the instrumented kernel (the request's stream,
+// config and per_thread_default_stream are unused). true: *node is made. false: the
+// caller must add the original node.
+bool add_kernel_node_instrumented(CUgraphNode* node, CUgraph graph, const CUgraphNode* deps, size_t ndeps,
+                                  const LaunchRequest& r);
+
+// After launch_instrumented() or add_kernel_node_instrumented() said false, the caller ran
+// the original and says whether it worked. When the instrumented copy had failed and the
+// original fails too (a bad configuration), nothing ran: the launch is counted as failed,
+// not as one the device layer missed.
+void original_result(bool succeeded);
 
 // A launch that reached the agent on a path it does not instrument.
 void count_uninstrumented(const char* reason);
