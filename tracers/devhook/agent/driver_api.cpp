@@ -38,11 +38,15 @@ DriverApi load() {
                    find(lib, "cuMemHostGetDevicePointer_v2", d.mem_host_get_device_pointer) &&
                    find(lib, "cuStreamCreate", d.stream_create) &&
                    find(lib, "cuStreamSynchronize", d.stream_synchronize) &&
-                   find(lib, "cuGetErrorName", d.get_error_name) && find(lib, "cuMemsetD8_v2", d.memset_d8) &&
+                   find(lib, "cuGetErrorName", d.get_error_name) &&
                    find(lib, "cuStreamIsCapturing", d.stream_is_capturing) &&
+                   find(lib, "cuMemcpyHtoDAsync_v2", d.memcpy_htod_async) &&
+                   find(lib, "cuMemsetD8Async", d.memset_d8_async) &&
                    find(lib, "cuThreadExchangeStreamCaptureMode", d.exchange_capture_mode) &&
                    find(lib, "cuGraphAddKernelNode_v2", d.graph_add_kernel_node) &&
-                   find(lib, "cuLaunchKernelEx", d.launch_kernel_ex);
+                   find(lib, "cuLaunchKernelEx", d.launch_kernel_ex) &&
+                   find(lib, "cuDevicePrimaryCtxRetain", d.primary_retain) &&
+                   find(lib, "cuDevicePrimaryCtxRelease_v2", d.primary_release);
   if (!all) {
     d.error = "libcuda.so.1 lacks a driver function the agent needs (driver older than CUDA 12?)";
     return d;

@@ -25,11 +25,14 @@ struct DriverApi {
   decltype(&::cuStreamCreate) stream_create;
   decltype(&::cuStreamSynchronize) stream_synchronize;
   decltype(&::cuGetErrorName) get_error_name;
-  decltype(&::cuMemsetD8_v2) memset_d8;
   decltype(&::cuStreamIsCapturing) stream_is_capturing;
+  decltype(&::cuMemcpyHtoDAsync_v2) memcpy_htod_async;
+  decltype(&::cuMemsetD8Async) memset_d8_async;
   decltype(&::cuThreadExchangeStreamCaptureMode) exchange_capture_mode;
   decltype(&::cuGraphAddKernelNode_v2) graph_add_kernel_node;
   decltype(&::cuLaunchKernelEx) launch_kernel_ex;
+  decltype(&::cuDevicePrimaryCtxRetain) primary_retain;
+  decltype(&::cuDevicePrimaryCtxRelease_v2) primary_release;
 };
 
 // Loaded once; check .loaded.

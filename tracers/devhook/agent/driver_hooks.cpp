@@ -1,6 +1,6 @@
 // The driver entry points the agent takes over, by exporting libcuda's names: module loads
-// (to read each image's PTX), the lookups that name a kernel in a module or library, and
-// the driver's launch calls. This is how JIT compilers, NVRTC users and Python launchers
+// (to read each image's PTX), the lookups that name a kernel in a module or library, the
+// driver's launch calls, and the calls that destroy a context (its ring is read first). This is how JIT compilers, NVRTC users and Python launchers
 // load and run code, with or without cudart, shared or static.
 //
 // What it reaches: calls a program or library makes to these functions by name (linked
@@ -20,12 +20,21 @@
 
 using namespace cudatrace::devhook;
 
+// cuda.h makes these names macros for their _v2 forms; libcuda exports both, and programs
+// built against older headers call the first ones.
+#undef cuCtxDestroy
+#undef cuDevicePrimaryCtxRelease
+#undef cuDevicePrimaryCtxReset
+
 extern "C" {
 CUresult cuLaunchKernel_ptsz(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
                              void**, void**);
 CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig*, CUfunction, void**, void**);
 CUresult cuLaunchCooperativeKernel_ptsz(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                                         CUstream, void**);
+CUresult cuCtxDestroy(CUcontext);
+CUresult cuDevicePrimaryCtxRelease(CUdevice);
+CUresult cuDevicePrimaryCtxReset(CUdevice);
 }
 
 namespace {
@@ -203,6 +212,41 @@ CUresult cuLaunchKernelEx(const CUlaunchConfig* c, CUfunction f, void** params, 
 CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* c, CUfunction f, void** params, void** extra) {
   static const auto fn = real<LaunchExFn>("cuLaunchKernelEx_ptsz");
   return launch_ex(fn, true, c, f, params, extra);
+}
+
+// A context about to go: its ring is read first (instrumenter.h). Both the names cuda.h
+// selects (_v2) and the older ones are exported by libcuda, so both are taken over.
+CUresult cuCtxDestroy_v2(CUcontext ctx) {
+  static const auto fn = real<CUresult (*)(CUcontext)>("cuCtxDestroy_v2");
+  before_context_destroyed(ctx);
+  return fn(ctx);
+}
+CUresult cuCtxDestroy(CUcontext ctx) {
+  static const auto fn = real<CUresult (*)(CUcontext)>("cuCtxDestroy");
+  before_context_destroyed(ctx);
+  return fn(ctx);
+}
+// A release may leave the context alive (other retains): reading it early then only means
+// that later launches in it use a new ring.
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
+  static const auto fn = real<CUresult (*)(CUdevice)>("cuDevicePrimaryCtxRelease_v2");
+  before_primary_context_released(dev);
+  return fn(dev);
+}
+CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
+  static const auto fn = real<CUresult (*)(CUdevice)>("cuDevicePrimaryCtxRelease");
+  before_primary_context_released(dev);
+  return fn(dev);
+}
+CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) {
+  static const auto fn = real<CUresult (*)(CUdevice)>("cuDevicePrimaryCtxReset_v2");
+  before_primary_context_released(dev);
+  return fn(dev);
+}
+CUresult cuDevicePrimaryCtxReset(CUdevice dev) {
+  static const auto fn = real<CUresult (*)(CUdevice)>("cuDevicePrimaryCtxReset");
+  before_primary_context_released(dev);
+  return fn(dev);
 }
 
 // Cooperative launches run unchanged (grid-wide sync needs the original's residency), counted.

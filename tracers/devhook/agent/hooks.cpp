@@ -139,6 +139,13 @@ cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* c, const void* f,
   return launch_ex(fn, true, c, f, a);
 }
 
+// The device's primary context goes: its ring is read first.
+cudaError_t cudaDeviceReset() {
+  static const auto fn = real<cudaError_t (*)()>("cudaDeviceReset");
+  before_primary_context_released(-1);
+  return fn();
+}
+
 // A graph built node by node: its kernel nodes run the instrumented kernel, each
 // execution numbered like a captured launch's.
 cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* deps, size_t ndeps,

@@ -62,6 +62,13 @@ struct ContextState {
   int64_t clock_uncertainty_ns = -1;
   CUdeviceptr tickets = 0;                 // graph nodes' execution counters
   uint64_t tickets_used = 0;
+  CUdevice device = -1;
+  bool primary = false;                    // the device's primary context (cudart's)
+  // Read once, before the context goes or at exit (collect()).
+  bool collected = false;
+  std::string collect_error;
+  RingControl control_read{};
+  std::vector<DeviceRecord> kept;
 };
 
 struct LaunchRow {
@@ -121,6 +128,12 @@ void set_up(Agent& a, ContextState& cs) {
     return;
   }
   cs.arch = major * 10 + minor;
+  cs.device = dev;
+  CUcontext primary = nullptr;  // learnt by a retain and a release, which leave its count as it was
+  if (d.primary_retain(&primary, dev) == CUDA_SUCCESS) {
+    cs.primary = primary == cs.ctx;
+    d.primary_release(dev);
+  }
   void* host = nullptr;
   const size_t bytes = a.capacity * sizeof(DeviceRecord);
   if ((r = d.mem_host_alloc(&host, bytes, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE)) != CUDA_SUCCESS) {
@@ -138,14 +151,20 @@ void set_up(Agent& a, ContextState& cs) {
     cs.error = with_error("cuMemAlloc of the ring's control block", r);
     return;
   }
-  if ((r = d.mem_alloc(&cs.tickets, kTicketSlots * sizeof(uint64_t))) != CUDA_SUCCESS ||
-      (r = d.memset_d8(cs.tickets, 0, kTicketSlots * sizeof(uint64_t))) != CUDA_SUCCESS) {
+  if ((r = d.mem_alloc(&cs.tickets, kTicketSlots * sizeof(uint64_t))) != CUDA_SUCCESS) {
     cs.error = with_error("cuMemAlloc of the graph nodes' counters", r);
     return;
   }
+  // Written on a stream of the agent's own that does not synchronise with the legacy one:
+  // a plain cuMemcpyHtoD or cuMemsetD8 would, and so join (and break) a capture that the
+  // program has in progress on a blocking stream.
+  CUstream stream = nullptr;
   const RingControl c{0, 0, a.capacity, uint64_t(mapped), uint64_t(cs.tickets), kTicketSlots};
-  if ((r = d.memcpy_htod(cs.control, &c, sizeof c)) != CUDA_SUCCESS) {
-    cs.error = with_error("cuMemcpyHtoD of the ring's control block", r);
+  if ((r = d.stream_create(&stream, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS ||
+      (r = d.memset_d8_async(cs.tickets, 0, kTicketSlots * sizeof(uint64_t), stream)) != CUDA_SUCCESS ||
+      (r = d.memcpy_htod_async(cs.control, &c, sizeof c, stream)) != CUDA_SUCCESS ||
+      (r = d.stream_synchronize(stream)) != CUDA_SUCCESS) {
+    cs.error = with_error("initialising the ring's control block and counters", r);
     return;
   }
   // cudart is initialised by now and has registered its own exit handler; ours, registered
@@ -301,6 +320,37 @@ CUfunction instrumented_function(Agent& a, ContextState& cs, int kernel) {
   return fn;
 }
 
+// Reads a context's ring, control block and graph counters into cs, once. Under the lock.
+void collect(Agent& a, ContextState& cs) {
+  if (cs.collected || !cs.error.empty()) return;
+  cs.collected = true;
+  const DriverApi& d = driver();
+  CUcontext previous = nullptr;
+  d.ctx_get_current(&previous);
+  CUresult r = d.ctx_set_current(cs.ctx);
+  if (r == CUDA_SUCCESS) r = d.ctx_synchronize();
+  if (r == CUDA_SUCCESS) r = d.memcpy_dtoh(&cs.control_read, cs.control, sizeof cs.control_read);
+  if (r != CUDA_SUCCESS) {
+    cs.collect_error = with_error("reading the ring (was the context destroyed where the agent could not see it?)", r);
+  } else {
+    const uint64_t n = std::min(cs.control_read.claimed, cs.control_read.capacity);
+    cs.kept.assign(cs.records, cs.records + n);
+    // A graph node's counter holds a ticket per block (or thread) of every execution.
+    std::vector<uint64_t> tickets(cs.tickets_used);
+    if (!tickets.empty() &&
+        (r = d.memcpy_dtoh(tickets.data(), cs.tickets, tickets.size() * sizeof(uint64_t))) != CUDA_SUCCESS)
+      cs.collect_error = with_error("reading the graph nodes' counters", r);
+    else
+      for (LaunchRow& l : a.launches) {
+        if (l.ticket < 0 || &a.contexts[size_t(l.context)] != &cs) continue;
+        uint64_t per = uint64_t(l.grid[0]) * l.grid[1] * l.grid[2];
+        if (a.mode == ProbeMode::kThread) per *= uint64_t(l.block[0]) * l.block[1] * l.block[2];
+        l.executions = per ? tickets[size_t(l.ticket)] / per : 0;
+      }
+  }
+  if (previous != cs.ctx) d.ctx_set_current(previous);
+}
+
 ContextState& context_state(Agent& a, CUcontext ctx, int& index) {
   for (size_t i = 0; i < a.contexts.size(); ++i)
     if (a.contexts[i].ctx == ctx) {
@@ -388,6 +438,31 @@ void on_module_unloaded(const void* module) {
   const int image = fb->second;
   a.fatbin_of_module.erase(fb);
   std::erase_if(a.kernel_of, [&](const auto& kv) { return a.kernels[size_t(kv.second)].fatbin == image; });
+}
+
+void before_context_destroyed(CUcontext ctx) {
+  Agent& a = agent();
+  if (!ctx || !driver().loaded) return;
+  std::lock_guard lock(a.mu);
+  for (ContextState& cs : a.contexts)
+    if (cs.ctx == ctx && !cs.collected) {
+      collect(a, cs);
+      cs.ctx = nullptr;  // a context made later, even at this address, gets its own ring
+    }
+}
+
+void before_primary_context_released(int device) {
+  Agent& a = agent();
+  const DriverApi& d = driver();
+  if (!d.loaded) return;
+  CUdevice dev = device;
+  if (device < 0 && d.ctx_get_device(&dev) != CUDA_SUCCESS) return;
+  std::lock_guard lock(a.mu);
+  for (ContextState& cs : a.contexts)
+    if (cs.primary && cs.device == dev && cs.ctx && !cs.collected) {
+      collect(a, cs);
+      cs.ctx = nullptr;
+    }
 }
 
 void count_uninstrumented(const char* reason) {
@@ -565,34 +640,17 @@ void save_output() {
   uint64_t offset = 0;
   for (ContextState& cs : a.contexts) {
     json c = {{"arch", cs.arch}, {"first_record", offset}};
+    collect(a, cs);
     if (!cs.error.empty()) {
       c["error"] = cs.error;
+    } else if (cs.kept.empty() && !cs.collect_error.empty()) {
+      c["error"] = cs.collect_error;
     } else {
-      const DriverApi& d = driver();
-      RingControl ctl{};
-      CUresult r = d.ctx_set_current(cs.ctx);
-      if (r == CUDA_SUCCESS) r = d.ctx_synchronize();
-      if (r == CUDA_SUCCESS) r = d.memcpy_dtoh(&ctl, cs.control, sizeof ctl);
-      if (r != CUDA_SUCCESS) {
-        c["error"] = with_error("reading the ring at exit (was the context destroyed, e.g. by cudaDeviceReset?)", r);
-      } else {
-        const uint64_t n = std::min(ctl.claimed, ctl.capacity);
-        records.write(reinterpret_cast<const char*>(cs.records), std::streamsize(n * sizeof(DeviceRecord)));
-        offset += n;
-        c.update({{"records", n}, {"claimed", ctl.claimed}, {"dropped", ctl.dropped}});
-        // A graph node's counter holds a ticket per block (or thread) of every execution.
-        std::vector<uint64_t> tickets(cs.tickets_used);
-        if (!tickets.empty() &&
-            (r = d.memcpy_dtoh(tickets.data(), cs.tickets, tickets.size() * sizeof(uint64_t))) != CUDA_SUCCESS)
-          c["tickets_error"] = with_error("reading the graph nodes' counters at exit", r);
-        else
-          for (LaunchRow& l : a.launches) {
-            if (l.ticket < 0 || &a.contexts[size_t(l.context)] != &cs) continue;
-            uint64_t per = uint64_t(l.grid[0]) * l.grid[1] * l.grid[2];
-            if (a.mode == ProbeMode::kThread) per *= uint64_t(l.block[0]) * l.block[1] * l.block[2];
-            l.executions = per ? tickets[size_t(l.ticket)] / per : 0;
-          }
-      }
+      const RingControl& ctl = cs.control_read;
+      records.write(reinterpret_cast<const char*>(cs.kept.data()), std::streamsize(cs.kept.size() * sizeof(DeviceRecord)));
+      offset += cs.kept.size();
+      c.update({{"records", cs.kept.size()}, {"claimed", ctl.claimed}, {"dropped", ctl.dropped}});
+      if (!cs.collect_error.empty()) c["tickets_error"] = cs.collect_error;
     }
     c["clock_offset_ns"] = cs.clock_offset_ns;
     c["clock_uncertainty_ns"] = cs.calibrated ? json(cs.clock_uncertainty_ns) : json(nullptr);

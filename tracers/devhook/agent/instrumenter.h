@@ -59,6 +59,13 @@ void original_result(bool succeeded);
 // A launch that reached the agent on a path it does not instrument.
 void count_uninstrumented(const char* reason);
 
+// A context is about to go (cuCtxDestroy; cuDevicePrimaryCtxRelease or Reset, and
+// cudaDeviceReset, for a device's primary context): its ring and counters are read now,
+// while they exist, and a later context gets a ring of its own. `device` < 0: the device
+// of the current context.
+void before_context_destroyed(CUcontext ctx);
+void before_primary_context_released(int device);
+
 // Waits for the GPU, saves the ring and writes the agent's report. Runs once.
 void save_output();
 
