@@ -88,6 +88,11 @@ class ElfFd {
     }
     return missing == 0;
   }
+  bool has_section(const char* name) const {
+    for (size_t i = 0; i < shdrs_.size(); ++i)
+      if (shdrs_[i].sh_size > 0 && section_name(i) == name) return true;
+    return false;
+  }
   static std::string c_string_at(const std::string& table, uint64_t index) {
     if (index >= table.size()) return {};
     return std::string(table.c_str() + index, strnlen(table.c_str() + index, table.size() - index));
@@ -273,6 +278,11 @@ uint64_t symbol_value(const std::filesystem::path& elf, std::string_view name) {
 bool section_contains(int fd, const char* section, const std::vector<std::string_view>& needles) {
   ElfFd elf(fd);
   return elf.ok() && elf.section_contains(section, needles);
+}
+
+bool has_section(int fd, const char* section) {
+  ElfFd elf(fd);
+  return elf.ok() && elf.has_section(section);
 }
 
 std::string read_elf_bytes(const std::filesystem::path& elf) {

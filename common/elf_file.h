@@ -56,6 +56,8 @@ uint64_t symbol_value(const std::filesystem::path& elf, std::string_view name);
 
 // Whether section `section` (".rodata") of the ELF file holds every one of `needles`.
 bool section_contains(int fd, const char* section, const std::vector<std::string_view>& needles);
+// Whether the file has a non-empty section of that name (e.g. ".nv_fatbin": CUDA kernels).
+bool has_section(int fd, const char* section);
 
 // The NUL-terminated string at virtual address `vaddr` of the file (any loadable segment);
 // empty when there is none. The _of form works on bytes read once with read_elf_bytes.

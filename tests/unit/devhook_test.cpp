@@ -423,3 +423,33 @@ TEST(DevhookAgent, PreloadedIntoAWorkloadChangesNothingAndAccountsForEveryLaunch
   }
   fs::remove_all(dir);
 }
+
+// A library with a cudart of its own (privatert's, as cuBLAS has): its kernels never reach
+// the agent. The agent names it in its report, and the device layer says what it misses
+// there instead of a clean zero. No GPU needed: the report is written at exit either way.
+TEST(DevhookAgent, NamesALibraryWithACudartOfItsOwn) {
+  const std::string workload = std::string(CUDATRACE_WORKLOAD_DIR) + "/privatert.shared";
+  const fs::path dir = testsupport::temp_dir("devhook-privatert");
+  const auto traced = testsupport::run_command(std::string(kOutDirEnv) + "=" + dir.string() + " LD_PRELOAD=" +
+                                               CUDATRACE_DEVHOOK_AGENT + " " + ledger::kEnvVar + "=" +
+                                               (dir / "traced.jsonl").string() + " " + workload);
+  int64_t pid = -1;
+  json rep;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    std::smatch m;
+    const std::string name = e.path().filename().string();
+    if (std::regex_match(name, m, std::regex(R"(devhook\.(\d+)\.json)"))) {
+      pid = std::stoll(m[1]);
+      rep = json::parse(slurp(e.path()));
+    }
+  }
+  ASSERT_GT(pid, 0) << traced.output;
+  ASSERT_EQ(rep["private_cudart"].size(), 1u) << rep.dump();
+  EXPECT_EQ(fs::path(rep["private_cudart"][0].get<std::string>()).filename(), "libprivatert.so");
+  const TracerReport r = convert_devhook_output(dir, dir / "events.jsonl", "shared", pid);
+  const std::string why = r.unobserved.count("device") ? r.unobserved.at("device")
+                          : r.partly_unobserved.count("device") ? r.partly_unobserved.at("device")
+                                                                : "";
+  EXPECT_NE(why.find("libprivatert.so never reach the agent"), std::string::npos) << why;
+  fs::remove_all(dir);
+}

@@ -2,6 +2,9 @@
 
 #include "common/elf_file.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
 
@@ -52,4 +55,21 @@ TEST(ElfFile, NotAnElfHasNoSymbolsAndSaysWhy) {
   std::string error;
   EXPECT_TRUE(function_symbols(CUDATRACE_SCHEMA_FILE, true, error).empty());
   EXPECT_FALSE(error.empty());
+}
+
+// What devhook's agent asks of each library it finds loaded: kernels (a .nv_fatbin) and a
+// cudart of its own (error names and the libcuda.so.1 it opens, in .rodata).
+TEST(ElfFile, PrivateCudartLibraryHasKernelsAndCudartStrings) {
+  auto check = [](const std::string& file, bool fatbin, bool cudart_strings) {
+    const int fd = open(file.c_str(), O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0) << file;
+    EXPECT_EQ(has_section(fd, ".nv_fatbin"), fatbin) << file;
+    EXPECT_EQ(section_contains(fd, ".rodata", {"cudaErrorMissingConfiguration", "libcuda.so.1"}), cudart_strings)
+        << file;
+    close(fd);
+  };
+  const std::string dir = CUDATRACE_WORKLOAD_DIR;
+  check(dir + "/libprivatert.so", true, true);
+  check(dir + "/vecadd.shared", true, false);
+  check(CUDATRACE_SCHEMA_FILE, false, false);  // not an ELF file
 }

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <regex>
+#include <set>
 #include <tuple>
 #include <unordered_map>
 
@@ -54,6 +55,7 @@ struct Totals {
   int64_t launches = 0, launches_instrumented = 0, fatbins = 0, driver_images = 0;
   int64_t graph_nodes = 0, graph_executions = 0, launches_failed = 0;
   std::map<std::string, int64_t> uninstrumented;  // reason -> launches, over every process
+  std::set<std::string> private_cudart;           // objects with a cudart of their own
 };
 
 // One process's report and ring -> events.
@@ -70,6 +72,7 @@ void convert_process(const json& rep, const fs::path& records_file, EventWriter&
     t.launches_instrumented += k.value("instrumented", 0);
   }
   t.launches_failed += rep.value("launches_failed", int64_t(0));
+  for (const auto& path : rep.value("private_cudart", json::array())) t.private_cudart.insert(path.get<std::string>());
   const json unchanged = rep.value("uninstrumented", json::object());
   for (const auto& [reason, n] : unchanged.items()) t.uninstrumented[reason] += n.get<int64_t>();
   for (const auto& l : launches)
@@ -214,15 +217,32 @@ TracerReport convert_devhook_output(const fs::path& dir, const fs::path& events_
   notes["coverage"] = {{"launches_seen", seen},
                        {"launches_instrumented", t.launches_instrumented},
                        {"launches_failed", t.launches_failed}};  // bad configurations: nothing ran
+  // Launches that never reach the agent: those of a cudart linked into a library.
+  std::string unseen;
+  if (!t.private_cudart.empty()) {
+    notes["private_cudart"] = t.private_cudart;
+    size_t shown = 0;
+    for (const auto& path : t.private_cudart) {
+      if (shown++ == 3) break;
+      unseen += (unseen.empty() ? "" : ", ") + fs::path(path).filename().string();
+    }
+    if (t.private_cudart.size() > 3) unseen += " and " + std::to_string(t.private_cudart.size() - 3) + " more";
+    unseen = "kernels of the cudart linked into " + unseen + " never reach the agent (not counted)";
+  }
+  notes["coverage"]["unseen"] = unseen;
   if (seen > 0 && t.launches_instrumented == 0) {
     report.unobserved[layer::kDevice] = "none of " + std::to_string(seen) + " launches could be instrumented: " +
-                                        top_reasons(t.uninstrumented);
+                                        top_reasons(t.uninstrumented) + (unseen.empty() ? "" : "; " + unseen);
   } else if (t.launches_instrumented > 0) {
     report.layers = {layer::kDevice};
+    std::string partly;
     if (unchanged > 0)
-      report.partly_unobserved[layer::kDevice] = std::to_string(t.launches_instrumented) + " of " +
-                                                 std::to_string(seen) + " launches instrumented; ran unchanged: " +
-                                                 top_reasons(t.uninstrumented);
+      partly = std::to_string(t.launches_instrumented) + " of " + std::to_string(seen) +
+               " launches instrumented; ran unchanged: " + top_reasons(t.uninstrumented);
+    if (!unseen.empty()) partly += (partly.empty() ? "" : "; ") + unseen;
+    if (!partly.empty()) report.partly_unobserved[layer::kDevice] = partly;
+  } else if (!unseen.empty() && cudart != "static") {
+    report.unobserved[layer::kDevice] = unseen;
   } else if (t.fatbins > 0 || t.driver_images > 0) {
     report.layers = {layer::kDevice};  // code was loaded, nothing launched: an empty layer is the truth
   } else {
@@ -231,8 +251,8 @@ TracerReport convert_devhook_output(const fs::path& dir, const fs::path& events_
                              "the preloaded agent cannot reach (devhook needs -cudart shared), and no module was "
                              "loaded through the driver API by name"
                            : "no fatbin was registered through libcudart.so and no module loaded through a driver "
-                             "call the agent exports (the program made no kernels, or reached the driver through "
-                             "cuGetProcAddress or dlsym)";
+                             "call the agent exports (the program made no kernels, or reached cudart or the driver "
+                             "through dlsym or cuGetProcAddress)";
   }
   if (main_pid > 0 && !main_reported && report.error.empty())
     report.error = "the devhook agent wrote no report for pid " + std::to_string(main_pid) +

@@ -1,6 +1,8 @@
 #include "tracers/devhook/agent/instrumenter.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <link.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/clock.h"
+#include "common/elf_file.h"
 #include "tracers/devhook/agent/driver_api.h"
 #include "tracers/devhook/device_record.h"
 #include "tracers/devhook/fatbin.h"
@@ -625,6 +628,39 @@ bool add_kernel_node_instrumented(CUgraphNode* node, CUgraph graph, const CUgrap
   return false;
 }
 
+namespace {
+
+// The loaded libraries that carry kernels and a cudart of their own (linked in statically:
+// its error names and the libcuda.so.1 it opens are in their .rodata, with or without
+// symbols, as the uprobe method tells them). Kernels they register and launch never reach
+// the agent, so the report names them: what the device layer misses there is not counted.
+std::vector<std::string> objects_with_a_cudart_inside() {
+  std::vector<std::string> paths;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* out) {
+        // The program itself (no name) is left out: the harness knows how it links cudart
+        // and says so when it is static.
+        const std::string path = info->dlpi_name ? info->dlpi_name : "";
+        if (path.empty()) return 0;
+        const std::string base = path.substr(path.rfind('/') + 1);
+        if (base.rfind("libcudart.so", 0) == 0 || base.rfind("libcuda.so", 0) == 0 ||
+            base.rfind("libcudatrace_", 0) == 0 || base.rfind("linux-vdso", 0) == 0)
+          return 0;
+        const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) return 0;
+        // Only one that has kernels (a .nv_fatbin) hides launches from the agent.
+        if (cudatrace::has_section(fd, ".nv_fatbin") &&
+            cudatrace::section_contains(fd, ".rodata", {"cudaErrorMissingConfiguration", "libcuda.so.1"}))
+          static_cast<std::vector<std::string>*>(out)->push_back(path);
+        close(fd);
+        return 0;
+      },
+      &paths);
+  return paths;
+}
+
+}  // namespace
+
 void save_output() {
   Agent& a = agent();
   std::lock_guard lock(a.mu);
@@ -677,6 +713,7 @@ void save_output() {
                  {"kernels", kernels},
                  {"launches", launches},
                  {"uninstrumented", a.uninstrumented},
+                 {"private_cudart", objects_with_a_cudart_inside()},
                  {"launches_failed", a.failed}});
   // Written under a temporary name and renamed, so a reader never sees half a report.
   {
