@@ -106,12 +106,17 @@ bool has_bpf_caps() {
   return false;
 }
 
+// The first non-empty line the program prints.
 std::string first_line_of(const std::vector<std::string>& argv) {
   std::string out = spawn_and_wait(argv, true, 4096).output;
+  out.erase(0, out.find_first_not_of("\r\n"));
   out = out.substr(0, out.find('\n'));
   while (!out.empty() && out.back() == '\r') out.pop_back();
   return out;
 }
+
+// How a tool prints its version: `-V` (strace, bpftrace); nvidia-smi has no `-V`.
+const char* version_flag(const std::string& tool) { return tool == "nvidia-smi" || tool == "nsys" ? "--version" : "-V"; }
 
 std::string os_release() {
   std::ifstream f("/etc/os-release");
@@ -200,7 +205,7 @@ nlohmann::json environment_manifest(const HostFacts& host, const std::vector<std
     auto path = find_on_path(tool);
     tools[tool] = path.empty() ? nlohmann::json(nullptr)
                                : nlohmann::json{{"path", path.string()},
-                                                {"version", first_line_of({path.string(), "-V"})}};
+                                                {"version", first_line_of({path.string(), version_flag(tool)})}};
   }
   char hostname[256] = {};
   gethostname(hostname, sizeof hostname - 1);
