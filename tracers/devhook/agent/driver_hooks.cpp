@@ -215,39 +215,22 @@ CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* c, CUfunction f, void** par
 }
 
 // A context about to go: its ring is read first (instrumenter.h). Both the names cuda.h
-// selects (_v2) and the older ones are exported by libcuda, so both are taken over.
-CUresult cuCtxDestroy_v2(CUcontext ctx) {
-  static const auto fn = real<CUresult (*)(CUcontext)>("cuCtxDestroy_v2");
-  before_context_destroyed(ctx);
-  return fn(ctx);
-}
-CUresult cuCtxDestroy(CUcontext ctx) {
-  static const auto fn = real<CUresult (*)(CUcontext)>("cuCtxDestroy");
-  before_context_destroyed(ctx);
-  return fn(ctx);
-}
-// A release may leave the context alive (other retains): reading it early then only means
-// that later launches in it use a new ring.
-CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
-  static const auto fn = real<CUresult (*)(CUdevice)>("cuDevicePrimaryCtxRelease_v2");
-  before_primary_context_released(dev);
-  return fn(dev);
-}
-CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
-  static const auto fn = real<CUresult (*)(CUdevice)>("cuDevicePrimaryCtxRelease");
-  before_primary_context_released(dev);
-  return fn(dev);
-}
-CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) {
-  static const auto fn = real<CUresult (*)(CUdevice)>("cuDevicePrimaryCtxReset_v2");
-  before_primary_context_released(dev);
-  return fn(dev);
-}
-CUresult cuDevicePrimaryCtxReset(CUdevice dev) {
-  static const auto fn = real<CUresult (*)(CUdevice)>("cuDevicePrimaryCtxReset");
-  before_primary_context_released(dev);
-  return fn(dev);
-}
+// selects (_v2) and the older ones are exported by libcuda, so both are taken over. A
+// primary context's release may leave it alive (other retains): reading it early then only
+// means that later launches in it use a new ring.
+#define CUDATRACE_BEFORE_CONTEXT_GOES(NAME, ARG, NOTE)             \
+  CUresult NAME(ARG x) {                                            \
+    static const auto fn = real<CUresult (*)(ARG)>(#NAME);          \
+    NOTE(x);                                                        \
+    return fn(x);                                                   \
+  }
+CUDATRACE_BEFORE_CONTEXT_GOES(cuCtxDestroy_v2, CUcontext, before_context_destroyed)
+CUDATRACE_BEFORE_CONTEXT_GOES(cuCtxDestroy, CUcontext, before_context_destroyed)
+CUDATRACE_BEFORE_CONTEXT_GOES(cuDevicePrimaryCtxRelease_v2, CUdevice, before_primary_context_released)
+CUDATRACE_BEFORE_CONTEXT_GOES(cuDevicePrimaryCtxRelease, CUdevice, before_primary_context_released)
+CUDATRACE_BEFORE_CONTEXT_GOES(cuDevicePrimaryCtxReset_v2, CUdevice, before_primary_context_released)
+CUDATRACE_BEFORE_CONTEXT_GOES(cuDevicePrimaryCtxReset, CUdevice, before_primary_context_released)
+#undef CUDATRACE_BEFORE_CONTEXT_GOES
 
 // Cooperative launches run unchanged (grid-wide sync needs the original's residency), counted.
 CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,

@@ -65,6 +65,7 @@ struct ContextState {
   int64_t clock_uncertainty_ns = -1;
   CUdeviceptr tickets = 0;                 // graph nodes' execution counters
   uint64_t tickets_used = 0;
+  CUstream stream = nullptr;               // the agent's own, non-blocking: set-up and the clock kernel
   CUdevice device = -1;
   bool primary = false;                    // the device's primary context (cudart's)
   // Read once, before the context goes or at exit (collect()).
@@ -161,12 +162,11 @@ void set_up(Agent& a, ContextState& cs) {
   // Written on a stream of the agent's own that does not synchronise with the legacy one:
   // a plain cuMemcpyHtoD or cuMemsetD8 would, and so join (and break) a capture that the
   // program has in progress on a blocking stream.
-  CUstream stream = nullptr;
   const RingControl c{0, 0, a.capacity, uint64_t(mapped), uint64_t(cs.tickets), kTicketSlots};
-  if ((r = d.stream_create(&stream, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS ||
-      (r = d.memset_d8_async(cs.tickets, 0, kTicketSlots * sizeof(uint64_t), stream)) != CUDA_SUCCESS ||
-      (r = d.memcpy_htod_async(cs.control, &c, sizeof c, stream)) != CUDA_SUCCESS ||
-      (r = d.stream_synchronize(stream)) != CUDA_SUCCESS) {
+  if ((r = d.stream_create(&cs.stream, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS ||
+      (r = d.memset_d8_async(cs.tickets, 0, kTicketSlots * sizeof(uint64_t), cs.stream)) != CUDA_SUCCESS ||
+      (r = d.memcpy_htod_async(cs.control, &c, sizeof c, cs.stream)) != CUDA_SUCCESS ||
+      (r = d.stream_synchronize(cs.stream)) != CUDA_SUCCESS) {
     cs.error = with_error("initialising the ring's control block and counters", r);
     return;
   }
@@ -180,11 +180,9 @@ void set_up(Agent& a, ContextState& cs) {
 void calibrate(ContextState& cs, CUmodule module) {
   const DriverApi& d = driver();
   CUfunction clock_fn;
-  CUstream stream;
   void* slot = nullptr;
   CUdeviceptr slot_dev = 0;
   if (d.module_get_function(&clock_fn, module, kClockKernel) != CUDA_SUCCESS ||
-      d.stream_create(&stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS ||
       d.mem_host_alloc(&slot, 64, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE) != CUDA_SUCCESS ||
       d.mem_host_get_device_pointer(&slot_dev, slot, 0) != CUDA_SUCCESS)
     return;
@@ -192,8 +190,8 @@ void calibrate(ContextState& cs, CUmodule module) {
   for (int i = 0; i < 7; ++i) {
     void* args[] = {&slot_dev};
     const int64_t t0 = monotonic_ns();
-    if (d.launch_kernel(clock_fn, 1, 1, 1, 1, 1, 1, 0, stream, args, nullptr) != CUDA_SUCCESS ||
-        d.stream_synchronize(stream) != CUDA_SUCCESS) {
+    if (d.launch_kernel(clock_fn, 1, 1, 1, 1, 1, 1, 0, cs.stream, args, nullptr) != CUDA_SUCCESS ||
+        d.stream_synchronize(cs.stream) != CUDA_SUCCESS) {
       cs.calibrated = false;
       return;
     }
@@ -234,8 +232,11 @@ void prepare_fatbin(FatbinState& fb, const void* image, int arch, ProbeMode mode
 // PTX a program hands the driver is a NUL-terminated string; past this, it is not PTX.
 constexpr size_t kMaxPtxBytes = size_t(256) << 20;
 
+int current_arch();
+
 // What a driver-API image is, read and rewritten now: the program may free it once loaded.
-FatbinState prepare_image(const void* image, const char* via, int arch, ProbeMode mode) {
+// A fatbin is read for the current context's GPU.
+FatbinState prepare_image(const void* image, const char* via, ProbeMode mode) {
   FatbinState fb;
   fb.via = via;
   fb.prepared = true;
@@ -247,7 +248,7 @@ FatbinState prepare_image(const void* image, const char* via, int arch, ProbeMod
   } else if (std::memcmp(bytes, "\x7f" "ELF", 4) == 0) {
     fb.error = "a cubin: machine code only, no PTX to rewrite";
   } else if (magic == kWrapperMagic || magic == kFatbinMagic) {
-    if (arch <= 0)
+    if (const int arch = current_arch(); arch <= 0)
       fb.error = "a fatbin loaded with no GPU architecture known (no current context)";
     else
       prepare_fatbin(fb, image, arch, mode);
@@ -354,6 +355,13 @@ void collect(Agent& a, ContextState& cs) {
   if (previous != cs.ctx) d.ctx_set_current(previous);
 }
 
+// The context is about to go: read it now, and let a context made later (even at this
+// address) get a ring of its own. Under the lock.
+void retire(Agent& a, ContextState& cs) {
+  collect(a, cs);
+  cs.ctx = nullptr;
+}
+
 ContextState& context_state(Agent& a, CUcontext ctx, int& index) {
   for (size_t i = 0; i < a.contexts.size(); ++i)
     if (a.contexts[i].ctx == ctx) {
@@ -407,7 +415,7 @@ void on_kernel_handle(const void* kernel, const void* host_stub) {
 
 void on_module_loaded(const void* module, const void* image, const char* via) {
   Agent& a = agent();
-  FatbinState fb = prepare_image(image, via, current_arch(), a.mode);
+  FatbinState fb = prepare_image(image, via, a.mode);
   std::lock_guard lock(a.mu);
   a.fatbin_of_module[module] = int(a.fatbins.size());
   a.fatbins.push_back(std::move(fb));
@@ -448,10 +456,7 @@ void before_context_destroyed(CUcontext ctx) {
   if (!ctx || !driver().loaded) return;
   std::lock_guard lock(a.mu);
   for (ContextState& cs : a.contexts)
-    if (cs.ctx == ctx && !cs.collected) {
-      collect(a, cs);
-      cs.ctx = nullptr;  // a context made later, even at this address, gets its own ring
-    }
+    if (cs.ctx == ctx) retire(a, cs);
 }
 
 void before_primary_context_released(int device) {
@@ -462,10 +467,7 @@ void before_primary_context_released(int device) {
   if (device < 0 && d.ctx_get_device(&dev) != CUDA_SUCCESS) return;
   std::lock_guard lock(a.mu);
   for (ContextState& cs : a.contexts)
-    if (cs.primary && cs.device == dev && cs.ctx && !cs.collected) {
-      collect(a, cs);
-      cs.ctx = nullptr;
-    }
+    if (cs.primary && cs.device == dev && cs.ctx) retire(a, cs);
 }
 
 void count_uninstrumented(const char* reason) {
@@ -485,9 +487,10 @@ struct Instrumented {
   CUdeviceptr control = 0;
 };
 
-// Finds (or makes) the instrumented kernel and takes a launch number; a graph node also
-// takes a counter slot. false: counted with its reason; the caller runs the original.
-bool take_launch(const LaunchRequest& r, bool graph_node, Instrumented& out) {
+// Finds (or makes) the instrumented kernel and takes a launch number; a graph node (one
+// added by hand, or a launch into a capturing `stream`) also takes a counter slot. false:
+// counted with its reason; the caller runs the original.
+bool take_launch(const LaunchRequest& r, bool added_node, CUstream stream, Instrumented& out) {
   Agent& a = agent();
   const DriverApi& d = driver();
   const CUcontext ctx = d.loaded ? current_context() : nullptr;
@@ -519,6 +522,11 @@ bool take_launch(const LaunchRequest& r, bool graph_node, Instrumented& out) {
     ++a.uninstrumented["kernel " + k.name + ": " + k.why_not];
     return false;
   }
+  // Captured, the launch becomes a graph node that may run many times. Asked only here, of
+  // a launch that will run instrumented.
+  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  const bool graph_node = added_node || (d.stream_is_capturing(stream, &capture) == CUDA_SUCCESS &&
+                                         capture == CU_STREAM_CAPTURE_STATUS_ACTIVE);
   if (graph_node && cs.tickets_used == kTicketSlots) {
     ++a.uninstrumented["a graph kernel node beyond the " + std::to_string(kTicketSlots) +
                        " per context whose executions the agent numbers"];
@@ -588,11 +596,8 @@ bool launch_instrumented(const LaunchRequest& r) {
   const DriverApi& d = driver();
   CUstream stream = r.config ? r.config->hStream : r.stream;
   if (!stream && r.per_thread_default_stream) stream = CU_STREAM_PER_THREAD;
-  // Captured, the launch becomes a graph node that may run many times.
-  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
-  if (d.loaded && d.stream_is_capturing(stream, &capture) != CUDA_SUCCESS) capture = CU_STREAM_CAPTURE_STATUS_NONE;
   Instrumented in;
-  if (!take_launch(r, capture == CU_STREAM_CAPTURE_STATUS_ACTIVE, in)) return false;
+  if (!take_launch(r, false, stream, in)) return false;
   Arguments args(r.args, in);
   CUresult res;
   if (r.config) {
@@ -614,7 +619,7 @@ bool add_kernel_node_instrumented(CUgraphNode* node, CUgraph graph, const CUgrap
                                   const LaunchRequest& r) {
   t_pending_failure.clear();
   Instrumented in;
-  if (!take_launch(r, true, in)) return false;
+  if (!take_launch(r, true, nullptr, in)) return false;
   Arguments args(r.args, in);
   CUDA_KERNEL_NODE_PARAMS p{};
   p.func = in.fn;
