@@ -241,10 +241,9 @@ TracerReport convert_devhook_output(const fs::path& dir, const fs::path& events_
                " launches instrumented; ran unchanged: " + top_reasons(t.uninstrumented);
     if (!unseen.empty()) partly += (partly.empty() ? "" : "; ") + unseen;
     if (!partly.empty()) report.partly_unobserved[layer::kDevice] = partly;
-  } else if (!unseen.empty() && cudart != "static") {
-    report.unobserved[layer::kDevice] = unseen;
   } else if (t.fatbins > 0 || t.driver_images > 0) {
     report.layers = {layer::kDevice};  // code was loaded, nothing launched: an empty layer is the truth
+    if (!unseen.empty()) report.partly_unobserved[layer::kDevice] = unseen;
   } else {
     notes["why_nothing"] = report.unobserved[layer::kDevice] =
         cudart == "static" ? "cudart is linked statically: kernels register and launch inside the executable, where "
@@ -253,6 +252,7 @@ TracerReport convert_devhook_output(const fs::path& dir, const fs::path& events_
                            : "no fatbin was registered through libcudart.so and no module loaded through a driver "
                              "call the agent exports (the program made no kernels, or reached cudart or the driver "
                              "through dlsym or cuGetProcAddress)";
+    if (!unseen.empty()) report.unobserved[layer::kDevice] += "; " + unseen;
   }
   if (main_pid > 0 && !main_reported && report.error.empty())
     report.error = "the devhook agent wrote no report for pid " + std::to_string(main_pid) +
