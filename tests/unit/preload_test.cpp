@@ -98,11 +98,17 @@ TEST(PreloadConvert, GenericRecordsAreNamedFromTheSlotTables) {
   const ExportInfo* load = find_export("cuModuleLoadData");
   const ExportInfo* graph = find_export("cudaGraphAddKernelNode");
   ASSERT_TRUE(load && graph && load->kind == ExportKind::Generic && graph->kind == ExportKind::Generic);
+  // The forwarders record rax whatever the function returns: a string is not a result.
+  const ExportInfo* text = find_export("cudaGetErrorString");
+  ASSERT_TRUE(text && text->kind == ExportKind::Generic && !text->returns_code);
   const auto dynamic = [](int j) { return HookId(kGenericBase + kMaxStaticSlots + j); };
   write_records(dir / "preload.9.9.bin", {rec(dynamic(3), 0, 5, {}), rec(dynamic(4), 1, 6, {}),
                                           rec(HookId(kGenericBase + load->slot), 218, 7, {}),
-                                          rec(HookId(kGenericBase + graph->slot), 0, 8, {}), trailer(4, 0)});
-  std::ofstream(dir / "preload.9.generic") << kMaxStaticSlots + 3 << " driver cuCtxGetCurrent\n";
+                                          rec(HookId(kGenericBase + graph->slot), 0, 8, {}),
+                                          rec(HookId(kGenericBase + text->slot), 0x5a5a10, 9, {}),
+                                          rec(dynamic(5), 0x5a5a20, 10, {}), trailer(6, 0)});
+  std::ofstream(dir / "preload.9.generic") << kMaxStaticSlots + 3 << " driver cuCtxGetCurrent\n"
+                                           << kMaxStaticSlots + 5 << " runtime cudaGetErrorString\n";
   std::ofstream(dir / "preload.9.resolved") << "1 cuLaunchKernel\n2 cuCtxGetCurrent\n0 cuTexRefSetBorderColor\n";
   std::ofstream(dir / "preload.9.callers") << "412 /usr/lib/libcudart.so.13\n130 /opt/lib/libprivatert.so\n";
   std::ofstream(dir / "preload.9.uncovered") << "export runtime cudaFutureCall /opt/cuda 14/libcudart.so.14\n"
@@ -110,7 +116,7 @@ TEST(PreloadConvert, GenericRecordsAreNamedFromTheSlotTables) {
                                                  "import cudaFutureCall /opt/app/libnew.so\n";
   TracerReport r = convert_preload_output(dir, dir / "events.jsonl");
   auto ev = read_events(dir / "events.jsonl").events;
-  ASSERT_EQ(ev.size(), 4u);
+  ASSERT_EQ(ev.size(), 6u);
   EXPECT_EQ(ev[0].layer, "driver");
   EXPECT_EQ(ev[0].name, "cuCtxGetCurrent");
   EXPECT_EQ(ev[1].name, "cu?generic" + std::to_string(kMaxStaticSlots + 4)) << "a slot with no name is still a record";
@@ -120,7 +126,12 @@ TEST(PreloadConvert, GenericRecordsAreNamedFromTheSlotTables) {
   EXPECT_EQ(ev[2].ret, 218);
   EXPECT_EQ(ev[3].layer, "runtime");
   EXPECT_EQ(ev[3].name, "cudaGraphAddKernelNode");
-  EXPECT_EQ(r.notes["runtime_records_without_arguments"], 1);
+  EXPECT_EQ(ev[4].name, "cudaGetErrorString");
+  EXPECT_EQ(ev[4].ret, 0) << "a static slot's function that returns no code";
+  EXPECT_EQ(ev[5].name, "cudaGetErrorString");
+  EXPECT_EQ(ev[5].ret, 0) << "a run-time slot's function that returns no code";
+  EXPECT_EQ(ev[1].ret, 1) << "a slot no table names keeps its result (assumed a code)";
+  EXPECT_EQ(r.notes["runtime_records_without_arguments"], 3);
   EXPECT_EQ(r.notes["driver_entry_points_resolved"], 3);
   EXPECT_EQ(r.notes["driver_entry_points_hooked"], 2);
   EXPECT_EQ(r.notes["driver_entry_points_with_arguments"], 1);

@@ -199,17 +199,22 @@ TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_
       }
       terminated = false;  // a later segment (after an exec that failed, or a flush) must close again
       Event e;
+      e.ret = r.ret;
       if (r.hook >= kGenericBase) {  // an entry point recorded without its arguments
         const int slot = r.hook - kGenericBase;
-        if (const ExportInfo* x = export_of_slot(slot)) {
+        const ExportInfo* x = export_of_slot(slot);
+        if (x) {
           e.layer = x->runtime ? layer::kRuntime : layer::kDriver;
           e.name = x->name;
         } else if (auto it = generic_names[pid].find(uint64_t(slot)); it != generic_names[pid].end()) {
           std::tie(e.layer, e.name) = it->second;
+          x = find_export(e.name);
         } else {  // a slot no table names: still a record, never dropped
           e.layer = layer::kDriver;
           e.name = "cu?generic" + std::to_string(slot);
         }
+        // The forwarder records rax whatever the function returns: only a code is a result.
+        if (!(slot_flags(x) & kReturnsCode)) e.ret = 0;
         runtime_generic += e.layer == layer::kRuntime;
       } else if (r.hook < table.size()) {
         const CallInfo& h = table[r.hook];
@@ -239,7 +244,6 @@ TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_
       }
       e.pid = pid;
       e.tid = tid;
-      e.ret = r.ret;
       out.write(e);
       ++in_file;
       driver_records += e.layer == layer::kDriver;

@@ -22,13 +22,14 @@
 
 namespace cudatrace::preload {
 
-namespace {
-
 constexpr int kSlots = kMaxStaticSlots + kDynamicSlots;
 
 // What the forwarders read: the real function (null until resolved). Its flags (frame,
 // error code) are in cudatrace_generic_frames, written before the pointer is published.
+// Not in the anonymous namespace: the static exports' stubs (generic_exports.cpp) read it.
 std::atomic<void*> g_real[kSlots] __asm__("cudatrace_generic_real") __attribute__((visibility("hidden")));
+
+namespace {
 
 // The run-time slots' names, for the converter.
 std::mutex g_mu;
@@ -68,22 +69,24 @@ extern "C" __attribute__((visibility("hidden"))) void* cudatrace_generic_enter(u
   return real;
 }
 
+// The result is recorded whatever it is: the converter keeps it where it is a code.
 extern "C" __attribute__((visibility("hidden"))) void cudatrace_generic_exit(uint32_t slot, int64_t t0,
                                                                              uint64_t result) {
-  const bool code = cudatrace_generic_frames.of[slot] & kReturnsCode;
-  emit(HookId(kGenericBase + slot), code ? int32_t(result) : 0, t0, now_ns());
+  emit(HookId(kGenericBase + slot), int32_t(result), t0, now_ns());
 }
 
-// The forwarder. Entered by a stub with the slot in r11 (not an argument register) and
-// the caller's frame untouched. Three paths, chosen without touching an argument register
-// (r10, r11 and the callee-saved registers the slim path keeps anyway):
-// - paused (slot resolved, recording off): a jump to the real function;
-// - slim (live, and the function's flags say it needs no stack copy, no xmm registers
-//   and returns in rax only: most of CUDA's): three callee-saved registers hold the slot,
-//   the real function and the entry time across the call; no frame. This is the path
-//   that must cost no more than a listed hook (bench/record_cost, generic_minus_listed);
-// - full (anything else, and the first call, which resolves the slot): the frame below.
-// Full frame, from rsp (16-byte aligned):
+// The shared part of the generic forwarders: the per-slot stubs are in forwarder_stub.s.
+//
+// cudatrace_generic_slim_tail: a stub's slim path after the real function returned, with
+// the result in rax, the slot in ebx, the entry time in r13, and rbx/r12/r13 pushed.
+// emit()'s append (recorder.h), written out: the common case only, a new generation or a
+// full buffer goes through cudatrace_generic_exit. Offsets are checked against
+// ThreadBuffer and Record below the block.
+//
+// cudatrace_generic_entry: the full frame, for a function whose flags ask for it, and for
+// every slot's first call (which resolves it). Entered from a stub with the slot in r11
+// and the caller's frame untouched.
+// Frame, from rsp (16-byte aligned):
 //     0..127  the caller's stack arguments, copied     256..303  rdi rsi rdx rcx r8 r9
 //   128..255  xmm0..xmm7                                304  rax    312  slot
 //                                                       320  t0     328  real function
@@ -91,6 +94,7 @@ extern "C" __attribute__((visibility("hidden"))) void cudatrace_generic_exit(uin
 // The copy and the xmm registers are skipped for functions whose flags say they need
 // neither (export_table.cpp). cudatrace_generic_enter is called only the first time, to
 // resolve. xmm8 (caller-saved, never an argument) carries the copy; r10 the flags.
+asm(".include \"forwarder_stub.s\"");
 asm(R"(
   # xmm0..xmm7 <-> 128..255(%rsp): `to` saves, `from` restores.
   .macro cudatrace_xmm_to_frame
@@ -121,53 +125,15 @@ asm(R"(
 
   .pushsection .text
   .p2align 4
-  .globl cudatrace_generic_entry
-  .hidden cudatrace_generic_entry
-  .type cudatrace_generic_entry, @function
-cudatrace_generic_entry:
+  .globl cudatrace_generic_slim_tail
+  .hidden cudatrace_generic_slim_tail
+  .type cudatrace_generic_slim_tail, @function
+cudatrace_generic_slim_tail:
   .cfi_startproc
-  endbr64
-  lea cudatrace_generic_real(%rip), %r10
-  mov (%r10,%r11,8), %r10
-  test %r10, %r10
-  jz 8f
-  cmpb $0, cudatrace_preload_shim(%rip)
-  jne 9f
-  jmp *%r10
-9:
-  push %rbx
-  .cfi_def_cfa_offset 16
-  .cfi_offset %rbx, -16
-  push %r12
-  .cfi_def_cfa_offset 24
-  .cfi_offset %r12, -24
-  push %r13
   .cfi_def_cfa_offset 32
+  .cfi_offset %rbx, -16
+  .cfi_offset %r12, -24
   .cfi_offset %r13, -32
-  mov %r10, %r12
-  lea cudatrace_generic_frames(%rip), %r10
-  movzbl (%r10,%r11), %r10d
-  test $7, %r10b
-  jnz 10f
-  .cfi_remember_state
-  # Slim. Declared, so not variadic: rax is free. rdtsc writes rdx, an argument. rbx
-  # holds the slot, and kReturnsCode moved to bit 32 (tested after the call without
-  # reading the flags again).
-  mov %r11d, %ebx
-  and $8, %r10d
-  shl $29, %r10
-  or %r10, %rbx
-  mov %rdx, %r13
-  rdtsc
-  shl $32, %rdx
-  or %rdx, %rax
-  mov %r13, %rdx
-  mov %rax, %r13
-  call *%r12
-  # emit()'s append (recorder.h), written out: a call into cudatrace_generic_exit and
-  # its prologue were what this path cost over a listed hook. Only the common case: a
-  # new generation or a full buffer goes through cudatrace_generic_exit. Offsets are
-  # checked against ThreadBuffer and Record below the block.
   mov %rax, %r12
   rdtsc
   shl $32, %rdx
@@ -175,20 +141,17 @@ cudatrace_generic_entry:
   mov _ZN9cudatrace7preload8t_bufferE@gottpoff(%rip), %r10
   movl %fs:12(%r10), %eax
   cmpl 4+cudatrace_preload_shim(%rip), %eax
-  jne 11f
+  jne 2f
   movl %fs:8(%r10), %ecx
   cmpl $8192, %ecx
-  jae 11f
+  jae 2f
   mov %ecx, %eax
   shl $6, %rax
   add %fs:0(%r10), %rax
   sub %r13, %rdx
   lea 0x1000(%rbx), %esi
   movl %esi, (%rax)
-  xor %esi, %esi
-  bt $32, %rbx
-  cmovc %r12d, %esi
-  movl %esi, 4(%rax)
+  movl %r12d, 4(%rax)
   mov %r13, 8(%rax)
   mov %rdx, 16(%rax)
   xor %esi, %esi
@@ -201,8 +164,9 @@ cudatrace_generic_entry:
   movl %ecx, %fs:8(%r10)
   prefetchw 64(%rax)
   prefetchw 128(%rax)
-12:
+1:
   mov %r12, %rax
+  .cfi_remember_state
   pop %r13
   .cfi_def_cfa_offset 24
   pop %r12
@@ -210,23 +174,30 @@ cudatrace_generic_entry:
   pop %rbx
   .cfi_def_cfa_offset 8
   ret
-11:
   .cfi_restore_state
-  .cfi_remember_state
+2:
   mov %ebx, %edi
   mov %r13, %rsi
   mov %r12, %rdx
   call cudatrace_generic_exit
-  jmp 12b
-10:
-  .cfi_restore_state
-  pop %r13
-  pop %r12
-  pop %rbx
-  .cfi_def_cfa_offset 8
-  .cfi_restore %rbx
-  .cfi_restore %r12
-  .cfi_restore %r13
+  jmp 1b
+  .cfi_endproc
+  .size cudatrace_generic_slim_tail, .-cudatrace_generic_slim_tail
+
+  .p2align 4
+  .globl cudatrace_generic_entry
+  .hidden cudatrace_generic_entry
+  .type cudatrace_generic_entry, @function
+cudatrace_generic_entry:
+  .cfi_startproc
+  endbr64
+  lea cudatrace_generic_real(%rip), %r10
+  mov (%r10,%r11,8), %r10
+  test %r10, %r10
+  jz 8f
+  cmpb $0, cudatrace_preload_shim(%rip)
+  jne 8f
+  jmp *%r10
 8:
   push %rbp
   .cfi_def_cfa_offset 16
@@ -315,41 +286,51 @@ cudatrace_generic_entry:
   .cfi_endproc
   .size cudatrace_generic_entry, .-cudatrace_generic_entry
 
-  .p2align 4
+  .p2align 7
   .globl cudatrace_dynamic_stubs
   .hidden cudatrace_dynamic_stubs
 cudatrace_dynamic_stubs:
   .set cudatrace_dynamic_slot, 2048
   .rept 1024
-  .p2align 4
-  endbr64
-  movl $cudatrace_dynamic_slot, %r11d
-  jmp cudatrace_generic_entry
+  .p2align 7
+  cudatrace_forwarder_stub cudatrace_dynamic_slot
   .set cudatrace_dynamic_slot, cudatrace_dynamic_slot + 1
   .endr
+  .p2align 7
+  .globl cudatrace_dynamic_stubs_end
+  .hidden cudatrace_dynamic_stubs_end
+cudatrace_dynamic_stubs_end:
   .popsection
 )");
 
-extern "C" char cudatrace_dynamic_stubs[];
+extern "C" char cudatrace_dynamic_stubs[], cudatrace_dynamic_stubs_end[];
 static_assert(kMaxStaticSlots == 2048 && kDynamicSlots == 1024, "the stubs above are numbered from 2048, 1024 of them");
+// The run-time stubs are 128 bytes apart (.p2align 7): one that outgrew that would push
+// the rest out of place, which generic_wrapper_for() checks before handing one out.
+constexpr long kDynamicStubBytes = 128;
 static_assert(offsetof(ThreadBuffer, records) == 0 && offsetof(ThreadBuffer, count) == 8 &&
                   offsetof(ThreadBuffer, generation) == 12 && kBufferRecords == 8192,
-              "the slim path's append above reads the thread buffer at these offsets");
-static_assert(offsetof(ShimState, generation) == 4, "the slim path compares g_shim.generation at offset 4");
+              "the slim tail's append reads the thread buffer at these offsets");
+static_assert(offsetof(ShimState, generation) == 4, "the slim tail compares g_shim.generation at offset 4");
 static_assert(sizeof(Record) == 64 && offsetof(Record, hook) == 0 && offsetof(Record, flags) == 2 &&
                   offsetof(Record, ret) == 4 && offsetof(Record, ts) == 8 && offsetof(Record, dur) == 16 &&
                   offsetof(Record, a) == 24 && kGenericBase == 0x1000,
-              "the slim path's append above writes a record at these offsets");
-static_assert(kReturnsCode == 8, "the slim path moves bit 3 of the frame flags to bit 32 of rbx");
+              "the slim tail's append writes a record at these offsets");
 static_assert(kMaxStackArgWords == 16, "the forwarder above copies 16 words");
-static_assert((kCopyStack | kSaveXmm | kWideReturn) == 7, "the forwarder above takes the slim path when flags & 7 == 0");
+static_assert(kFullFrame == 7, "forwarder_stub.s takes the slim path when flags & 7 == 0");
 
 namespace cudatrace::preload {
 
 void* generic_wrapper_for(const char* name, bool runtime, void* real) {
   if (!real || !name || std::strncmp(name, "cuGetProcAddress", 16) == 0) return nullptr;
   std::lock_guard lk(g_mu);
-  auto stub = [](int j) { return static_cast<void*>(cudatrace_dynamic_stubs + 16 * j); };
+  static const bool stubs_in_place = [] {
+    const bool ok = cudatrace_dynamic_stubs_end - cudatrace_dynamic_stubs == kDynamicSlots * kDynamicStubBytes;
+    if (!ok) std::fprintf(stderr, "cudatrace preload: the run-time forwarders are misplaced; dlsym'd functions are not recorded\n");
+    return ok;
+  }();
+  if (!stubs_in_place) return nullptr;
+  auto stub = [](int j) { return static_cast<void*>(cudatrace_dynamic_stubs + kDynamicStubBytes * j); };
   if (auto it = g_slot_of->find(real); it != g_slot_of->end()) return stub(it->second);
   if (g_dynamic_used == kDynamicSlots) return nullptr;
   const int j = g_dynamic_used++;

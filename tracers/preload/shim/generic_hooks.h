@@ -47,7 +47,8 @@ inline constexpr uint8_t kCopyStack = 1;
 inline constexpr uint8_t kSaveXmm = 2;
 inline constexpr uint8_t kWideReturn = 4;
 inline constexpr uint8_t kFullFrame = kCopyStack | kSaveXmm | kWideReturn;
-// Not a frame flag: in cudatrace_generic_frames only, the result is an error code to record.
+// Not a frame flag: the result is an error code (the forwarders record rax whatever the
+// function returns; the converter keeps it only where this is set).
 inline constexpr uint8_t kReturnsCode = 8;
 
 struct ExportInfo {
