@@ -294,8 +294,10 @@ TEST_P(GpuDevhook, EveryBlockSeenWithSharedCudart) {
 
 INSTANTIATE_TEST_SUITE_P(Workloads, GpuDevhook, ::testing::ValuesIn(cases(true)), name_of);
 
-// A ring made too small on purpose: every probe hit beyond it is counted, exactly.
-TEST(GpuDevhookModes, TooSmallRingCountsEveryDrop) {
+// A ring made too small on purpose. Drained while kernels run, it loses nothing; not
+// drained (devhook.drain=off), the probes that find it full wait once, then every hit
+// beyond it is counted, exactly.
+TEST(GpuDevhookModes, TooSmallRingDrainedKeepsEverythingUndrainedCountsEveryDrop) {
   if (!host().gpu) GTEST_SKIP() << "no GPU: " << host().gpu_reason;
   HarnessRun r = run_harness(
       "--workload vecadd --linkage shared --method devhook --set devhook.ring_records=1000 --set vecadd.iters=10");
@@ -305,10 +307,23 @@ TEST(GpuDevhookModes, TooSmallRingCountsEveryDrop) {
   ASSERT_NE(device, nullptr);
   const int64_t blocks = (*device)["expected"].get<int64_t>();
   EXPECT_EQ(blocks, 10 * 4096);
-  // Two probe hits per block (entry, exit): 1000 kept, the rest dropped and counted.
-  EXPECT_EQ(run["tracer"]["notes"]["records"], 1000);
-  EXPECT_EQ(run["tracer"]["loss"]["ring_full"].get<int64_t>(), 2 * blocks - 1000);
-  EXPECT_LE((*device)["matched"].get<int64_t>(), 1000);
+  EXPECT_EQ(run["tracer"]["notes"]["ring_records"], 1024) << "rounded up to a power of two";
+  EXPECT_EQ((*device)["matched"], blocks) << (*device)["examples"].dump();
+  EXPECT_EQ(run["tracer"]["notes"]["records"], 2 * blocks) << "entry and exit of every block, through 1024 slots";
+  for (const auto& [counter, n] : run["tracer"]["loss"].items()) EXPECT_EQ(n, 0) << counter;
+
+  r = run_harness(
+      "--workload vecadd --linkage shared --method devhook --set devhook.ring_records=1000 --set devhook.drain=off "
+      "--set vecadd.iters=10");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  run = r.run_json("vecadd.shared.devhook");
+  device = layer_of(run, "device");
+  ASSERT_NE(device, nullptr);
+  // Two probe hits per block (entry, exit): 1024 kept, the rest dropped and counted.
+  EXPECT_EQ(run["tracer"]["notes"]["records"], 1024);
+  EXPECT_EQ(run["tracer"]["loss"]["ring_full"].get<int64_t>(), 2 * blocks - 1024);
+  EXPECT_EQ(run["tracer"]["loss"]["unfilled_slots"], 0);
+  EXPECT_LE((*device)["matched"].get<int64_t>(), 1024);
   EXPECT_EQ(run["exit_code"], 0) << "a full ring never changes the program's results";
 }
 
@@ -345,19 +360,22 @@ TEST(GpuDevhookModes, GraphReplaysAndDriverApiModulesEveryBlockOfEveryExecution)
   EXPECT_EQ(graphs["tracer"]["notes"]["graph_executions"], 3 * 20 + 2 * 10);
 }
 
-// A probe in every thread: every thread of every launch is seen.
+// A probe in every thread: every thread of every launch is seen, at the default ring
+// (2^21 slots) for 100 launches of 524288 threads, 105 million records: the drain keeps up.
 TEST(GpuDevhookModes, ThreadModeSeesEveryThread) {
   if (!host().gpu) GTEST_SKIP() << "no GPU: " << host().gpu_reason;
-  HarnessRun r = run_harness(
-      "--workload vecadd --linkage shared --method devhook-thread --set vecadd.n=65536 --set vecadd.iters=10");
+  HarnessRun r = run_harness("--workload vecadd --linkage shared --method devhook-thread --set vecadd.n=524288");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   nlohmann::json run = r.run_json("vecadd.shared.devhook-thread");
   const auto* device = layer_of(run, "device");
   ASSERT_NE(device, nullptr);
   EXPECT_EQ((*device)["expectation"], "grid x block threads per kernel run");
-  EXPECT_EQ((*device)["expected"].get<int64_t>(), 10 * 65536);
+  EXPECT_EQ((*device)["expected"].get<int64_t>(), 100 * 524288);
   EXPECT_EQ((*device)["matched"], (*device)["expected"]) << (*device)["examples"].dump();
-  EXPECT_EQ(run["tracer"]["loss"]["ring_full"], 0);
-  EXPECT_EQ(run["tracer"]["notes"]["records"], 2 * 10 * 65536);
+  for (const auto& [counter, n] : run["tracer"]["loss"].items()) EXPECT_EQ(n, 0) << counter;
+  EXPECT_EQ(run["tracer"]["notes"]["records"], 2 * 100 * 524288);
   EXPECT_EQ(run["exit_code"], 0);
+  std::printf("vecadd.shared devhook-thread n=524288: %lld/%lld threads, %lld records, wall %s s\n",
+              (long long)(*device)["matched"].get<int64_t>(), (long long)(*device)["expected"].get<int64_t>(),
+              (long long)run["tracer"]["notes"]["records"].get<int64_t>(), run.value("wall_s", nlohmann::json()).dump().c_str());
 }

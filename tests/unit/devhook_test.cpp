@@ -232,15 +232,17 @@ DeviceRecord rec(uint64_t launch, uint32_t bx, uint32_t tid, RecordKind kind, ui
   return {ns, launch, bx, 0, tid, sm << 8 | kind};
 }
 
-// A report and ring as the agent writes them: kernel 0 launched twice (grid 2, block 64).
+// A report and records file as the agent writes them: kernel 0 launched twice (grid 2,
+// block 64), one context, every claim kept or dropped unless `unfilled` says otherwise.
 fs::path write_agent_output(const std::string& mode, const std::vector<DeviceRecord>& ring, uint64_t dropped,
-                            int pid = 4242) {
+                            int pid = 4242, uint64_t unfilled = 0, uint64_t unwritten = 0) {
   const fs::path dir = testsupport::temp_dir("devhook-decode");
   json rep = {{"pid", pid},
               {"mode", mode},
               {"ring_records", ring.size()},
-              {"contexts", {{{"arch", 90}, {"first_record", 0}, {"records", ring.size()},
-                             {"claimed", ring.size() + dropped}, {"dropped", dropped},
+              {"records_unwritten", unwritten},
+              {"contexts", {{{"arch", 90}, {"records", ring.size()},
+                             {"claimed", ring.size() + dropped + unfilled}, {"dropped", dropped},
                              {"clock_offset_ns", 1000}, {"clock_uncertainty_ns", 5000}}}},
               {"fatbins", {{{"prepared", true}, {"source", "compute_90, zstd"}, {"error", ""}}}},
               {"kernels", {{{"name", "vecadd_kernel"}, {"fatbin", 0}, {"launches", 3}, {"instrumented", 2},
@@ -305,7 +307,7 @@ TEST(DevhookDecode, GraphReplaysOfOneNodeStayApart) {
   const fs::path dir = testsupport::temp_dir("devhook-decode");
   json rep = {{"pid", 11},
               {"mode", "block"},
-              {"contexts", {{{"arch", 90}, {"first_record", 0}, {"records", ring.size()}, {"claimed", ring.size()},
+              {"contexts", {{{"arch", 90}, {"records", ring.size()}, {"claimed", ring.size()},
                              {"dropped", 0}, {"clock_offset_ns", 0}, {"clock_uncertainty_ns", 100}}}},
               {"fatbins", {{{"prepared", true}, {"source", "compute_90, zstd"}, {"error", ""}}}},
               {"kernels", {{{"name", "graph_inc"}, {"fatbin", 0}, {"launches", 2}, {"instrumented", 2}, {"why_not", ""}}}},
@@ -356,10 +358,12 @@ TEST(DevhookDecode, ThreadModeCountsDistinctThreadsPerBlock) {
   std::vector<DeviceRecord> ring;
   for (uint32_t t = 0; t < 64; ++t) ring.push_back(rec(0, 0, t, kEntry, 100 + t));
   for (uint32_t t = 0; t < 60; ++t) ring.push_back(rec(0, 0, t, kExit, 300 + t));
-  ring.push_back(rec(0, 1, 5 | 2 << 10, kExit, 400));  // thread (5,2,0) of block 1: its entry was dropped
+  ring.push_back(rec(0, 1, 5, kExit, 400));  // thread 5 of block 1: its entry was dropped
+  ring.push_back(rec(0, 1, 5 | 2 << 10, kExit, 410));  // thread (5,2,0): the block is 64 x 1 x 1
   const fs::path dir = write_agent_output("thread", ring, 1);
   const TracerReport rep = convert_devhook_output(dir, dir / "events.jsonl", "shared", 4242);
   EXPECT_EQ(rep.device_mode, "thread");
+  EXPECT_EQ(rep.loss["thread_outside_block"], 1);
   const auto events = read_events(dir / "events.jsonl").events;
   ASSERT_EQ(events.size(), 2u);
   EXPECT_EQ(events[0].args["threads"], 64);
@@ -451,5 +455,25 @@ TEST(DevhookAgent, NamesALibraryWithACudartOfItsOwn) {
                           : r.partly_unobserved.count("device") ? r.partly_unobserved.at("device")
                                                                 : "";
   EXPECT_NE(why.find("libprivatert.so never reach the agent"), std::string::npos) << why;
+  fs::remove_all(dir);
+}
+
+// The agent drains the ring while kernels run and writes only what it took: a claim that
+// was neither taken nor dropped (a kernel that died half-way) is unfilled, and records the
+// file system refused are lost; both are loss, never a silent shortfall.
+TEST(DevhookDecode, ClaimsNeitherTakenNorDroppedAndUnwrittenRecordsAreLoss) {
+  const std::vector<DeviceRecord> ring = {rec(0, 0, 0, kEntry, 5000), rec(1, 1, 0, kEntry, 7000),
+                                          rec(0, 0, 0, kExit, 5900), rec(0, 1, 0, kEntry, 5100)};
+  const fs::path dir = write_agent_output("block", ring, 2, 4242, 3, 7);
+  const TracerReport rep = convert_devhook_output(dir, dir / "events.jsonl", "shared", 4242);
+  EXPECT_EQ(rep.error, "");
+  EXPECT_EQ(rep.loss["ring_full"], 2);
+  EXPECT_EQ(rep.loss["unfilled_slots"], 3);
+  EXPECT_EQ(rep.loss["records_unwritten"], 7);
+  EXPECT_EQ(rep.notes["records"], 4);
+  const auto events = read_events(dir / "events.jsonl").events;
+  ASSERT_EQ(events.size(), 3u);
+  for (const auto& e : events)
+    if (e.args["launch"] == 0 && e.args["block"][0] == 0) EXPECT_EQ(e.dur, 900) << "entry and exit apart in the file";
   fs::remove_all(dir);
 }

@@ -46,11 +46,12 @@ struct BlockKey {
 struct BlockSeen {
   int64_t entry = -1, exit = -1;  // GPU ns; -1 = not seen
   uint32_t sm = 0;
-  std::unordered_map<uint32_t, uint8_t> threads;  // thread mode: packed tid -> kinds seen
+  std::vector<uint8_t> threads;  // thread mode: kinds seen, by the thread's linear index in the block
 };
 
 struct Totals {
   int64_t processes = 0, records = 0, dropped = 0, unfilled = 0, unknown_launch = 0, contexts_unread = 0;
+  int64_t unwritten = 0, bad_thread = 0;
   int64_t counters_unread = 0;
   int64_t launches = 0, launches_instrumented = 0, fatbins = 0, driver_images = 0;
   int64_t graph_nodes = 0, graph_executions = 0, launches_failed = 0;
@@ -81,39 +82,64 @@ void convert_process(const json& rep, const fs::path& records_file, EventWriter&
       t.graph_executions += l[9].get<int64_t>();
     }
 
-  std::ifstream in = open_untrusted(records_file);
-  std::map<BlockKey, BlockSeen> blocks;
+  // Every context's records, interleaved, in the order the agent drained them: a record
+  // names its launch, and the launch its context.
+  uint64_t n = 0;
   for (const auto& c : contexts) {
     if (c.contains("error")) {
       ++t.contexts_unread;
       notes["context_errors"].push_back(c["error"]);
       continue;
     }
+    const uint64_t kept = c.value("records", uint64_t(0));
+    n += kept;
     t.dropped += c.value("dropped", 0);
-    if (c.contains("tickets_error")) {
-      ++t.counters_unread;
-      notes["context_errors"].push_back(c["tickets_error"]);
+    // Claimed, not dropped, never written: a kernel that died half-way, say.
+    if (c.contains("claimed"))
+      t.unfilled += std::max<int64_t>(0, c["claimed"].get<int64_t>() - c.value("dropped", int64_t(0)) - int64_t(kept));
+    for (const char* what : {"tickets_error", "control_error"})
+      if (c.contains(what)) {
+        ++(what[0] == 't' ? t.counters_unread : t.contexts_unread);
+        notes["context_errors"].push_back(c[what]);
+      }
+  }
+  t.unwritten += rep.value("records_unwritten", int64_t(0));
+  std::ifstream in = open_untrusted(records_file);
+  std::map<BlockKey, BlockSeen> blocks;
+  BlockKey last_key{};
+  BlockSeen* last = nullptr;  // records come in runs from one block: look it up once per run
+  DeviceRecord r;
+  for (uint64_t i = 0; i < n && in.read(reinterpret_cast<char*>(&r), sizeof r); ++i) {
+    ++t.records;
+    const uint32_t kind = record_kind(r);
+    if (kind != kEntry && kind != kExit) {
+      ++t.unfilled;
+      continue;
     }
-    const uint64_t n = c.value("records", uint64_t(0));
-    in.seekg(std::streamoff(c.value("first_record", uint64_t(0)) * sizeof(DeviceRecord)));
-    DeviceRecord r;
-    for (uint64_t i = 0; i < n && in.read(reinterpret_cast<char*>(&r), sizeof r); ++i) {
-      ++t.records;
-      const uint32_t kind = record_kind(r);
-      if (kind != kEntry && kind != kExit) {
-        ++t.unfilled;
+    const uint64_t launch = launch_number(r.launch);
+    if (launch >= launches.size()) {
+      ++t.unknown_launch;
+      continue;
+    }
+    const BlockKey key{launch, execution_number(r.launch), r.block_x, r.block_yz};
+    if (!last || key < last_key || last_key < key) {
+      last_key = key;
+      last = &blocks[key];
+    }
+    BlockSeen& b = *last;
+    b.sm = record_sm(r);
+    int64_t& slot = kind == kEntry ? b.entry : b.exit;
+    if (slot < 0 || int64_t(r.gpu_ns) < slot) slot = int64_t(r.gpu_ns);
+    if (per_thread) {
+      const json& l = launches[launch];  // [kernel, context, gx, gy, gz, bx, by, bz, ...]
+      const uint64_t bx = l[5].get<uint64_t>(), by = l[6].get<uint64_t>(), bz = l[7].get<uint64_t>();
+      const uint64_t x = thread_x(r), y = thread_y(r), z = thread_z(r);
+      if (x >= bx || y >= by || z >= bz) {
+        ++t.bad_thread;
         continue;
       }
-      const uint64_t launch = launch_number(r.launch);
-      if (launch >= launches.size()) {
-        ++t.unknown_launch;
-        continue;
-      }
-      BlockSeen& b = blocks[{launch, execution_number(r.launch), r.block_x, r.block_yz}];
-      b.sm = record_sm(r);
-      int64_t& slot = kind == kEntry ? b.entry : b.exit;
-      if (slot < 0 || int64_t(r.gpu_ns) < slot) slot = int64_t(r.gpu_ns);
-      if (per_thread) b.threads[r.thread] |= uint8_t(kind);
+      if (b.threads.empty()) b.threads.assign(bx * by * bz, 0);
+      b.threads[x + bx * (y + by * z)] |= uint8_t(kind);
     }
   }
 
@@ -137,7 +163,7 @@ void convert_process(const json& rep, const fs::path& records_file, EventWriter&
               {"block", {key.x, key.yz & 0xffff, key.yz >> 16}},
               {"sm", b.sm},
               {"seen", b.entry >= 0 && b.exit >= 0 ? "entry+exit" : b.entry >= 0 ? "entry" : "exit"}};
-    if (per_thread) e.args["threads"] = b.threads.size();
+    if (per_thread) e.args["threads"] = std::count_if(b.threads.begin(), b.threads.end(), [](uint8_t k) { return k != 0; });
     out.write(e);
   }
 
@@ -200,6 +226,8 @@ TracerReport convert_devhook_output(const fs::path& dir, const fs::path& events_
   report.loss = {{"ring_full", t.dropped},
                  {"unfilled_slots", t.unfilled},
                  {"unknown_launch", t.unknown_launch},
+                 {"thread_outside_block", t.bad_thread},
+                 {"records_unwritten", t.unwritten},
                  {"contexts_unread", t.contexts_unread},
                  {"graph_counters_unread", t.counters_unread}};
   notes["records"] = t.records;

@@ -13,8 +13,11 @@ using namespace cudatrace::devhook;
 const std::map<std::string, std::string> kDevhookOptionHelp = {
     {"mode", "block (default): one record at entry and exit of each block, from its thread 0; "
              "thread: one per thread"},
-    {"ring_records", "ring slots of 32 bytes in pinned host memory (default " + std::to_string(kDefaultRingRecords) +
-                         "); probe hits beyond them are dropped and counted"}};
+    {"ring_records", "ring slots of 32 bytes in pinned host memory, rounded up to a power of two (default " +
+                         std::to_string(kDefaultRingRecords) +
+                         "); a thread drains it while kernels run, and a probe that finds it full waits for room"},
+    {"drain", "on (default): the agent takes records while kernels run; off: only when the context goes, so a "
+              "full ring makes probes wait 1 s once and then drop, counted (for tests of that path)"}};
 
 DevhookOptions devhook_options(const MethodOptions& options) {
   DevhookOptions o;
@@ -29,8 +32,11 @@ DevhookOptions devhook_options(const MethodOptions& options) {
       if (value.empty() || *end || o.ring_records == 0 || o.ring_records > (uint64_t(1) << 27))
         throw std::invalid_argument("devhook.ring_records wants 1 to " + std::to_string(uint64_t(1) << 27) +
                                     " (4 GiB of pinned memory), got '" + value + "'");
+    } else if (key == "drain") {
+      if (value != "on" && value != "off") throw std::invalid_argument("devhook.drain wants on or off, got '" + value + "'");
+      o.drain = value == "on";
     } else {
-      throw std::invalid_argument("unknown devhook option '" + key + "' (valid: mode, ring_records)");
+      throw std::invalid_argument("unknown devhook option '" + key + "' (valid: mode, ring_records, drain)");
     }
   }
   return o;
@@ -47,6 +53,7 @@ void DevhookTracer::prepare(Launch& launch, const Target& target, const fs::path
   launch.env[kOutDirEnv] = out_.string();
   launch.env[kModeEnv] = options_.mode == ProbeMode::kThread ? "thread" : "block";
   launch.env[kRingRecordsEnv] = std::to_string(options_.ring_records);
+  launch.env[kDrainEnv] = options_.drain ? "on" : "off";
 }
 
 TracerReport DevhookTracer::finish(const fs::path& run_dir) {

@@ -10,6 +10,7 @@ namespace cudatrace {
 struct DevhookOptions {
   devhook::ProbeMode mode = devhook::ProbeMode::kBlock;
   uint64_t ring_records = devhook::kDefaultRingRecords;
+  bool drain = true;
 };
 
 // Throws std::invalid_argument naming the bad option.

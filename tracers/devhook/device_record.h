@@ -3,13 +3,18 @@
 // stores), the agent (which allocates the ring and saves it) and the decoder.
 //
 // The ring lives in pinned host memory mapped into the GPU's address space, so a probe's
-// stores go straight over PCIe and nothing needs copying afterwards. Its control block is
-// in device memory, because slots are claimed with a global atomic and atomics on host
-// memory across PCIe are not available on every platform.
+// stores go straight over PCIe. Its control block is in device memory, because slots are
+// claimed with a global atomic and atomics on host memory across PCIe are not available
+// on every platform.
 //
-// The ring does not wrap: a probe that finds it full counts a drop instead, so a record is
-// never overwritten before it is read, and loss is exact. The agent saves it when the
-// program exits.
+// The ring wraps, and a host thread of the agent drains it while kernels run: it takes
+// the records in claim order, zeroes each slot and publishes how many it has taken in
+// `consumed` (mapped host memory). A probe may write claim k while k < limit, a copy of
+// consumed + capacity in device memory; past it, the probe reads consumed over PCIe and
+// raises limit, and waits while the ring is full. A record is never overwritten before it
+// is read. A probe that has waited kRingFullWaitNs (the drain is stuck) counts a drop
+// instead, and from then on every probe that finds the ring full drops at once: loss is
+// exact, and a stuck drain costs the program one wait, not one per record.
 #include <cstdint>
 
 namespace cudatrace::devhook {
@@ -29,16 +34,21 @@ static_assert(sizeof(DeviceRecord) == 32);
 
 enum RecordKind : uint32_t { kEntry = 1, kExit = 2 };
 
-// In device memory; the probes read capacity and records and bump the two counters.
+// In device memory; the probes read capacity and records and bump the counters.
 struct RingControl {
-  uint64_t claimed;       // slots handed out (may exceed capacity: those were dropped)
-  uint64_t dropped;       // probe hits that found the ring full
-  uint64_t capacity;      // slots
+  uint64_t claimed;       // claims handed out (claim k goes to slot k % capacity)
+  uint64_t dropped;       // probe hits that gave up on a full ring
+  uint64_t capacity;      // slots, a power of two
   uint64_t records;       // device address of the DeviceRecord array (mapped host memory)
   uint64_t tickets;       // device address of the graph nodes' counters (u64 each)
   uint64_t ticket_slots;  // how many
+  uint64_t limit;         // claims below it may be written: consumed + capacity, as last read
+  uint64_t consumed;      // device address of the drain's count (u64, mapped host memory)
 };
-static_assert(sizeof(RingControl) == 48);
+static_assert(sizeof(RingControl) == 64);
+
+// How long a probe waits for room in a full ring before it counts a drop.
+inline constexpr uint64_t kRingFullWaitNs = 1000000000;
 
 // The launch word (the kernel's added parameter, and DeviceRecord::launch).
 inline constexpr int kExecutionShift = 40;
@@ -64,7 +74,10 @@ enum class ProbeMode { kBlock, kThread };
 // Environment the tracer hands the agent.
 inline constexpr const char* kOutDirEnv = "CUDATRACE_DEVHOOK_DIR";
 inline constexpr const char* kModeEnv = "CUDATRACE_DEVHOOK_MODE";          // "block" or "thread"
-inline constexpr const char* kRingRecordsEnv = "CUDATRACE_DEVHOOK_RING_RECORDS";
+inline constexpr const char* kRingRecordsEnv = "CUDATRACE_DEVHOOK_RING_RECORDS";  // rounded up to a power of two
 inline constexpr uint64_t kDefaultRingRecords = uint64_t(2) << 20;  // 64 MiB of pinned host memory
+// "off": no drain while kernels run (the ring is read when the context goes), for tests
+// of the full-ring path.
+inline constexpr const char* kDrainEnv = "CUDATRACE_DEVHOOK_DRAIN";
 
 }  // namespace cudatrace::devhook

@@ -1,6 +1,7 @@
 #include "tracers/devhook/ptx_rewrite.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <regex>
 #include <stdexcept>
 
@@ -9,25 +10,60 @@ namespace cudatrace::devhook {
 namespace {
 
 // The probe body, shared by every call site. Parameters: the ring's control block, the
-// launch's sequence number, the record kind. Layouts: device_record.h.
+// launch's sequence number, the record kind. Layouts and the drain protocol:
+// device_record.h. The common case is one atomic (the claim) and one load (limit), both
+// in device memory. A full ring: consumed is read over PCIe, then limit (device memory)
+// 32 times, so that waiting probes do not flood the link the records travel on.
 constexpr const char* kEmitFunction = R"(
-// cudatrace devhook: writes one DeviceRecord into the ring, or counts a drop when it is full.
+// cudatrace devhook: writes one DeviceRecord into the ring; waits while it is full, and
+// counts a drop after waiting too long or once another probe has.
 .func __devhook_emit(.param .b64 __dh_ring, .param .b64 __dh_launch, .param .b32 __dh_kind)
 {
 	.reg .pred %p;
-	.reg .b32 %r<6>;
-	.reg .b64 %rd<8>;
+	.reg .b32 %r<7>;
+	.reg .b64 %rd<12>;
 	ld.param.b64 %rd1, [__dh_ring];
 	ld.param.b64 %rd2, [__dh_launch];
 	ld.param.b32 %r1, [__dh_kind];
 	cvta.to.global.u64 %rd1, %rd1;
 	atom.global.add.u64 %rd3, [%rd1], 1;
-	ld.global.u64 %rd4, [%rd1+16];
-	setp.ge.u64 %p, %rd3, %rd4;
+	ld.volatile.global.u64 %rd4, [%rd1+48];
+	setp.lt.u64 %p, %rd3, %rd4;
+	@%p bra $__dh_write;
+	ld.volatile.global.u64 %rd4, [%rd1+8];
+	setp.ne.u64 %p, %rd4, 0;
 	@%p bra $__dh_full;
+	ld.global.u64 %rd8, [%rd1+56];
+	cvta.to.global.u64 %rd8, %rd8;
+	ld.global.u64 %rd9, [%rd1+16];
+	mov.u64 %rd10, %globaltimer;
+$__dh_wait:
+	ld.volatile.global.u64 %rd4, [%rd8];
+	add.s64 %rd4, %rd4, %rd9;
+	setp.lt.u64 %p, %rd3, %rd4;
+	@%p bra $__dh_room;
+	mov.u32 %r6, 32;
+$__dh_spin:
+	ld.volatile.global.u64 %rd4, [%rd1+48];
+	setp.lt.u64 %p, %rd3, %rd4;
+	@%p bra $__dh_write;
+	sub.u32 %r6, %r6, 1;
+	setp.ne.u32 %p, %r6, 0;
+	@%p bra $__dh_spin;
+	mov.u64 %rd11, %globaltimer;
+	sub.u64 %rd11, %rd11, %rd10;
+	setp.lt.u64 %p, %rd11, 1000000000;
+	@%p bra $__dh_wait;
+	bra.uni $__dh_full;
+$__dh_room:
+	red.global.max.u64 [%rd1+48], %rd4;
+$__dh_write:
+	ld.global.u64 %rd4, [%rd1+16];
+	sub.u64 %rd4, %rd4, 1;
+	and.b64 %rd6, %rd3, %rd4;
 	ld.global.u64 %rd5, [%rd1+24];
 	cvta.to.global.u64 %rd5, %rd5;
-	shl.b64 %rd6, %rd3, 5;
+	shl.b64 %rd6, %rd6, 5;
 	add.s64 %rd5, %rd5, %rd6;
 	mov.u64 %rd7, %globaltimer;
 	st.global.v2.u64 [%rd5], {%rd7, %rd2};
@@ -53,6 +89,12 @@ $__dh_full:
 	ret;
 }
 )";
+
+static_assert(offsetof(RingControl, dropped) == 8 && offsetof(RingControl, capacity) == 16 &&
+                  offsetof(RingControl, records) == 24 && offsetof(RingControl, tickets) == 32 &&
+                  offsetof(RingControl, limit) == 48 && offsetof(RingControl, consumed) == 56,
+              "__devhook_emit and __devhook_execution read the control block at these offsets");
+static_assert(kRingFullWaitNs == 1000000000, "__devhook_emit waits 1000000000 ns for room");
 
 // A graph replays a kernel node with the parameters it was captured with, so the launch
 // number alone cannot tell its executions apart. A node's launch word carries, above bit

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -22,6 +23,7 @@
 #include "common/clock.h"
 #include "common/elf_file.h"
 #include "tracers/devhook/agent/driver_api.h"
+#include "tracers/devhook/agent/ring_drain.h"
 #include "tracers/devhook/device_record.h"
 #include "tracers/devhook/fatbin.h"
 #include "tracers/devhook/ptx_rewrite.h"
@@ -57,7 +59,7 @@ struct ContextState {
   int arch = 0;
   std::string error;  // set up failed: nothing runs instrumented here
   CUdeviceptr control = 0;
-  DeviceRecord* records = nullptr;
+  DrainedRing* ring = nullptr;             // drained by ring_drain.cpp's thread
   std::map<int, CUmodule> modules;         // fatbin -> its instrumented module
   std::map<int, CUfunction> functions;     // kernel -> instrumented function
   bool calibrated = false;
@@ -71,8 +73,9 @@ struct ContextState {
   // Read once, before the context goes or at exit (collect()).
   bool collected = false;
   std::string collect_error;
+  bool control_read_ok = false;
   RingControl control_read{};
-  std::vector<DeviceRecord> kept;
+  uint64_t records = 0;                    // taken from the ring, in the records file
 };
 
 struct LaunchRow {
@@ -87,7 +90,8 @@ struct LaunchRow {
 struct Agent {
   std::mutex mu;
   ProbeMode mode = ProbeMode::kBlock;
-  uint64_t capacity = kDefaultRingRecords;
+  uint64_t capacity = kDefaultRingRecords;  // a power of two
+  bool drain = true;                         // a thread takes records while kernels run
   std::string out_dir;
   std::vector<FatbinState> fatbins;
   std::unordered_map<const void*, int> fatbin_of_handle;
@@ -106,7 +110,10 @@ Agent& agent() {
     auto* a = new Agent;  // never destroyed: launches may come from threads still running at exit
     const char* mode = std::getenv(kModeEnv);
     a->mode = mode && std::string(mode) == "thread" ? ProbeMode::kThread : ProbeMode::kBlock;
-    if (const char* n = std::getenv(kRingRecordsEnv)) a->capacity = std::max<uint64_t>(1, std::strtoull(n, nullptr, 10));
+    if (const char* n = std::getenv(kRingRecordsEnv))
+      a->capacity = std::bit_ceil(std::clamp<uint64_t>(std::strtoull(n, nullptr, 10), 1, uint64_t(1) << 30));
+    const char* drain = std::getenv(kDrainEnv);
+    a->drain = !(drain && std::string(drain) == "off");
     const char* dir = std::getenv(kOutDirEnv);
     a->out_dir = dir && *dir ? dir : ".";
     return a;
@@ -138,14 +145,19 @@ void set_up(Agent& a, ContextState& cs) {
     cs.primary = primary == cs.ctx;
     d.primary_release(dev);
   }
+  std::string why;
+  if (!drain_open(a.out_dir + "/devhook." + std::to_string(getpid()) + ".records", a.drain, &why)) {
+    cs.error = why;
+    return;
+  }
+  // The ring, then the drain's count (device_record.h), in one mapped allocation.
   void* host = nullptr;
-  const size_t bytes = a.capacity * sizeof(DeviceRecord);
+  const size_t ring_bytes = a.capacity * sizeof(DeviceRecord), bytes = ring_bytes + 64;
   if ((r = d.mem_host_alloc(&host, bytes, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE)) != CUDA_SUCCESS) {
     cs.error = with_error(("cuMemHostAlloc of the " + std::to_string(bytes >> 20) + " MiB ring").c_str(), r);
     return;
   }
   std::memset(host, 0, bytes);
-  cs.records = static_cast<DeviceRecord*>(host);
   CUdeviceptr mapped = 0;
   if ((r = d.mem_host_get_device_pointer(&mapped, host, 0)) != CUDA_SUCCESS) {
     cs.error = with_error("cuMemHostGetDevicePointer", r);
@@ -162,7 +174,14 @@ void set_up(Agent& a, ContextState& cs) {
   // Written on a stream of the agent's own that does not synchronise with the legacy one:
   // a plain cuMemcpyHtoD or cuMemsetD8 would, and so join (and break) a capture that the
   // program has in progress on a blocking stream.
-  const RingControl c{0, 0, a.capacity, uint64_t(mapped), uint64_t(cs.tickets), kTicketSlots};
+  const RingControl c{.claimed = 0,
+                      .dropped = 0,
+                      .capacity = a.capacity,
+                      .records = uint64_t(mapped),
+                      .tickets = uint64_t(cs.tickets),
+                      .ticket_slots = kTicketSlots,
+                      .limit = a.capacity,
+                      .consumed = uint64_t(mapped) + ring_bytes};
   if ((r = d.stream_create(&cs.stream, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS ||
       (r = d.memset_d8_async(cs.tickets, 0, kTicketSlots * sizeof(uint64_t), cs.stream)) != CUDA_SUCCESS ||
       (r = d.memcpy_htod_async(cs.control, &c, sizeof c, cs.stream)) != CUDA_SUCCESS ||
@@ -170,6 +189,8 @@ void set_up(Agent& a, ContextState& cs) {
     cs.error = with_error("initialising the ring's control block and counters", r);
     return;
   }
+  cs.ring = drain_add(static_cast<DeviceRecord*>(host), a.capacity,
+                      reinterpret_cast<volatile uint64_t*>(static_cast<char*>(host) + ring_bytes));
   // cudart is initialised by now and has registered its own exit handler; ours, registered
   // later, runs first, while the context still exists.
   if (!a.exit_hook) a.exit_hook = std::atexit(save_at_exit) == 0;
@@ -334,11 +355,12 @@ void collect(Agent& a, ContextState& cs) {
   CUresult r = d.ctx_set_current(cs.ctx);
   if (r == CUDA_SUCCESS) r = d.ctx_synchronize();
   if (r == CUDA_SUCCESS) r = d.memcpy_dtoh(&cs.control_read, cs.control, sizeof cs.control_read);
+  // Whatever happened, what the ring holds now is taken (its memory outlives the context).
+  cs.records = drain_finish(cs.ring);
   if (r != CUDA_SUCCESS) {
     cs.collect_error = with_error("reading the ring (was the context destroyed where the agent could not see it?)", r);
   } else {
-    const uint64_t n = std::min(cs.control_read.claimed, cs.control_read.capacity);
-    cs.kept.assign(cs.records, cs.records + n);
+    cs.control_read_ok = true;
     // A graph node's counter holds a ticket per block (or thread) of every execution.
     std::vector<uint64_t> tickets(cs.tickets_used);
     if (!tickets.empty() &&
@@ -676,28 +698,26 @@ void save_output() {
                  {"mode", a.mode == ProbeMode::kThread ? "thread" : "block"},
                  {"ring_records", a.capacity},
                  {"record_bytes", sizeof(DeviceRecord)}};
-  std::ofstream records(base + ".records", std::ios::binary);
   json contexts = json::array();
-  uint64_t offset = 0;
   for (ContextState& cs : a.contexts) {
-    json c = {{"arch", cs.arch}, {"first_record", offset}};
+    json c = {{"arch", cs.arch}};
     collect(a, cs);
     if (!cs.error.empty()) {
       c["error"] = cs.error;
-    } else if (cs.kept.empty() && !cs.collect_error.empty()) {
+    } else if (cs.records == 0 && !cs.collect_error.empty()) {
       c["error"] = cs.collect_error;
     } else {
-      const RingControl& ctl = cs.control_read;
-      records.write(reinterpret_cast<const char*>(cs.kept.data()), std::streamsize(cs.kept.size() * sizeof(DeviceRecord)));
-      offset += cs.kept.size();
-      c.update({{"records", cs.kept.size()}, {"claimed", ctl.claimed}, {"dropped", ctl.dropped}});
-      if (!cs.collect_error.empty()) c["tickets_error"] = cs.collect_error;
+      c["records"] = cs.records;
+      if (cs.control_read_ok) c.update({{"claimed", cs.control_read.claimed}, {"dropped", cs.control_read.dropped}});
+      if (!cs.collect_error.empty()) c[cs.control_read_ok ? "tickets_error" : "control_error"] = cs.collect_error;
     }
     c["clock_offset_ns"] = cs.clock_offset_ns;
     c["clock_uncertainty_ns"] = cs.calibrated ? json(cs.clock_uncertainty_ns) : json(nullptr);
     contexts.push_back(c);
   }
-  records.close();
+  // The records file holds every context's records, interleaved, in the order drained.
+  report["records_unwritten"] = drain_close();
+  report["drained_while_running"] = a.drain;
   json fatbins = json::array();
   for (const FatbinState& fb : a.fatbins)
     fatbins.push_back({{"prepared", fb.prepared}, {"source", fb.source}, {"error", fb.error}, {"via", fb.via}});
