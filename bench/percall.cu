@@ -51,7 +51,8 @@ void must(cudaError_t e, const char* what) {
 // (this runs in a VM) moves a mean by hundreds of ns, a median not.
 //
 // In-process A/B: under a tracer that can pause itself (the preload shim exports
-// cudatrace_preload_pause), every timed batch is followed by the same batch with the
+// cudatrace_preload_pause; the devhook agent cudatrace_devhook_pause, which runs the
+// original kernels), every timed batch is followed by the same batch with the
 // tracer paused. Counter ab_delta_ns is the median of the pairwise differences: the cost of
 // recording, free of everything that varies between processes (a launch's ~4 us moves by
 // ±15% from one process to the next, far more than the shim adds).
@@ -179,7 +180,8 @@ void register_all(const std::string& suffix) {
 
 int main(int argc, char** argv) {
   const char* method = std::getenv("CUDATRACE_METHOD");
-  g_pause = reinterpret_cast<PauseFn>(dlsym(RTLD_DEFAULT, "cudatrace_preload_pause"));
+  for (const char* pause : {"cudatrace_preload_pause", "cudatrace_devhook_pause"})
+    if (!g_pause) g_pause = reinterpret_cast<PauseFn>(dlsym(RTLD_DEFAULT, pause));
   setup();
   register_all(std::string("/") + CUDATRACE_CUDART + "/method:" + (method && *method ? method : "unknown"));
   benchmark::Initialize(&argc, argv);

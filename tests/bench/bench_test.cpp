@@ -37,6 +37,29 @@ TEST(Bench, PerCallOverheadUnderNoneAndPreload) {
   EXPECT_TRUE(named) << "benchmarks are named <call>/<linkage>/method:<method>";
 }
 
+// devhook pauses itself for the benchmark (cudatrace_devhook_pause): its cost on a
+// kernel's run comes from one process, original kernel against instrumented, batch by
+// batch, as a ratio. Never free: the probes write two records per block.
+TEST(Bench, DevhookInProcessAbOriginalAgainstInstrumentedKernel) {
+  if (!host().gpu) GTEST_SKIP() << "no GPU: " << host().gpu_reason;
+  HarnessRun r = run_harness("--bench --method none,devhook --linkage shared --reps 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream f(r.root / "bench_summary.json");
+  ASSERT_TRUE(f) << r.output;
+  const nlohmann::json s = nlohmann::json::parse(f);
+  int vecadd_rows = 0;
+  for (const auto& row : s["rows"]) {
+    if (row["method"] != "devhook" || row["call"].get<std::string>().rfind("vecadd_", 0) != 0) continue;
+    ++vecadd_rows;
+    ASSERT_TRUE(row.contains("in_process_ratio")) << row.dump();
+    EXPECT_GT(row["in_process_ratio"].get<double>(), 1.0) << row.dump();
+    EXPECT_GT(row["in_process_delta_ns"].get<double>(), 0) << row.dump();
+    std::printf("%s under devhook (per block): x%.2f in process, %+.0f ns\n", row["call"].get<std::string>().c_str(),
+                row["in_process_ratio"].get<double>(), row["in_process_delta_ns"].get<double>());
+  }
+  EXPECT_EQ(vecadd_rows, 2) << s.dump(2);
+}
+
 // record_cost without a GPU: every part is measured, and recording costs something over
 // forwarding (two TSC reads and an append: never free).
 TEST(Bench, RecordCostOnThisCpu) {

@@ -93,6 +93,11 @@ cudaError_t launch_ex(LaunchExFn fn, bool ptsz, const cudaLaunchConfig_t* c, con
 
 extern "C" {
 
+// For a benchmark's in-process A/B (bench/percall.cu finds it with dlsym): nonzero pauses
+// the agent (launches run the original kernels, uncounted), zero resumes. Returns whether
+// it was paused.
+__attribute__((visibility("default"))) int cudatrace_devhook_pause(int paused) { return set_paused(paused != 0); }
+
 void** __cudaRegisterFatBinary(void* fatbin) {
   static const auto fn = real<void** (*)(void*)>("__cudaRegisterFatBinary");
   void** handle = fn(fatbin);

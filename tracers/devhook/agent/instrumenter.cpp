@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cstdio>
 #include <cstdlib>
@@ -104,6 +105,8 @@ struct Agent {
   uint64_t failed = 0;  // launches whose instrumented copy and original both failed: nothing ran
   bool exit_hook = false, saved = false;
 };
+
+std::atomic<bool> g_paused{false};  // set_paused()
 
 Agent& agent() {
   static Agent* a = [] {
@@ -493,6 +496,7 @@ void before_primary_context_released(int device) {
 }
 
 void count_uninstrumented(const char* reason) {
+  if (g_paused.load(std::memory_order_relaxed)) return;
   Agent& a = agent();
   std::lock_guard lock(a.mu);
   ++a.uninstrumented[reason];
@@ -513,6 +517,7 @@ struct Instrumented {
 // added by hand, or a launch into a capturing `stream`) also takes a counter slot. false:
 // counted with its reason; the caller runs the original.
 bool take_launch(const LaunchRequest& r, bool added_node, CUstream stream, Instrumented& out) {
+  if (g_paused.load(std::memory_order_relaxed)) return false;
   Agent& a = agent();
   const DriverApi& d = driver();
   const CUcontext ctx = d.loaded ? current_context() : nullptr;
@@ -687,6 +692,8 @@ std::vector<std::string> objects_with_a_cudart_inside() {
 }
 
 }  // namespace
+
+bool set_paused(bool paused) { return g_paused.exchange(paused); }
 
 void save_output() {
   Agent& a = agent();
