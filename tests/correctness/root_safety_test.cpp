@@ -6,6 +6,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <map>
@@ -128,8 +129,13 @@ TEST(RootSafety, HarnessKilledLeavesNothingRunning) {
   for (pid_t p : victims) started[p] = proc_state(p).start;
   kill(harness, SIGKILL);
   waitpid(harness, nullptr, 0);
-  for (int i = 0; i < 250 && !processes_with(marker).empty(); ++i) usleep(20000);
-  for (pid_t p : victims) EXPECT_FALSE(alive(p, started[p])) << "pid " << p << " outlived the harness";
+  // Waited on the victims themselves: one that is dying has lost its command line (so no
+  // longer matches the marker) a moment before it stops running.
+  const auto any_alive = [&] {
+    return std::any_of(victims.begin(), victims.end(), [&](pid_t p) { return alive(p, started[p]); });
+  };
+  for (int i = 0; i < 250 && any_alive(); ++i) usleep(20000);
+  for (pid_t p : victims) EXPECT_FALSE(alive(p, started[p])) << "pid " << p << " outlived the harness by 5 s";
   for (pid_t p : processes_with(marker)) kill(p, SIGKILL);  // leave nothing for the next test
 }
 
