@@ -27,15 +27,15 @@ constexpr const char* kEmitFunction = R"(
 	ld.param.b32 %r1, [__dh_kind];
 	cvta.to.global.u64 %rd1, %rd1;
 	atom.global.add.u64 %rd3, [%rd1], 1;
-	ld.volatile.global.u64 %rd4, [%rd1+48];
+	ld.volatile.global.u64 %rd4, [%rd1+168];
 	setp.lt.u64 %p, %rd3, %rd4;
 	@%p bra $__dh_write;
-	ld.volatile.global.u64 %rd4, [%rd1+8];
+	ld.volatile.global.u64 %rd4, [%rd1+128];
 	setp.ne.u64 %p, %rd4, 0;
 	@%p bra $__dh_full;
-	ld.global.u64 %rd8, [%rd1+56];
+	ld.global.u64 %rd8, [%rd1+176];
 	cvta.to.global.u64 %rd8, %rd8;
-	ld.global.u64 %rd9, [%rd1+16];
+	ld.global.u64 %rd9, [%rd1+136];
 	mov.u64 %rd10, %globaltimer;
 $__dh_wait:
 	ld.volatile.global.u64 %rd4, [%rd8];
@@ -44,7 +44,7 @@ $__dh_wait:
 	@%p bra $__dh_room;
 	mov.u32 %r6, 32;
 $__dh_spin:
-	ld.volatile.global.u64 %rd4, [%rd1+48];
+	ld.volatile.global.u64 %rd4, [%rd1+168];
 	setp.lt.u64 %p, %rd3, %rd4;
 	@%p bra $__dh_write;
 	sub.u32 %r6, %r6, 1;
@@ -56,12 +56,12 @@ $__dh_spin:
 	@%p bra $__dh_wait;
 	bra.uni $__dh_full;
 $__dh_room:
-	red.global.max.u64 [%rd1+48], %rd4;
+	red.global.max.u64 [%rd1+168], %rd4;
 $__dh_write:
-	ld.global.u64 %rd4, [%rd1+16];
+	ld.global.u64 %rd4, [%rd1+136];
 	sub.u64 %rd4, %rd4, 1;
 	and.b64 %rd6, %rd3, %rd4;
-	ld.global.u64 %rd5, [%rd1+24];
+	ld.global.u64 %rd5, [%rd1+144];
 	cvta.to.global.u64 %rd5, %rd5;
 	shl.b64 %rd6, %rd6, 5;
 	add.s64 %rd5, %rd5, %rd6;
@@ -85,14 +85,14 @@ $__dh_write:
 	st.global.v4.u32 [%rd5+16], {%r5, %r2, %r3, %r4};
 	ret;
 $__dh_full:
-	red.global.add.u64 [%rd1+8], 1;
+	red.global.add.u64 [%rd1+128], 1;
 	ret;
 }
 )";
 
-static_assert(offsetof(RingControl, dropped) == 8 && offsetof(RingControl, capacity) == 16 &&
-                  offsetof(RingControl, records) == 24 && offsetof(RingControl, tickets) == 32 &&
-                  offsetof(RingControl, limit) == 48 && offsetof(RingControl, consumed) == 56,
+static_assert(offsetof(RingControl, dropped) == 128 && offsetof(RingControl, capacity) == 136 &&
+                  offsetof(RingControl, records) == 144 && offsetof(RingControl, tickets) == 152 &&
+                  offsetof(RingControl, limit) == 168 && offsetof(RingControl, consumed) == 176,
               "__devhook_emit and __devhook_execution read the control block at these offsets");
 static_assert(kRingFullWaitNs == 1000000000, "__devhook_emit waits 1000000000 ns for room");
 
@@ -114,7 +114,7 @@ constexpr const char* kExecutionFunction = R"(
 	ld.param.b64 %rd2, [__dh_launch];
 	ld.param.b32 %r1, [__dh_per_thread];
 	cvta.to.global.u64 %rd1, %rd1;
-	ld.global.u64 %rd3, [%rd1+32];
+	ld.global.u64 %rd3, [%rd1+152];
 	cvta.to.global.u64 %rd3, %rd3;
 	shr.u64 %rd4, %rd2, 40;
 	sub.u64 %rd4, %rd4, 1;
