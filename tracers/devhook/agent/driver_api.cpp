@@ -35,6 +35,7 @@ DriverApi load() {
                    find(lib, "cuLaunchKernel", d.launch_kernel) && find(lib, "cuMemAlloc_v2", d.mem_alloc) &&
                    find(lib, "cuMemcpyHtoD_v2", d.memcpy_htod) && find(lib, "cuMemcpyDtoH_v2", d.memcpy_dtoh) &&
                    find(lib, "cuMemHostAlloc", d.mem_host_alloc) &&
+                   find(lib, "cuMemHostRegister_v2", d.mem_host_register) &&
                    find(lib, "cuMemHostGetDevicePointer_v2", d.mem_host_get_device_pointer) &&
                    find(lib, "cuStreamCreate", d.stream_create) &&
                    find(lib, "cuStreamSynchronize", d.stream_synchronize) &&

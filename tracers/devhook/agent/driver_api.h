@@ -21,6 +21,7 @@ struct DriverApi {
   decltype(&::cuMemcpyHtoD) memcpy_htod;
   decltype(&::cuMemcpyDtoH) memcpy_dtoh;
   decltype(&::cuMemHostAlloc) mem_host_alloc;
+  decltype(&::cuMemHostRegister) mem_host_register;
   decltype(&::cuMemHostGetDevicePointer) mem_host_get_device_pointer;
   decltype(&::cuStreamCreate) stream_create;
   decltype(&::cuStreamSynchronize) stream_synchronize;

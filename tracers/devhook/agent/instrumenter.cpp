@@ -3,11 +3,13 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <link.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -153,14 +155,22 @@ void set_up(Agent& a, ContextState& cs) {
     cs.error = why;
     return;
   }
-  // The ring, then the drain's count (device_record.h), in one mapped allocation.
-  void* host = nullptr;
-  const size_t ring_bytes = a.capacity * sizeof(DeviceRecord), bytes = ring_bytes + 64;
-  if ((r = d.mem_host_alloc(&host, bytes, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE)) != CUDA_SUCCESS) {
-    cs.error = with_error(("cuMemHostAlloc of the " + std::to_string(bytes >> 20) + " MiB ring").c_str(), r);
+  // The ring, then the drain's count (device_record.h), in one mapping of our own that the
+  // driver pins and maps for the GPU: the drain thread reads it at any time, and memory
+  // from cuMemHostAlloc would go with a context destroyed where the agent cannot see it.
+  // Never unmapped: a context's records are read after it has gone.
+  const size_t ring_bytes = a.capacity * sizeof(DeviceRecord), bytes = ring_bytes + 4096;
+  void* host = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (host == MAP_FAILED) {
+    cs.error = "mmap of the " + std::to_string(bytes >> 20) + " MiB ring failed: " + std::strerror(errno);
     return;
   }
-  std::memset(host, 0, bytes);
+  if ((r = d.mem_host_register(host, bytes, CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_PORTABLE)) !=
+      CUDA_SUCCESS) {
+    munmap(host, bytes);
+    cs.error = with_error(("cuMemHostRegister of the " + std::to_string(bytes >> 20) + " MiB ring").c_str(), r);
+    return;
+  }
   CUdeviceptr mapped = 0;
   if ((r = d.mem_host_get_device_pointer(&mapped, host, 0)) != CUDA_SUCCESS) {
     cs.error = with_error("cuMemHostGetDevicePointer", r);
