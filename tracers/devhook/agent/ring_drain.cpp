@@ -76,16 +76,26 @@ void take(Drain& d, DrainedRing& r, DeviceRecord& s) {
   if (d.buffer.size() == kBufferRecords) flush(d);
 }
 
-// Takes the records that follow in claim order; publishes the count. Under d.mu.
-bool drain_in_order(Drain& d, DrainedRing& r) {
-  const uint64_t start = r.next;
-  while (filled(r.slots[r.next & r.mask])) {
-    take(d, r, r.slots[r.next & r.mask]);
-    ++r.next;
-  }
-  if (r.next == start) return false;
+// Probes waiting on a full ring resume as soon as the count moves: it is published every
+// this many records, not once per pass.
+constexpr uint64_t kPublishEvery = 4096;
+
+void publish(DrainedRing& r) {
   std::atomic_thread_fence(std::memory_order_release);  // the zeroes before the count
   *r.consumed = r.next;
+}
+
+// Takes the records that follow in claim order, one ring's worth at most (so that the
+// other rings, and drain_finish, get their turn while kernels keep writing), and
+// publishes the count. Under d.mu.
+bool drain_in_order(Drain& d, DrainedRing& r) {
+  const uint64_t start = r.next;
+  while (r.next - start <= r.mask && filled(r.slots[r.next & r.mask])) {
+    take(d, r, r.slots[r.next & r.mask]);
+    if (++r.next % kPublishEvery == 0) publish(r);
+  }
+  if (r.next == start) return false;
+  publish(r);
   return true;
 }
 
