@@ -3,13 +3,13 @@
 #include <cxxabi.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <fstream>
 #include <map>
 #include <regex>
 #include <set>
 #include <tuple>
-#include <unordered_map>
 
 #include "common/event_io.h"
 #include "common/untrusted_file.h"
@@ -41,6 +41,7 @@ struct BlockKey {
   bool operator<(const BlockKey& o) const {
     return std::tie(launch, execution, x, yz) < std::tie(o.launch, o.execution, o.x, o.yz);
   }
+  bool operator==(const BlockKey&) const = default;
 };
 
 struct BlockSeen {
@@ -104,6 +105,11 @@ void convert_process(const json& rep, const fs::path& records_file, EventWriter&
       }
   }
   t.unwritten += rep.value("records_unwritten", int64_t(0));
+  // Per launch, its block's shape (thread mode): read from the report once, not per record.
+  std::vector<std::array<uint64_t, 3>> block_dims;
+  if (per_thread)
+    for (const auto& l : launches)  // [kernel, context, gx, gy, gz, bx, by, bz, ...]
+      block_dims.push_back({l[5].get<uint64_t>(), l[6].get<uint64_t>(), l[7].get<uint64_t>()});
   std::ifstream in = open_untrusted(records_file);
   std::map<BlockKey, BlockSeen> blocks;
   BlockKey last_key{};
@@ -122,7 +128,7 @@ void convert_process(const json& rep, const fs::path& records_file, EventWriter&
       continue;
     }
     const BlockKey key{launch, execution_number(r.launch), r.block_x, r.block_yz};
-    if (!last || key < last_key || last_key < key) {
+    if (!last || key != last_key) {
       last_key = key;
       last = &blocks[key];
     }
@@ -131,8 +137,7 @@ void convert_process(const json& rep, const fs::path& records_file, EventWriter&
     int64_t& slot = kind == kEntry ? b.entry : b.exit;
     if (slot < 0 || int64_t(r.gpu_ns) < slot) slot = int64_t(r.gpu_ns);
     if (per_thread) {
-      const json& l = launches[launch];  // [kernel, context, gx, gy, gz, bx, by, bz, ...]
-      const uint64_t bx = l[5].get<uint64_t>(), by = l[6].get<uint64_t>(), bz = l[7].get<uint64_t>();
+      const auto [bx, by, bz] = block_dims[launch];
       const uint64_t x = thread_x(r), y = thread_y(r), z = thread_z(r);
       if (x >= bx || y >= by || z >= bz) {
         ++t.bad_thread;
