@@ -10,13 +10,25 @@
 
 using namespace correctness;
 
+namespace {
+
+// `harness ARGS` (a --bench run) and its bench_summary.json; null when either failed,
+// with the reason added to the test's failures.
+nlohmann::json bench_summary(const std::string& args, HarnessRun& r) {
+  r = run_harness(args);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream f(r.root / "bench_summary.json");
+  EXPECT_TRUE(f) << r.output;
+  return r.exit_code == 0 && f ? nlohmann::json::parse(f) : nlohmann::json();
+}
+
+}  // namespace
+
 TEST(Bench, PerCallOverheadUnderNoneAndPreload) {
   if (!host().gpu) GTEST_SKIP() << "no GPU: " << host().gpu_reason;
-  HarnessRun r = run_harness("--bench --method none,preload --linkage shared --reps 3");
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  std::ifstream f(r.root / "bench_summary.json");
-  ASSERT_TRUE(f) << r.output;
-  nlohmann::json s = nlohmann::json::parse(f);
+  HarnessRun r;
+  const nlohmann::json s = bench_summary("--bench --method none,preload --linkage shared --reps 3", r);
+  ASSERT_FALSE(s.is_null());
   std::set<std::string> calls;
   for (const auto& row : s["rows"]) {
     calls.insert(row["call"]);
@@ -42,11 +54,9 @@ TEST(Bench, PerCallOverheadUnderNoneAndPreload) {
 // batch, as a ratio. Never free: the probes write two records per block.
 TEST(Bench, DevhookInProcessAbOriginalAgainstInstrumentedKernel) {
   if (!host().gpu) GTEST_SKIP() << "no GPU: " << host().gpu_reason;
-  HarnessRun r = run_harness("--bench --method none,devhook --linkage shared --reps 1");
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  std::ifstream f(r.root / "bench_summary.json");
-  ASSERT_TRUE(f) << r.output;
-  const nlohmann::json s = nlohmann::json::parse(f);
+  HarnessRun r;
+  const nlohmann::json s = bench_summary("--bench --method none,devhook --linkage shared --reps 1", r);
+  ASSERT_FALSE(s.is_null());
   int vecadd_rows = 0;
   for (const auto& row : s["rows"]) {
     if (row["method"] != "devhook" || row["call"].get<std::string>().rfind("vecadd_", 0) != 0) continue;

@@ -211,11 +211,14 @@ TEST(DevhookOptions, ParsedAndRejectedWithTheValidChoices) {
   EXPECT_THROW(devhook_options({{"mode", "warp"}}), std::invalid_argument);
   EXPECT_THROW(devhook_options({{"ring_records", "0"}}), std::invalid_argument);
   EXPECT_THROW(devhook_options({{"ring_records", "12x"}}), std::invalid_argument);
+  EXPECT_TRUE(devhook_options({}).drain);
+  EXPECT_FALSE(devhook_options({{"drain", "off"}}).drain);
+  EXPECT_THROW(devhook_options({{"drain", "no"}}), std::invalid_argument);
   try {
     devhook_options({{"ring", "1"}});
     FAIL();
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("valid: mode, ring_records"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("valid: mode, ring_records, drain"), std::string::npos);
   }
 }
 
