@@ -11,6 +11,7 @@ packages=(
   nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev      # JSON, tests, per-call benchmark
   python3 python3-matplotlib                                          # the HTML report
   strace                                                              # the strace method
+  libsqlite3-dev                                                      # the nsys method's export reader
 )
 
 # Only the tests need a browser (the report check): `install-deps.sh --test` adds it.

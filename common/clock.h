@@ -13,4 +13,19 @@ inline int64_t monotonic_ns() {
   return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
+// CLOCK_REALTIME - CLOCK_MONOTONIC now, for tools that stamp wall-clock time (strace,
+// Nsight Systems' session start): the realtime clock read between two monotonic reads, so
+// the offset is known to within half their gap (`uncertainty_ns`).
+struct ClockOffset {
+  int64_t realtime_minus_monotonic_ns = 0;
+  int64_t uncertainty_ns = 0;
+};
+inline ClockOffset realtime_minus_monotonic() {
+  const int64_t m1 = monotonic_ns();
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  const int64_t m2 = monotonic_ns();
+  return {int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec - (m1 + m2) / 2, (m2 - m1) / 2 + 1};
+}
+
 }  // namespace cudatrace

@@ -37,6 +37,15 @@ std::string canonical_name(std::string_view name) {
   return s;
 }
 
+std::string without_runtime_version(std::string name) {
+  const size_t v = name.rfind("_v");
+  if (v == std::string::npos || name.size() - v - 2 < 4) return name;
+  for (size_t i = v + 2; i < name.size(); ++i)
+    if (!std::isdigit(uint8_t(name[i]))) return name;
+  name.resize(v);
+  return name;
+}
+
 bool is_runtime_internal(std::string_view name) {
   return name.starts_with("__cuda") && canonical_name(name) != "cudaLaunchKernel";
 }

@@ -11,6 +11,11 @@ namespace cudatrace {
 // "__cudaLaunchKernel" -> "cudaLaunchKernel", "cuLaunchKernel_ptsz" -> "cuLaunchKernel".
 std::string canonical_name(std::string_view name);
 
+// "cudaMalloc_v3020" -> "cudaMalloc": the version CUPTI (and Nsight Systems, which is
+// built on it) appends to runtime entry points, four or five digits of the toolkit that
+// added them. For runtime names only: a driver's _v2 is the symbol's own.
+std::string without_runtime_version(std::string name);
+
 // cudart's own plumbing that a program never calls by name (fatbin registration, the
 // <<<>>> call configuration): seen by symbol-level tracers, never in a ledger, never phantom.
 bool is_runtime_internal(std::string_view name);

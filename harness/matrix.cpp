@@ -23,6 +23,7 @@
 #include "harness/safe_files.h"
 #include "harness/verdict.h"
 #include "ledger/ledger.h"
+#include "tracers/none/none_tracer.h"
 #include "workloads/exit_codes.h"
 
 namespace cudatrace {
@@ -143,6 +144,16 @@ json run_one(const Combo& combo, int rep, RunContext& ctx, ComboOutcome& outcome
   }
   TracerReport report;
   try {
+    // The method's converter runs as the program did: it reads what the program's user wrote.
+    if (const std::vector<std::string> convert = tracer->conversion(dir);
+        !convert.empty() && child.status != ChildStatus::TracerFailed) {
+      const fs::path convert_dir = dir / "conversion";
+      make_dir_exclusive(convert_dir);
+      NoneTracer no_tracer;
+      const ChildResult c = run_child(ChildSpec{Launch{convert, {}}, convert_dir, ctx.opts.timeout_s, ctx.run_as}, no_tracer);
+      tracer->converted(c.status == ChildStatus::Exited && c.exit_code == 0,
+                        convert.front() + ": " + c.detail + " (see " + (convert_dir / "stderr.txt").string() + ")");
+    }
     report = tracer->finish(dir);
   } catch (const std::exception& e) {
     report.error = e.what();

@@ -22,6 +22,9 @@
 #ifdef CUDATRACE_HAVE_DEVHOOK
 #include "tracers/devhook/devhook_tracer.h"
 #endif
+#ifdef CUDATRACE_HAVE_NSYS
+#include "tracers/nsys/nsys_tracer.h"
+#endif
 #if defined(CUDATRACE_HAVE_CUPTI) && defined(CUDATRACE_HAVE_BPF)
 #include "tracers/cupti/cupti_tracer.h"
 #endif
@@ -168,6 +171,27 @@ const std::vector<Method>& methods() {
                  .tools = {"strace"},
                  .tool_packages = {{"strace", "strace"}},
                  .make = [](const HostFacts&, const MethodOptions&) { return std::make_unique<StraceTracer>(find_on_path("strace")); }});
+    // Nsight Systems beside our methods: the tool users already have, found where it is
+    // usually installed; its events when its install can export them (nsys_tracer.h).
+    Method nsys{.name = "nsys",
+                .summary = "NVIDIA Nsight Systems (nsys profile --trace=cuda), when installed: the reference",
+                .issue = 19,
+                .needs_gpu = true};
+#ifdef CUDATRACE_HAVE_NSYS
+    nsys.built = true;
+    nsys.unavailable_because = [] {
+      const NsysLocation where = locate_nsys();
+      return where.nsys.empty() ? where.how : std::string();
+    };
+    nsys.make = [](const HostFacts&, const MethodOptions&) -> std::unique_ptr<Tracer> {
+      const NsysLocation where = locate_nsys();
+      if (where.nsys.empty()) throw std::runtime_error(where.how);
+      return std::make_unique<NsysTracer>(where.nsys);
+    };
+#else
+    nsys.not_built_reason = "built without libsqlite3.a (apt-get install libsqlite3-dev; rebuild)";
+#endif
+    m.push_back(std::move(nsys));
     // What each method exists to observe; the cost references (none, *-empty, cupti-inject,
     // cupti-bare) observe nothing, so nothing of theirs can be missing.
     const std::map<std::string, std::vector<std::string>> observes{
@@ -177,7 +201,8 @@ const std::vector<Method>& methods() {
         {"cupti", {layer::kRuntime, layer::kDriver, layer::kGpuActivity}},
         {"devhook", {layer::kDevice}},
         {"devhook-thread", {layer::kDevice}},
-        {"strace", {layer::kSyscall}}};
+        {"strace", {layer::kSyscall}},
+        {"nsys", {layer::kRuntime, layer::kDriver, layer::kGpuActivity}}};
     for (auto& method : m)
       if (auto it = observes.find(method.name); it != observes.end()) method.layers = it->second;
     return m;

@@ -70,6 +70,17 @@ class Tracer {
   // The child is gone (exited, crashed, killed): stop collecting, write
   // run_dir/events.jsonl (absent = no events), and report layers and loss.
   virtual TracerReport finish(const std::filesystem::path& run_dir) = 0;
+  // A program to run, as the program's user, once the program has ended and before
+  // finish(): a converter of what the method's own tool wrote (nsys export). Empty: none.
+  // Its outcome comes back through converted(), a one-line detail when it failed.
+  virtual std::vector<std::string> conversion(const std::filesystem::path& run_dir) {
+    (void)run_dir;
+    return {};
+  }
+  virtual void converted(bool ok, const std::string& detail) {
+    (void)ok;
+    (void)detail;
+  }
   // Like finish(), for runs whose events nobody will read (the per-call benchmark makes
   // millions of calls): stop collecting and delete the raw output instead of converting it.
   virtual void abandon(const std::filesystem::path& run_dir) { (void)run_dir; }

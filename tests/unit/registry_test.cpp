@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "tracers/tracer.h"
 
 using namespace cudatrace;
@@ -10,8 +12,27 @@ TEST(Registry, ListsEveryMethodOnce) {
   for (const auto& m : methods()) names.push_back(m.name);
   EXPECT_EQ(names, (std::vector<std::string>{"none", "preload", "uprobe", "uprobe-enter", "uprobe-empty", "cupti",
                                              "cupti-inject", "cupti-bare", "devhook", "devhook-thread",
-                                             "bpftime", "strace"}));
+                                             "bpftime", "strace", "nsys"}));
   EXPECT_EQ(find_method("nope"), nullptr);
+}
+
+// Nsight Systems is the reference users already have: where it is missing, the reason
+// says where it was looked for and where to get it.
+TEST(Registry, NsysUnavailableSaysWhy) {
+  const Method* nsys = find_method("nsys");
+  ASSERT_NE(nsys, nullptr);
+  if (!nsys->built) GTEST_SKIP() << "nsys method not built here: " << nsys->not_built_reason;
+  const char* old = std::getenv("NSYS");
+  const std::string saved = old ? old : "";
+  setenv("NSYS", "/nonexistent/nsys", 1);
+  const Availability a = availability(*nsys, HostFacts{.root = true, .gpu = true});
+  if (old)
+    setenv("NSYS", saved.c_str(), 1);
+  else
+    unsetenv("NSYS");
+  EXPECT_FALSE(a.ok);
+  EXPECT_EQ(a.reason, "NSYS=/nonexistent/nsys is not an executable file");
+  EXPECT_EQ(availability(*nsys, HostFacts{.root = true, .gpu = false}).reason.rfind("needs a GPU", 0), 0u);
 }
 
 TEST(Registry, UnbuiltMethodsSaySoAndHaveNoFactory) {

@@ -16,16 +16,6 @@ namespace {
 
 #include "cupti_callback_names.inc"
 
-// "cudaMalloc_v3020" -> "cudaMalloc". Only runtime ids carry this suffix: four or five
-// digits of the toolkit version that added the entry point (a driver _v2 is the symbol's).
-std::string strip_runtime_version(std::string name) {
-  const size_t v = name.rfind("_v");
-  if (v == std::string::npos || name.size() - v - 2 < 4) return name;
-  if (!std::all_of(name.begin() + long(v) + 2, name.end(), [](char c) { return std::isdigit(uint8_t(c)); })) return name;
-  name.resize(v);
-  return name;
-}
-
 nlohmann::json dim3_json(uint64_t packed) {
   return nlohmann::json::array({packed & 0xFFFFFFFF, (packed >> 32) & 0xFFFF, packed >> 48});
 }
@@ -70,7 +60,7 @@ std::string cupti_callback_name(uint32_t domain, uint32_t cbid) {
   using Table = std::unordered_map<uint32_t, std::string>;
   static const std::pair<Table, Table> tables = [] {
     std::pair<Table, Table> t;
-    for (const auto& [id, name] : kRuntimeNames) t.first.emplace(id, strip_runtime_version(name));
+    for (const auto& [id, name] : kRuntimeNames) t.first.emplace(id, without_runtime_version(name));
     for (const auto& [id, name] : kDriverNames) t.second.emplace(id, name);
     return t;
   }();

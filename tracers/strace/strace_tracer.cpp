@@ -1,6 +1,5 @@
 #include "tracers/strace/strace_tracer.h"
 
-#include <ctime>
 #include <fstream>
 
 #include "common/clock.h"
@@ -9,16 +8,6 @@
 #include "tracers/strace/strace_parser.h"
 
 namespace cudatrace {
-
-namespace {
-
-int64_t realtime_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
-
-}  // namespace
 
 std::vector<std::string> StraceTracer::strace_args(const std::filesystem::path& strace,
                                                    const std::filesystem::path& output) {
@@ -35,11 +24,10 @@ std::vector<std::string> StraceTracer::strace_args(const std::filesystem::path& 
 
 void StraceTracer::prepare(Launch& launch, const Target& target, const std::filesystem::path& run_dir) {
   output_ = (target.writable_dir.empty() ? run_dir : target.writable_dir) / "strace.txt";
-  // strace stamps CLOCK_REALTIME; the ledger, CLOCK_MONOTONIC. Read one between two of
-  // the other: the offset is known to within half that gap.
-  const int64_t m1 = monotonic_ns(), r = realtime_ns(), m2 = monotonic_ns();
-  realtime_minus_monotonic_ = r - (m1 + m2) / 2;
-  offset_uncertainty_ns_ = (m2 - m1) / 2 + 1;
+  // strace stamps CLOCK_REALTIME; the ledger, CLOCK_MONOTONIC.
+  const ClockOffset offset = realtime_minus_monotonic();
+  realtime_minus_monotonic_ = offset.realtime_minus_monotonic_ns;
+  offset_uncertainty_ns_ = offset.uncertainty_ns;
   std::vector<std::string> argv = strace_args(strace_, output_);
   argv.insert(argv.end(), launch.argv.begin(), launch.argv.end());
   launch.argv = std::move(argv);

@@ -1,0 +1,239 @@
+// The nsys method's host side, without Nsight Systems: its export read from databases
+// built here in the shape of `nsys export --type sqlite` (the tables and columns
+// nsys_capture.h names), its install located, and what a run that could not export says.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "common/cuda_names.h"
+#include "common/event_io.h"
+#include "test_support.h"
+#include "tracers/nsys/nsys_capture.h"
+#include "tracers/nsys/nsys_tracer.h"
+
+using namespace cudatrace;
+using testsupport::temp_dir;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int64_t kSessionStartUtc = 1'790'000'000'000'000'000;  // TARGET_INFO_SESSION_START_TIME
+constexpr int64_t kRealtimeMinusMonotonic = 1'789'000'000'000'000'000;
+constexpr int64_t kToMonotonic = kSessionStartUtc - kRealtimeMinusMonotonic;
+constexpr int64_t kPid = 4242, kTid = 4250;
+constexpr int64_t kGlobalTid = (int64_t(1) << 48) | (kPid << 24) | kTid;  // nsys's packing: vm id, pid, tid
+
+void exec(sqlite3* db, const std::string& sql) {
+  char* err = nullptr;
+  ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "") << "\n" << sql;
+}
+
+// A capture of: cudaMalloc (ok), a kernel launch through the runtime with its driver call
+// inside, the kernel's run, and a failed cudaMemcpy. `with_returns` = false: an export
+// without the returnValue column; `with_start` = false: without the session's start.
+fs::path make_capture(const fs::path& dir, bool with_returns = true, bool with_start = true) {
+  const fs::path file = dir / "nsys.sqlite";
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open(file.c_str(), &db), SQLITE_OK);
+  const std::string ret_col = with_returns ? ", returnValue INT NOT NULL" : "";
+  exec(db, "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL)");
+  exec(db, "INSERT INTO StringIds VALUES (1, 'cudaMalloc_v3020'), (2, 'cudaLaunchKernel_v7000'), "
+           "(3, 'cuLaunchKernel'), (4, 'cudaMemcpy_v3020'), (5, '_Z6vecAddPKfS0_Pfi'), (6, 'vecAdd(const float*, ...)')");
+  for (const char* t : {"CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER"})
+    exec(db, std::string("CREATE TABLE ") + t +
+                 " (start INT NOT NULL, end INT NOT NULL, eventClass INT NOT NULL, globalTid INT, correlationId INT, "
+                 "nameId INT NOT NULL" + ret_col + ")");
+  const std::string g = std::to_string(kGlobalTid);
+  auto row = [&](int64_t start, int64_t end, int corr, int name, int ret) {
+    return "(" + std::to_string(start) + ", " + std::to_string(end) + ", 0, " + g + ", " + std::to_string(corr) +
+           ", " + std::to_string(name) + (with_returns ? ", " + std::to_string(ret) : "") + ")";
+  };
+  exec(db, "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES " + row(1000, 5000, 1, 1, 0) + ", " +
+               row(6000, 9000, 2, 2, 0) + ", " + row(10000, 12000, 4, 4, 1));
+  exec(db, "INSERT INTO CUPTI_ACTIVITY_KIND_DRIVER VALUES " + row(6500, 8500, 3, 3, 0));
+  exec(db, "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INT NOT NULL, end INT NOT NULL, deviceId INT NOT NULL, "
+           "contextId INT, streamId INT, correlationId INT, globalPid INT, demangledName INT, shortName INT, "
+           "mangledName INT, gridX INT, gridY INT, gridZ INT, blockX INT, blockY INT, blockZ INT)");
+  exec(db, "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (9500, 11500, 0, 1, 7, 2, " +
+               std::to_string((int64_t(1) << 48) | (kPid << 24)) + ", 6, 6, 5, 256, 1, 1, 128, 1, 1)");
+  if (with_start) {
+    exec(db, "CREATE TABLE TARGET_INFO_SESSION_START_TIME (utcEpochNs INT, utcTime TEXT, localTime TEXT)");
+    exec(db, "INSERT INTO TARGET_INFO_SESSION_START_TIME VALUES (" + std::to_string(kSessionStartUtc) + ", '', '')");
+  }
+  sqlite3_close(db);
+  return file;
+}
+
+}  // namespace
+
+TEST(NsysCapture, ApiCallsAndKernelsOnTheHarnessClockWithCodesAndLaunches) {
+  const fs::path dir = temp_dir("nsys");
+  const NsysCapture c = read_nsys_capture(make_capture(dir), kRealtimeMinusMonotonic);
+  ASSERT_EQ(c.error, "");
+  EXPECT_EQ(c.runtime_calls, 3);
+  EXPECT_EQ(c.driver_calls, 1);
+  EXPECT_EQ(c.kernels, 1);
+  EXPECT_EQ(c.kernels_joined, 1);
+  EXPECT_TRUE(c.return_codes);
+  EXPECT_TRUE(c.missing_tables.empty());
+  ASSERT_EQ(c.events.size(), 5u);
+  const Event& malloc_call = c.events[0];
+  EXPECT_EQ(malloc_call.layer, "runtime");
+  EXPECT_EQ(malloc_call.name, "cudaMalloc");  // nsys's _v3020 is not part of the name
+  EXPECT_EQ(malloc_call.ts, 1000 + kToMonotonic);
+  EXPECT_EQ(malloc_call.dur, 4000);
+  EXPECT_EQ(malloc_call.pid, kPid);
+  EXPECT_EQ(malloc_call.tid, kTid);
+  EXPECT_EQ(malloc_call.ret, 0);
+  EXPECT_EQ(malloc_call.corr, 1u);
+  EXPECT_EQ(c.events[2].name, "cudaMemcpy");
+  EXPECT_EQ(c.events[2].ret, 1);  // the failed call keeps its code
+  EXPECT_EQ(c.events[3].layer, "driver");
+  EXPECT_EQ(c.events[3].name, "cuLaunchKernel");
+  const Event& kernel = c.events[4];
+  EXPECT_EQ(kernel.layer, "gpu-activity");
+  EXPECT_EQ(kernel.name, "_Z6vecAddPKfS0_Pfi");  // mangled, as the other methods record it
+  EXPECT_EQ(kernel.ts, 9500 + kToMonotonic);
+  EXPECT_EQ(kernel.dur, 2000);
+  EXPECT_EQ(kernel.pid, kPid);
+  EXPECT_EQ(kernel.tid, kTid);  // the launching thread, through the correlation id
+  EXPECT_EQ(kernel.args["launched_by"], "cudaLaunchKernel");
+  EXPECT_EQ(kernel.args["grid"], nlohmann::json({256, 1, 1}));
+  EXPECT_EQ(kernel.args["block"], nlohmann::json({128, 1, 1}));
+  EXPECT_EQ(kernel.args["stream"], 7);
+}
+
+TEST(NsysCapture, AnExportWithoutReturnCodesSaysSoAndLeavesThemUnknown) {
+  const NsysCapture c = read_nsys_capture(make_capture(temp_dir("nsys"), false), kRealtimeMinusMonotonic);
+  ASSERT_EQ(c.error, "");
+  EXPECT_FALSE(c.return_codes);
+  ASSERT_EQ(c.events.size(), 5u);
+  EXPECT_FALSE(c.events[0].ret.has_value());
+}
+
+TEST(NsysCapture, MissingTablesAreNamedAndUnplaceableTimesAreAnError) {
+  const fs::path dir = temp_dir("nsys");
+  const NsysCapture no_start = read_nsys_capture(make_capture(dir, true, false), kRealtimeMinusMonotonic);
+  EXPECT_NE(no_start.error.find("TARGET_INFO_SESSION_START_TIME"), std::string::npos) << no_start.error;
+
+  // A program that made no driver call and launched nothing: nsys creates no such tables.
+  const fs::path only_runtime = temp_dir("nsys") / "nsys.sqlite";
+  fs::copy_file(make_capture(temp_dir("nsys")), only_runtime);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(only_runtime.c_str(), &db), SQLITE_OK);
+  exec(db, "DROP TABLE CUPTI_ACTIVITY_KIND_DRIVER");
+  exec(db, "DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL");
+  sqlite3_close(db);
+  const NsysCapture c = read_nsys_capture(only_runtime, kRealtimeMinusMonotonic);
+  ASSERT_EQ(c.error, "");
+  EXPECT_EQ(c.runtime_calls, 3);
+  EXPECT_EQ(c.missing_tables, (std::vector<std::string>{"CUPTI_ACTIVITY_KIND_DRIVER", "CUPTI_ACTIVITY_KIND_KERNEL"}));
+}
+
+TEST(NsysCapture, RefusesLinksNonDatabasesAndUnknownLayouts) {
+  const fs::path dir = temp_dir("nsys");
+  const fs::path real = make_capture(dir);
+  const fs::path link = dir / "link.sqlite";
+  fs::create_symlink(real, link);
+  EXPECT_NE(read_nsys_capture(link, 0).error, "");  // the program's user could point it anywhere
+
+  const fs::path text = dir / "text.sqlite";
+  std::ofstream(text) << "not a database\n";
+  EXPECT_NE(read_nsys_capture(text, 0).error, "");
+  EXPECT_NE(read_nsys_capture(dir / "absent.sqlite", 0).error, "");
+
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(real.c_str(), &db), SQLITE_OK);
+  exec(db, "ALTER TABLE CUPTI_ACTIVITY_KIND_RUNTIME RENAME COLUMN correlationId TO corr");
+  sqlite3_close(db);
+  const std::string error = read_nsys_capture(real, 0).error;
+  EXPECT_NE(error.find("correlationId"), std::string::npos) << error;
+}
+
+TEST(NsysCapture, RuntimeVersionSuffixesGoDriverRevisionsStay) {
+  EXPECT_EQ(without_runtime_version("cudaLaunchKernel_v7000"), "cudaLaunchKernel");
+  EXPECT_EQ(without_runtime_version("cudaGraphLaunch_v10000"), "cudaGraphLaunch");
+  EXPECT_EQ(without_runtime_version("cudaFree"), "cudaFree");
+  EXPECT_EQ(without_runtime_version("cudaFoo_v2"), "cudaFoo_v2");
+}
+
+TEST(NsysTracer, ACaptureOnlyInstallIsReportedLayerByLayerNotAsZero) {
+  const fs::path dir = temp_dir("nsys"), prog = dir / "target";
+  fs::create_directory(prog);
+  NsysTracer tracer("/opt/nvidia/nsight-compute/2025.3.1/host/target-linux-x64/nsys");
+  Launch launch{{"/bin/true"}, {}};
+  tracer.prepare(launch, Target{{"/bin/true"}, "none", prog}, dir);
+  EXPECT_EQ(launch.argv, (std::vector<std::string>{"/opt/nvidia/nsight-compute/2025.3.1/host/target-linux-x64/nsys",
+                                                   "profile", "--trace=cuda", "--sample=none", "--cpuctxsw=none",
+                                                   "--trace-fork-before-exec=true",
+                                                   "--output=" + (prog / "nsys").string(), "/bin/true"}));
+  EXPECT_FALSE(launch.wrapper);  // nsys writes its report after the program: it is not cut short
+
+  std::ofstream(prog / "nsys.qdstrm") << "capture";
+  EXPECT_TRUE(tracer.conversion(dir).empty());  // nothing to export
+  const TracerReport r = tracer.finish(dir);
+  EXPECT_EQ(r.error, "");
+  EXPECT_TRUE(r.layers.empty());
+  for (const char* l : {"runtime", "driver", "gpu-activity"}) {
+    ASSERT_TRUE(r.unobserved.count(l)) << l;
+    EXPECT_NE(r.unobserved.at(l).find(".qdstrm"), std::string::npos) << r.unobserved.at(l);
+  }
+  EXPECT_FALSE(fs::exists(dir / "events.jsonl"));
+}
+
+TEST(NsysTracer, ExportsAReportAsTheProgramsUserAndReadsItsEvents) {
+  const fs::path dir = temp_dir("nsys"), prog = dir / "target";
+  fs::create_directory(prog);
+  NsysTracer tracer("/usr/bin/nsys");
+  Launch launch{{"/bin/true"}, {}};
+  tracer.prepare(launch, Target{{"/bin/true"}, "none", prog}, dir);
+  std::ofstream(prog / "nsys.nsys-rep") << "report";
+  EXPECT_EQ(tracer.conversion(dir),
+            (std::vector<std::string>{"/usr/bin/nsys", "export", "--type=sqlite",
+                                      "--output=" + (prog / "nsys.sqlite").string(), (prog / "nsys.nsys-rep").string()}));
+  make_capture(prog);  // what the export wrote
+  tracer.converted(true, "");
+  const TracerReport r = tracer.finish(dir);
+  ASSERT_EQ(r.error, "");
+  EXPECT_EQ(r.layers, (std::vector<std::string>{"runtime", "driver", "gpu-activity"}));
+  EXPECT_TRUE(r.unobserved.empty());
+  EXPECT_EQ(r.loss["kernels_without_launch"], 0);
+  EXPECT_GT(r.match_slack_ns, 0);
+  EXPECT_EQ(read_events(dir / "events.jsonl").events.size(), 5u);
+
+  // The export failed: every layer says why, nothing is read.
+  NsysTracer failed("/usr/bin/nsys");
+  const fs::path dir2 = temp_dir("nsys"), prog2 = dir2 / "target";
+  fs::create_directory(prog2);
+  failed.prepare(launch, Target{{"/bin/true"}, "none", prog2}, dir2);
+  std::ofstream(prog2 / "nsys.nsys-rep") << "report";
+  failed.converted(false, "/usr/bin/nsys: exit 1 (see conversion/stderr.txt)");
+  const TracerReport f = failed.finish(dir2);
+  ASSERT_TRUE(f.unobserved.count("gpu-activity"));
+  EXPECT_NE(f.unobserved.at("gpu-activity").find("exit 1"), std::string::npos);
+}
+
+TEST(NsysLocate, NsysVariableWinsAndABadOneIsTheReason) {
+  const fs::path dir = temp_dir("nsys");
+  const fs::path fake = dir / "nsys";
+  std::ofstream(fake) << "#!/bin/sh\n";
+  fs::permissions(fake, fs::perms::owner_all);
+  const char* old = std::getenv("NSYS");
+  const std::string saved = old ? old : "";
+  setenv("NSYS", fake.c_str(), 1);
+  NsysLocation found = locate_nsys();
+  EXPECT_EQ(found.nsys, fake);
+  EXPECT_EQ(found.how, "NSYS");
+  setenv("NSYS", (dir / "absent").c_str(), 1);
+  found = locate_nsys();
+  EXPECT_TRUE(found.nsys.empty());
+  EXPECT_NE(found.how.find("not an executable"), std::string::npos) << found.how;
+  if (old)
+    setenv("NSYS", saved.c_str(), 1);
+  else
+    unsetenv("NSYS");
+}

@@ -1,0 +1,235 @@
+#include "tracers/nsys/nsys_capture.h"
+
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "common/cuda_names.h"
+
+namespace cudatrace {
+
+namespace {
+
+// The database is the program's user's file, read by root: it is read whole through one
+// descriptor opened without following a link and handed to SQLite as memory
+// (sqlite3_deserialize), so SQLite never opens a path the user could swap. A bound keeps a
+// runaway capture from taking the machine's memory.
+constexpr uint64_t kMaxDatabaseBytes = uint64_t(4) << 30;
+
+struct Database {
+  sqlite3* h = nullptr;
+  ~Database() {
+    if (h) sqlite3_close(h);
+  }
+};
+
+struct Statement {
+  sqlite3_stmt* h = nullptr;
+  Statement(sqlite3* db, const std::string& sql) {
+    if (sqlite3_prepare_v2(db, sql.c_str(), int(sql.size()), &h, nullptr) != SQLITE_OK)
+      throw std::runtime_error("cannot read the capture (" + sql + "): " + sqlite3_errmsg(db));
+  }
+  ~Statement() { sqlite3_finalize(h); }
+  bool step() {
+    const int rc = sqlite3_step(h);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    throw std::runtime_error(std::string("cannot read the capture: ") + sqlite3_errmsg(sqlite3_db_handle(h)));
+  }
+  int64_t integer(int column) const { return sqlite3_column_int64(h, column); }
+  std::string text(int column) const {
+    const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(h, column));
+    return p ? std::string(p, size_t(sqlite3_column_bytes(h, column))) : std::string();
+  }
+};
+
+void open_readonly_copy(const std::filesystem::path& file, Database& db) {
+  const int fd = open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) throw std::runtime_error("cannot open " + file.string() + ": " + std::strerror(errno));
+  struct Close {
+    int fd;
+    ~Close() { close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) throw std::runtime_error(file.string() + " is not a regular file");
+  if (uint64_t(st.st_size) > kMaxDatabaseBytes)
+    throw std::runtime_error(file.string() + " is larger than 4 GiB: trace a shorter run");
+  const auto size = uint64_t(st.st_size);
+  auto* bytes = static_cast<unsigned char*>(sqlite3_malloc64(size ? size : 1));
+  if (!bytes) throw std::runtime_error("out of memory reading " + file.string());
+  uint64_t got = 0;
+  while (got < size) {
+    const ssize_t n = read(fd, bytes + got, size - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      sqlite3_free(bytes);
+      throw std::runtime_error("cannot read " + file.string() + (n < 0 ? std::string(": ") + std::strerror(errno) : ": it shrank"));
+    }
+    got += uint64_t(n);
+  }
+  if (sqlite3_open_v2(":memory:", &db.h, SQLITE_OPEN_READWRITE, nullptr) != SQLITE_OK) {
+    sqlite3_free(bytes);
+    throw std::runtime_error("sqlite: cannot open an in-memory database");
+  }
+  // Nothing the file says runs code: no views or triggers, schema functions untrusted,
+  // every page's cells checked before use.
+  sqlite3_db_config(db.h, SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);
+  sqlite3_db_config(db.h, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, nullptr);
+  sqlite3_db_config(db.h, SQLITE_DBCONFIG_ENABLE_VIEW, 0, nullptr);
+  sqlite3_db_config(db.h, SQLITE_DBCONFIG_ENABLE_TRIGGER, 0, nullptr);
+  if (sqlite3_deserialize(db.h, "main", bytes, sqlite3_int64(size), sqlite3_int64(size),
+                          SQLITE_DESERIALIZE_READONLY | SQLITE_DESERIALIZE_FREEONCLOSE) != SQLITE_OK)
+    throw std::runtime_error(file.string() + " is not an SQLite database: " + sqlite3_errmsg(db.h));
+  sqlite3_exec(db.h, "PRAGMA cell_size_check=ON", nullptr, nullptr, nullptr);
+  // A file that is not a database fails here, at its first read.
+  Statement probe(db.h, "SELECT count(*) FROM sqlite_master");
+  probe.step();
+}
+
+std::set<std::string> tables_of(sqlite3* db) {
+  std::set<std::string> out;
+  Statement s(db, "SELECT name FROM sqlite_master WHERE type = 'table'");
+  while (s.step()) out.insert(s.text(0));
+  return out;
+}
+
+std::set<std::string> columns_of(sqlite3* db, const std::string& table) {
+  std::set<std::string> out;
+  Statement s(db, "SELECT name FROM pragma_table_info('" + table + "')");  // our constants only
+  while (s.step()) out.insert(s.text(0));
+  return out;
+}
+
+void require(const std::set<std::string>& have, const std::string& table, std::initializer_list<const char*> need) {
+  for (const char* c : need)
+    if (!have.count(c))
+      throw std::runtime_error("table " + table + " has no column " + c + ": an Nsight Systems export this reader does not know");
+}
+
+}  // namespace
+
+NsysCapture read_nsys_capture(const std::filesystem::path& sqlite_file, int64_t realtime_minus_monotonic_ns) {
+  NsysCapture out;
+  try {
+    Database db;
+    open_readonly_copy(sqlite_file, db);
+    const std::set<std::string> tables = tables_of(db.h);
+    if (!tables.count("TARGET_INFO_SESSION_START_TIME"))
+      throw std::runtime_error("the capture has no TARGET_INFO_SESSION_START_TIME: its times cannot be put on the "
+                               "harness's clock");
+    int64_t session_start_utc = 0;
+    {
+      require(columns_of(db.h, "TARGET_INFO_SESSION_START_TIME"), "TARGET_INFO_SESSION_START_TIME", {"utcEpochNs"});
+      Statement s(db.h, "SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME LIMIT 1");
+      if (!s.step()) throw std::runtime_error("TARGET_INFO_SESSION_START_TIME is empty");
+      session_start_utc = s.integer(0);
+    }
+    const int64_t to_monotonic = session_start_utc - realtime_minus_monotonic_ns;
+
+    std::unordered_map<int64_t, std::string> strings;
+    if (tables.count("StringIds")) {
+      require(columns_of(db.h, "StringIds"), "StringIds", {"id", "value"});
+      Statement s(db.h, "SELECT id, value FROM StringIds");
+      while (s.step()) strings[s.integer(0)] = s.text(1);
+    }
+    auto string_of = [&](int64_t id) {
+      auto it = strings.find(id);
+      return it == strings.end() ? std::string() : it->second;
+    };
+
+    std::map<std::pair<int64_t, int64_t>, size_t> runtime_call_of, driver_call_of;  // (pid, corr) -> event
+    out.return_codes = true;
+    for (const auto& [table, layer_name] : {std::pair<const char*, const char*>{"CUPTI_ACTIVITY_KIND_RUNTIME", layer::kRuntime},
+                                            {"CUPTI_ACTIVITY_KIND_DRIVER", layer::kDriver}}) {
+      if (!tables.count(table)) {
+        out.missing_tables.push_back(table);
+        continue;
+      }
+      const std::set<std::string> cols = columns_of(db.h, table);
+      require(cols, table, {"start", "end", "globalTid", "correlationId", "nameId"});
+      const bool has_ret = cols.count("returnValue");
+      out.return_codes = out.return_codes && has_ret;
+      Statement s(db.h, std::string("SELECT start, end, globalTid, correlationId, nameId") +
+                            (has_ret ? ", returnValue" : "") + " FROM " + table + " ORDER BY start");
+      auto& call_of = layer_name == std::string(layer::kRuntime) ? runtime_call_of : driver_call_of;
+      while (s.step()) {
+        Event e;
+        e.layer = layer_name;
+        e.name = string_of(s.integer(4));
+        if (layer_name == std::string(layer::kRuntime)) e.name = without_runtime_version(e.name);
+        if (e.name.empty()) e.name = "unknown";
+        e.ts = s.integer(0) + to_monotonic;
+        if (s.integer(1) >= s.integer(0)) e.dur = s.integer(1) - s.integer(0);
+        const int64_t global_tid = s.integer(2);
+        e.pid = (global_tid >> 24) & 0xFFFFFF;
+        e.tid = global_tid & 0xFFFFFF;
+        e.corr = uint64_t(s.integer(3));
+        if (has_ret) e.ret = s.integer(5);
+        call_of[{e.pid, int64_t(*e.corr)}] = out.events.size();
+        (layer_name == std::string(layer::kRuntime) ? out.runtime_calls : out.driver_calls) += 1;
+        out.events.push_back(std::move(e));
+      }
+    }
+
+    const char* kernels = "CUPTI_ACTIVITY_KIND_KERNEL";
+    if (!tables.count(kernels)) {
+      out.missing_tables.push_back(kernels);
+    } else {
+      const std::set<std::string> cols = columns_of(db.h, kernels);
+      require(cols, kernels, {"start", "end", "globalPid", "correlationId", "deviceId", "streamId", "gridX", "gridY",
+                              "gridZ", "blockX", "blockY", "blockZ"});
+      // The mangled name where this export has it (what the other methods record), else
+      // the demangled one: the report groups kernels by their demangled family either way.
+      const char* name_column = cols.count("mangledName")     ? "mangledName"
+                                : cols.count("demangledName") ? "demangledName"
+                                : cols.count("shortName")     ? "shortName"
+                                                              : nullptr;
+      if (!name_column) throw std::runtime_error("table CUPTI_ACTIVITY_KIND_KERNEL has no kernel name column");
+      Statement s(db.h, std::string("SELECT start, end, globalPid, correlationId, deviceId, streamId, gridX, gridY, "
+                                    "gridZ, blockX, blockY, blockZ, ") +
+                            name_column + " FROM " + kernels + " ORDER BY start");
+      while (s.step()) {
+        Event e;
+        e.layer = layer::kGpuActivity;
+        e.name = string_of(s.integer(12));
+        if (e.name.empty()) e.name = "kernel";
+        e.ts = s.integer(0) + to_monotonic;
+        if (s.integer(1) >= s.integer(0)) e.dur = s.integer(1) - s.integer(0);
+        e.pid = (s.integer(2) >> 24) & 0xFFFFFF;
+        e.corr = uint64_t(s.integer(3));
+        e.args = {{"kernel", e.name},
+                  {"grid", {s.integer(6), s.integer(7), s.integer(8)}},
+                  {"block", {s.integer(9), s.integer(10), s.integer(11)}},
+                  {"stream", s.integer(5)},
+                  {"device", s.integer(4)}};
+        // The launching call: the runtime's where the program used it, else the driver's.
+        const std::pair<int64_t, int64_t> key{e.pid, int64_t(*e.corr)};
+        size_t launch = out.events.size();
+        if (auto r = runtime_call_of.find(key); r != runtime_call_of.end())
+          launch = r->second;
+        else if (auto d = driver_call_of.find(key); d != driver_call_of.end())
+          launch = d->second;
+        if (launch < out.events.size()) {
+          ++out.kernels_joined;
+          e.tid = out.events[launch].tid;
+          e.args["launched_by"] = out.events[launch].name;
+        }
+        ++out.kernels;
+        out.events.push_back(std::move(e));
+      }
+    }
+  } catch (const std::exception& e) {
+    out.error = e.what();
+  }
+  return out;
+}
+
+}  // namespace cudatrace

@@ -1,0 +1,41 @@
+#pragma once
+// Reads what Nsight Systems captured, once `nsys export --type sqlite` has turned its
+// report into a database: the CUDA runtime and driver API calls and the kernel runs,
+// as the harness's events. Only the tables and columns below are read; a table a
+// capture lacks (nsys creates them lazily) is an empty layer, a column it lacks is left
+// out of the events, and a table or column the reader needs and cannot find is an error
+// that names it, never a silent zero.
+//
+// Tables (Nsight Systems' SQLite export; columns checked by name, not position):
+//   StringIds(id, value)                                   names of calls and kernels
+//   CUPTI_ACTIVITY_KIND_RUNTIME / _DRIVER(start, end, globalTid, correlationId, nameId
+//                                         [, returnValue])  one row per API call
+//   CUPTI_ACTIVITY_KIND_KERNEL(start, end, globalPid, correlationId, deviceId, streamId,
+//                              gridX..Z, blockX..Z, demangledName or shortName
+//                              [, mangledName])             one row per kernel run
+//   TARGET_INFO_SESSION_START_TIME(utcEpochNs)             when start = 0 was
+// globalTid packs the process and thread: pid = globalTid / 2^24 % 2^24, tid = globalTid % 2^24.
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/event.h"
+
+namespace cudatrace {
+
+struct NsysCapture {
+  std::vector<Event> events;  // runtime, driver and gpu-activity, in the export's order per table
+  int64_t runtime_calls = 0, driver_calls = 0, kernels = 0;
+  int64_t kernels_joined = 0;  // kernel runs whose launching call was found (correlation id)
+  std::vector<std::string> missing_tables;  // tables of the three above that the capture has not
+  bool return_codes = false;  // the API tables have returnValue (recent Nsight Systems)
+  std::string error;          // non-empty: the database could not be read; the events are not usable
+};
+
+// `realtime_minus_monotonic_ns`: CLOCK_REALTIME - CLOCK_MONOTONIC on this machine, read by
+// the harness; with the session's UTC start it puts nsys's session-relative times on the
+// harness's clock. The file is opened without following a link and read only.
+NsysCapture read_nsys_capture(const std::filesystem::path& sqlite_file, int64_t realtime_minus_monotonic_ns);
+
+}  // namespace cudatrace

@@ -1,0 +1,172 @@
+#include "tracers/nsys/nsys_tracer.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+
+#include "common/clock.h"
+#include "common/event_io.h"
+#include "tracers/nsys/nsys_capture.h"
+
+namespace cudatrace {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool executable_file(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_regular_file(p, ec) && access(p.c_str(), X_OK) == 0;
+}
+
+// The numbers in a version folder's name: "2025.3.1" -> {2025, 3, 1}.
+std::vector<long> version_of(const std::string& name) {
+  std::vector<long> v;
+  for (size_t i = 0; i < name.size();) {
+    if (!std::isdigit(uint8_t(name[i]))) {
+      ++i;
+      continue;
+    }
+    size_t end = i;
+    while (end < name.size() && std::isdigit(uint8_t(name[end]))) ++end;
+    v.push_back(std::strtol(name.substr(i, end - i).c_str(), nullptr, 10));
+    i = end;
+  }
+  return v;
+}
+
+// Every `parent/<prefix>*/suffix` that is an executable file, the newest version first
+// (2025.3.1 before 2024.6.2: compared as numbers).
+std::vector<fs::path> versioned(const fs::path& parent, const std::string& prefix, const fs::path& suffix) {
+  std::vector<std::pair<std::vector<long>, fs::path>> found;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(parent, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) != 0) continue;
+    if (fs::path candidate = entry.path() / suffix; executable_file(candidate))
+      found.push_back({version_of(name), candidate});
+  }
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<fs::path> out;
+  for (auto& f : found) out.push_back(std::move(f.second));
+  return out;
+}
+
+const char* const kGetIt = "install Nsight Systems (developer.nvidia.com/nsight-systems) or set NSYS to its nsys";
+
+}  // namespace
+
+NsysLocation locate_nsys() {
+  if (const char* env = std::getenv("NSYS"); env && *env) {
+    if (executable_file(env)) return {env, "NSYS"};
+    return {{}, std::string("NSYS=") + env + " is not an executable file"};
+  }
+  if (fs::path on_path = find_on_path("nsys"); !on_path.empty()) return {on_path, "PATH"};
+  std::vector<fs::path> candidates;
+  for (const char* family : {"nsight-systems-cli", "nsight-systems"})
+    for (auto& p : versioned("/opt/nvidia", family, "bin/nsys")) candidates.push_back(p);
+  if (executable_file("/usr/local/cuda/bin/nsys")) candidates.push_back("/usr/local/cuda/bin/nsys");
+  // Nsight Compute carries an nsys CLI of its own (capture only: see nsys_tracer.h).
+  for (auto& p : versioned("/opt/nvidia/nsight-compute", "", "host/target-linux-x64/nsys")) candidates.push_back(p);
+  if (!candidates.empty()) return {candidates.front(), candidates.front().parent_path().string()};
+  return {{}, std::string("nsys not found (NSYS unset, none on PATH, none under /opt/nvidia or /usr/local/cuda/bin): ") +
+                  kGetIt};
+}
+
+std::vector<std::string> NsysTracer::profile_args(const fs::path& nsys, const fs::path& output_base) {
+  return {nsys.string(),
+          "profile",
+          "--trace=cuda",                    // runtime and driver API calls, kernels, copies
+          "--sample=none",                   // no CPU sampling: the cost measured is tracing's
+          "--cpuctxsw=none",
+          "--trace-fork-before-exec=true",   // forked workers (multiproc) too
+          "--output=" + output_base.string()};
+}
+
+std::vector<std::string> NsysTracer::export_args(const fs::path& nsys, const fs::path& output_base) {
+  return {nsys.string(), "export", "--type=sqlite", "--output=" + output_base.string() + ".sqlite",
+          output_base.string() + ".nsys-rep"};
+}
+
+void NsysTracer::prepare(Launch& launch, const Target& target, const fs::path& run_dir) {
+  base_ = (target.writable_dir.empty() ? run_dir : target.writable_dir) / "nsys";
+  const ClockOffset offset = realtime_minus_monotonic();
+  realtime_minus_monotonic_ = offset.realtime_minus_monotonic_ns;
+  offset_uncertainty_ns_ = offset.uncertainty_ns;
+  std::vector<std::string> argv = profile_args(nsys_, base_);
+  argv.insert(argv.end(), launch.argv.begin(), launch.argv.end());
+  launch.argv = std::move(argv);
+  // Not a wrapper in the runner's sense: nsys waits for the program's processes itself and
+  // then writes its report, which must not be cut short when the program has ended.
+}
+
+std::vector<std::string> NsysTracer::conversion(const fs::path&) {
+  std::error_code ec;
+  if (!fs::is_regular_file(fs::symlink_status(base_.string() + ".nsys-rep", ec))) return {};
+  return export_args(nsys_, base_);
+}
+
+void NsysTracer::converted(bool ok, const std::string& detail) {
+  if (!ok) conversion_failed_ = detail;
+}
+
+TracerReport NsysTracer::finish(const fs::path& run_dir) {
+  TracerReport report;
+  report.notes["nsys"] = nsys_.string();
+  const std::vector<std::string> layers = {layer::kRuntime, layer::kDriver, layer::kGpuActivity};
+  auto unobserved_all = [&](const std::string& why) {
+    for (const auto& l : layers) report.unobserved[l] = why;
+  };
+  std::error_code ec;
+  const bool report_file = fs::is_regular_file(fs::symlink_status(base_.string() + ".nsys-rep", ec));
+  const bool qdstrm = fs::is_regular_file(fs::symlink_status(base_.string() + ".qdstrm", ec));
+  if (!report_file) {
+    if (qdstrm)
+      unobserved_all("this nsys (" + nsys_.string() + ") left only a .qdstrm capture: it has no importer to make a "
+                     "report of it (a capture-only CLI, e.g. the one inside Nsight Compute); per-call cost is "
+                     "measured, events need a full Nsight Systems install");
+    else
+      report.error = "nsys wrote no capture (" + base_.string() + ".nsys-rep): see stderr.txt";
+    return report;
+  }
+  if (conversion_failed_) {
+    unobserved_all("nsys export --type=sqlite failed: " + *conversion_failed_);
+    return report;
+  }
+  NsysCapture capture = read_nsys_capture(base_.string() + ".sqlite", realtime_minus_monotonic_);
+  if (!capture.error.empty()) {
+    unobserved_all("the capture's SQLite export could not be read: " + capture.error);
+    return report;
+  }
+  EventWriter out(run_dir / "events.jsonl");
+  for (const auto& e : capture.events) out.write(e);
+  out.close();
+  report.layers = layers;
+  if (!capture.return_codes)
+    for (const char* l : {layer::kRuntime, layer::kDriver})
+      report.partly_unobserved[l] = "this Nsight Systems' export has no returnValue column: no return codes";
+  // Nsight Systems reports no loss count of its own in the export; kernels whose launch
+  // is not in the capture are the one gap the events themselves show.
+  report.loss = {{"kernels_without_launch", capture.kernels - capture.kernels_joined}};
+  report.notes["runtime_calls"] = capture.runtime_calls;
+  report.notes["driver_calls"] = capture.driver_calls;
+  report.notes["kernels"] = capture.kernels;
+  report.notes["tables_absent"] = capture.missing_tables;  // nsys creates tables only for what it saw
+  report.notes["realtime_minus_monotonic_ns"] = realtime_minus_monotonic_;
+  // The session-relative times are placed through the session's UTC start; how exactly
+  // nsys stamps that start is its own: the matcher allows 1 ms on top of our offset read.
+  report.notes["clock"] = "session start (TARGET_INFO_SESSION_START_TIME.utcEpochNs) + CLOCK_MONOTONIC offset, +-1 ms";
+  report.match_slack_ns = offset_uncertainty_ns_ + 1000000;
+  return report;
+}
+
+void NsysTracer::abandon(const fs::path&) {
+  for (const char* ext : {".nsys-rep", ".qdstrm", ".sqlite"}) {
+    std::error_code ec;
+    fs::remove(base_.string() + ext, ec);
+  }
+}
+
+}  // namespace cudatrace
