@@ -233,6 +233,8 @@ bool enable_domains() {
   return true;
 }
 
+bool g_activity_enabled = false;  // full mode: kernel activity is collected (and paused with the callbacks)
+
 bool enable_kernel_activity() {
   CUptiResult r = cuptiActivityRegisterTimestampCallback(cupti_timestamp);
   if (r == CUPTI_SUCCESS) r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
@@ -241,6 +243,7 @@ bool enable_kernel_activity() {
     report_error("kernel activity", r);
     return false;
   }
+  g_activity_enabled = true;
   return true;
 }
 
@@ -263,4 +266,21 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   cuptiGetVersion(&version);
   report(CUDATRACE_CUPTI_LOADED, version, bare ? "bare" : "full");
   return 1;
+}
+
+// The per-call benchmark's in-process A/B (bench/percall finds this through the library's
+// handle): 1 turns the API callbacks and the kernel activity off, 0 turns them back on.
+// The subscription stays, so the paused half is what a subscribed but idle CUPTI costs:
+// the difference is what our callbacks and activity add, not all of CUPTI. 0 on success.
+extern "C" __attribute__((visibility("default"))) int cudatrace_cupti_pause(int paused) {
+  if (!g_subscriber) return -1;
+  const uint32_t enable = paused ? 0 : 1;
+  for (CUpti_CallbackDomain d : {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_CB_DOMAIN_DRIVER_API})
+    if (cuptiEnableDomain(enable, g_subscriber, d) != CUPTI_SUCCESS) return -1;
+  if (g_activity_enabled) {
+    const CUptiResult r = paused ? cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
+                                 : cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    if (r != CUPTI_SUCCESS) return -1;
+  }
+  return 0;
 }

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "common/elf_file.h"
+#include "common/spawn.h"
 #include "cupti/call_slots.h"
 #include "tracers/call_args.h"
 #include "tracers/cupti/cupti_decode.h"
@@ -90,7 +91,21 @@ TEST(CuptiLibrary, ExportsOnlyItsEntryPoints) {
   EXPECT_TRUE(exported.count("InitializeInjection")) << error;
   EXPECT_TRUE(exported.count("cudatrace_cupti_on_api"));
   EXPECT_TRUE(exported.count("cudatrace_cupti_on_kernel"));
-  EXPECT_EQ(exported.size(), 3u) << "hidden visibility keeps the rest (and static libstdc++) out";
+  EXPECT_TRUE(exported.count("cudatrace_cupti_pause"));
+  EXPECT_EQ(exported.size(), 4u) << "hidden visibility keeps the rest (and static libstdc++) out";
+}
+
+// The per-call benchmark's in-process A/B: pausing turns CUPTI's callbacks (and, in full
+// mode, the kernel activity) off and resuming turns them on again; the fake CUPTI says
+// what is on. Bare mode collects no activity, so it has none to pause.
+TEST(CuptiLibrary, PauseSwitchesCallbacksAndActivityOffAndOn) {
+  for (const auto& [mode, expected] : {std::pair<const char*, const char*>{"full", "pause 7 0 7\n"}, {"bare", "pause 3 0 3\n"}}) {
+    const SpawnResult r = spawn_and_wait({"/usr/bin/env", "FAKE_APP_CHECK_PAUSE=1", std::string("CUDATRACE_CUPTI_MODE=") + mode,
+                                          std::string("CUDA_INJECTION64_PATH=") + CUDATRACE_CUPTI_LIBRARY, CUDATRACE_CUPTI_FAKE_APP},
+                                         true);
+    EXPECT_EQ(r.exit_code, 0) << mode << ": " << r.output << r.error;
+    EXPECT_NE(r.output.find(expected), std::string::npos) << mode << ": " << r.output;
+  }
 }
 
 // call_slots.def fills the same slots, in the same order, as hooks.def names them.

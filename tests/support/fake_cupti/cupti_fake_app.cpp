@@ -7,6 +7,9 @@
 //           with the driver's cuLaunchKernel inside it, and that kernel's activity record
 //   corr 4  in a forked child: runtime cudaGetDevice -> 0, returns 0
 // Exit status 0, also when CUPTI is "taken" (the program must run on untraced).
+// FAKE_APP_CHECK_PAUSE=1: instead, pause and resume the library (cudatrace_cupti_pause, as
+// bench/percall does) and print what the fake CUPTI had switched on before, while paused
+// and after: "pause 7 0 7" (bit 0 runtime, 1 driver callbacks, 2 kernel activity).
 #include <cupti.h>
 #include <dlfcn.h>
 #include <sys/wait.h>
@@ -17,6 +20,7 @@
 
 extern "C" CUpti_CallbackFunc fake_cupti_callback(void** userdata);
 extern "C" void fake_cupti_add_kernel(const CUpti_ActivityKernel10* k);
+extern "C" int fake_cupti_enabled();
 
 namespace {
 
@@ -62,6 +66,19 @@ int main() {
     return 2;
   }
   init();
+  if (std::getenv("FAKE_APP_CHECK_PAUSE")) {
+    auto pause = reinterpret_cast<int (*)(int)>(dlsym(handle, "cudatrace_cupti_pause"));
+    if (!pause) {
+      std::fprintf(stderr, "cupti_fake_app: no cudatrace_cupti_pause in %s\n", library);
+      return 2;
+    }
+    const int before = fake_cupti_enabled();
+    const int paused_rc = pause(1);
+    const int paused = fake_cupti_enabled();
+    const int resumed_rc = pause(0);
+    std::printf("pause %d %d %d\n", before, paused, fake_cupti_enabled());
+    return paused_rc == 0 && resumed_rc == 0 ? 0 : 1;
+  }
   g_callback = fake_cupti_callback(&g_userdata);
   if (!g_callback) return 0;  // the library stood aside (CUPTI taken): run on, untraced
 

@@ -18,6 +18,8 @@ CUpti_BuffersCallbackRequestFunc g_request = nullptr;
 CUpti_BuffersCallbackCompleteFunc g_complete = nullptr;
 std::vector<CUpti_ActivityKernel10> g_pending;
 size_t g_dropped_once = 0;
+bool g_domain_enabled[8] = {};  // by CUpti_CallbackDomain
+bool g_kernel_activity = false;
 
 }  // namespace
 
@@ -44,7 +46,11 @@ CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle) {
   return CUPTI_SUCCESS;
 }
 
-CUptiResult cuptiEnableDomain(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain) { return CUPTI_SUCCESS; }
+CUptiResult cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle, CUpti_CallbackDomain domain) {
+  if (unsigned(domain) >= 8) return CUPTI_ERROR_INVALID_PARAMETER;
+  g_domain_enabled[domain] = enable != 0;
+  return CUPTI_SUCCESS;
+}
 
 CUptiResult cuptiGetVersion(uint32_t* version) {
   *version = CUPTI_API_VERSION;
@@ -65,7 +71,15 @@ CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc requ
   return CUPTI_SUCCESS;
 }
 
-CUptiResult cuptiActivityEnable(CUpti_ActivityKind) { return CUPTI_SUCCESS; }
+CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind) {
+  if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) g_kernel_activity = true;
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiActivityDisable(CUpti_ActivityKind kind) {
+  if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) g_kernel_activity = false;
+  return CUPTI_SUCCESS;
+}
 
 // Records are laid out back to back, each a CUpti_ActivityKernel10.
 CUptiResult cuptiActivityGetNextRecord(uint8_t* buffer, size_t valid, CUpti_Activity** record) {
@@ -102,5 +116,12 @@ CUpti_CallbackFunc fake_cupti_callback(void** userdata) {
 }
 
 void fake_cupti_add_kernel(const CUpti_ActivityKernel10* k) { g_pending.push_back(*k); }
+
+// What the subscriber has switched on: bit 0 runtime callbacks, bit 1 driver callbacks,
+// bit 2 kernel activity.
+int fake_cupti_enabled() {
+  return int(g_domain_enabled[CUPTI_CB_DOMAIN_RUNTIME_API]) | int(g_domain_enabled[CUPTI_CB_DOMAIN_DRIVER_API]) << 1 |
+         int(g_kernel_activity) << 2;
+}
 
 }  // extern "C"
