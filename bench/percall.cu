@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "bench/pause_client.h"
 #include "common/clock.h"
 
 #ifndef CUDATRACE_CUDART
@@ -55,7 +56,14 @@ void must(cudaError_t e, const char* what) {
 // original kernels), every timed batch is followed by the same batch with the
 // tracer paused. Counter ab_delta_ns is the median of the pairwise differences: the cost of
 // recording, free of everything that varies between processes (a launch's ~4 us moves by
-// ±15% from one process to the next, far more than the shim adds).
+// ±15% from one process to the next, far more than the shim adds). The cupti library
+// (cudatrace_cupti_pause) is loaded by the driver, not the program: it is looked up in its
+// own handle once CUDA is initialised.
+//
+// The pairing control: every other iteration times the same pair of batches with the
+// tracer paused in both halves. Counter control_delta_ns, the median of those
+// differences, is what the pairing itself reads when nothing differs (the second batch
+// runs warmer, or colder): an A/B delta within it is no measurable cost.
 using PauseFn = int (*)(int);
 PauseFn g_pause = nullptr;
 
@@ -63,6 +71,15 @@ double median(std::vector<double> v) {
   if (v.empty()) return 0.0;
   std::nth_element(v.begin(), v.begin() + long(v.size() / 2), v.end());
   return v[v.size() / 2];
+}
+
+// A tracer that paused and cannot resume would leave the rest of the run untraced,
+// measured as if traced: stop instead.
+void resume_or_exit() {
+  if (g_pause(0) != 0) {
+    std::fprintf(stderr, "percall: the tracer could not resume after a pause: stopping\n");
+    std::exit(3);
+  }
 }
 
 template <class Body, class After>
@@ -75,22 +92,34 @@ void batched(benchmark::State& state, Body&& body, After&& after, int batch = kB
     return double(t1 - t0) / batch;
   };
   for (int64_t w = 0; w < std::max<int64_t>(1, state.max_iterations / 4); ++w) timed();
-  std::vector<double> per_call, paused, differences;
+  std::vector<double> per_call, paused, differences, control;
   per_call.reserve(size_t(state.max_iterations));
+  int64_t iteration = 0;
   for (auto _ : state) {
-    per_call.push_back(timed());
-    state.SetIterationTime(per_call.back() / 1e9);
-    if (g_pause) {
-      g_pause(1);
-      paused.push_back(timed());
-      g_pause(0);
-      differences.push_back(per_call.back() - paused.back());
+    const bool control_pair = g_pause && iteration++ % 2 == 1;
+    if (control_pair) g_pause(1);
+    const double first = timed();
+    state.SetIterationTime(first / 1e9);
+    if (!g_pause) {
+      per_call.push_back(first);
+      continue;
+    }
+    g_pause(1);
+    const double second = timed();
+    resume_or_exit();
+    if (control_pair) {
+      control.push_back(first - second);
+    } else {
+      per_call.push_back(first);
+      paused.push_back(second);
+      differences.push_back(first - second);
     }
   }
   state.counters["median_ns"] = median(per_call);
   if (g_pause) {
     state.counters["paused_median_ns"] = median(paused);
     state.counters["ab_delta_ns"] = median(differences);
+    state.counters["control_delta_ns"] = median(control);
   }
 }
 
@@ -183,6 +212,18 @@ int main(int argc, char** argv) {
   for (const char* pause : {"cudatrace_preload_pause", "cudatrace_devhook_pause"})
     if (!g_pause) g_pause = reinterpret_cast<PauseFn>(dlsym(RTLD_DEFAULT, pause));
   setup();
+  if (const char* injected = std::getenv("CUDA_INJECTION64_PATH"); !g_pause && injected && *injected)
+    if (void* library = dlopen(injected, RTLD_NOW | RTLD_NOLOAD))
+      g_pause = reinterpret_cast<PauseFn>(dlsym(library, "cudatrace_cupti_pause"));
+  // A tracer outside the process (uprobe) pauses through the channel it handed us.
+  if (!g_pause && cudatrace::pause_channel_fd() >= 0) g_pause = &cudatrace::pause_through_channel;
+  // One pause and resume before anything is timed: a tracer that cannot pause here (the
+  // kernel lacks what it needs) measures without the A/B, and says why on stderr.
+  if (g_pause && g_pause(1) != 0) {
+    std::fprintf(stderr, "percall: the tracer refused to pause: no in-process A/B in this run\n");
+    g_pause = nullptr;
+  }
+  if (g_pause) resume_or_exit();
   register_all(std::string("/") + CUDATRACE_CUDART + "/method:" + (method && *method ? method : "unknown"));
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;

@@ -55,6 +55,7 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> samples;
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> ab_samples;  // in-process A/B
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> ab_ratios;   // live / paused, per round
+  std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> ab_controls;  // paused - paused
   std::vector<std::pair<std::string, std::string>> plan;  // (linkage, method) that can run
   for (const auto& linkage : opts.linkages)
     for (const auto& method : opts.methods) {
@@ -111,6 +112,7 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
           samples[{call, l, m}].push_back(b.contains("median_ns") ? b["median_ns"].get<double>()
                                                                   : b.value("real_time", 0.0));
           if (b.contains("ab_delta_ns")) ab_samples[{call, l, m}].push_back(b["ab_delta_ns"].get<double>());
+          if (b.contains("control_delta_ns")) ab_controls[{call, l, m}].push_back(b["control_delta_ns"].get<double>());
           // Live over paused in one process: what a device-side tracer does to a kernel's
           // run is a factor, not a constant.
           if (b.contains("paused_median_ns") && b["paused_median_ns"].get<double>() > 0)
@@ -161,6 +163,19 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
       char buf[128];
       std::snprintf(buf, sizeof buf, "  in-process A/B %+.1f [%+.1f, %+.1f]", d.delta, d.lo, d.hi);
       in_process = buf;
+      // Pausing never makes a call slower: a negative paired difference is noise.
+      if (d.delta < 0) {
+        row["in_process_no_measurable_cost"] = true;
+        in_process += " no measurable cost";
+      }
+      // The pairing control (both halves paused): what the pairing reads when nothing differs.
+      if (auto c = ab_controls.find(key); c != ab_controls.end()) {
+        const Difference control = median_interval(c->second);
+        row["in_process_control_ns"] = control.delta;
+        row["in_process_control_ci95_ns"] = {control.lo, control.hi};
+        std::snprintf(buf, sizeof buf, " (control %+.1f)", control.delta);
+        in_process += buf;
+      }
       if (auto r = ab_ratios.find(key); r != ab_ratios.end()) {
         row["in_process_ratio"] = median_of(r->second);
         std::snprintf(buf, sizeof buf, " %.2fx", row["in_process_ratio"].get<double>());

@@ -100,34 +100,47 @@ int UprobeSession::link_multi(const std::string& binary, const uint64_t* offsets
   attr.cookies = reinterpret_cast<uint64_t>(cookies);
   attr.cnt = uint32_t(n);
   attr.multi_flags = ret ? kUprobeMultiReturn : 0;
-  int fd = int(syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof attr));
-  if (fd >= 0) multi_fds_.push_back(fd);
-  return fd;
+  return int(syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof attr));
 }
 
 std::vector<std::pair<uint64_t, std::string>> UprobeSession::attach(const std::string& binary,
                                                                     const std::vector<uint64_t>& offsets,
                                                                     const std::vector<uint64_t>& cookies) {
+  std::lock_guard lock(probes_mutex_);
   std::vector<std::pair<uint64_t, std::string>> failed;
   const std::vector<bool> directions = mode_ == UPROBE_MODE_ENTER ? std::vector<bool>{false} : std::vector<bool>{false, true};
   if (multi_) {
+    auto link = [&](const uint64_t* o, const uint64_t* c, size_t n, bool ret) {
+      const int fd = link_multi(binary, o, c, n, ret);
+      if (fd >= 0) multi_fds_.push_back(fd);
+      return fd >= 0;
+    };
     bool all = true;
-    for (bool ret : directions) all = all && link_multi(binary, offsets.data(), cookies.data(), offsets.size(), ret) >= 0;
+    for (bool ret : directions) all = all && link(offsets.data(), cookies.data(), offsets.size(), ret);
     if (all) {
       probes_ += offsets.size() * directions.size();
+      call_probes_.push_back({binary, offsets, cookies});
       return failed;
     }
     // One offset the kernel refuses fails the whole link: find it, probing one by one.
+    CallProbes probed{binary, {}, {}};
     for (size_t i = 0; i < offsets.size(); ++i) {
+      bool both = true;
       for (bool ret : directions) {
-        if (link_multi(binary, &offsets[i], &cookies[i], 1, ret) >= 0) {
+        if (link(&offsets[i], &cookies[i], 1, ret)) {
           ++probes_;
         } else {
           failed.push_back({offsets[i], std::strerror(errno)});
+          both = false;
           break;
         }
       }
+      if (both) {
+        probed.offsets.push_back(offsets[i]);
+        probed.cookies.push_back(cookies[i]);
+      }
     }
+    if (!probed.offsets.empty()) call_probes_.push_back(std::move(probed));
     return failed;
   }
   for (size_t i = 0; i < offsets.size(); ++i) {
@@ -151,8 +164,11 @@ std::vector<std::pair<uint64_t, std::string>> UprobeSession::attach(const std::s
 std::string UprobeSession::attach_loader(const std::string& ld_so, uint64_t offset, int64_t to_r_debug) {
   const uint64_t cookie = uint64_t(to_r_debug);
   if (multi_) {
-    if (link_multi(ld_so, &offset, &cookie, 1, false, skel_->progs.loader_notice) >= 0) return {};
-    return std::strerror(errno);
+    const int fd = link_multi(ld_so, &offset, &cookie, 1, false, skel_->progs.loader_notice);
+    if (fd < 0) return std::strerror(errno);
+    std::lock_guard lock(probes_mutex_);
+    loader_fds_.push_back(fd);
+    return {};
   }
   LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie);
   bpf_link* link = bpf_program__attach_uprobe_opts(skel_->progs.loader_notice, -1, ld_so.c_str(), offset, &opts);
@@ -173,9 +189,33 @@ void UprobeSession::start(const std::filesystem::path& spool) {
   spool_ = std::make_unique<RingSpool>(bpf_map__fd(skel_->maps.calls), sizeof(uprobe_call), spool);
 }
 
+std::string UprobeSession::pause_calls(bool paused) {
+  std::lock_guard lock(probes_mutex_);
+  if (!multi_) return "per-probe links (a kernel before 6.6 has no uprobe_multi): detaching them takes seconds";
+  if (paused == paused_) return {};
+  if (paused) {
+    for (int fd : multi_fds_) close(fd);
+    multi_fds_.clear();
+    paused_ = true;
+    return {};
+  }
+  const std::vector<bool> directions = mode_ == UPROBE_MODE_ENTER ? std::vector<bool>{false} : std::vector<bool>{false, true};
+  for (const CallProbes& p : call_probes_)
+    for (bool ret : directions) {
+      const int fd = link_multi(p.binary, p.offsets.data(), p.cookies.data(), p.offsets.size(), ret);
+      if (fd < 0) return "cannot attach again to " + p.binary + ": " + std::strerror(errno);
+      multi_fds_.push_back(fd);
+    }
+  paused_ = false;
+  return {};
+}
+
 void UprobeSession::detach_all() {
+  std::lock_guard lock(probes_mutex_);
   for (int fd : multi_fds_) close(fd);
   multi_fds_.clear();
+  for (int fd : loader_fds_) close(fd);
+  loader_fds_.clear();
   for (bpf_link* l : links_) bpf_link__destroy(l);
   links_.clear();
 }

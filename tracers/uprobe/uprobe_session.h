@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,11 @@ class UprobeSession {
   int loads_fd() const;
   // Whether the kernel took uprobe_multi links (one per file, detached in one go).
   bool multi_links() const { return multi_; }
+  // The per-call benchmark's in-process A/B: `paused` detaches every call probe (the
+  // loader's stays) and false attaches them again, at the offsets attach() probed. Needs
+  // uprobe_multi links: per-probe links take seconds per hundred probes to detach. Returns
+  // why it could not, or empty.
+  std::string pause_calls(bool paused);
   void trace_process(pid_t pid);
   // Drains the ring buffer into `spool` until stop().
   void start(const std::filesystem::path& spool);
@@ -63,7 +69,16 @@ class UprobeSession {
   bool multi_ = false;
   size_t probes_ = 0;
   std::vector<bpf_link*> links_;  // per-probe links (kernels without uprobe_multi)
-  std::vector<int> multi_fds_;    // uprobe_multi links
+  std::vector<int> multi_fds_;    // uprobe_multi links of the call probes
+  std::vector<int> loader_fds_;   // the loader's uprobe_multi link
+  // What attach() probed with uprobe_multi links, to attach again after a pause.
+  struct CallProbes {
+    std::string binary;
+    std::vector<uint64_t> offsets, cookies;
+  };
+  std::vector<CallProbes> call_probes_;
+  bool paused_ = false;
+  std::mutex probes_mutex_;  // attach() runs on the load follower's thread, pauses on the pause server's
   std::unique_ptr<RingSpool> spool_;
 };
 

@@ -11,6 +11,7 @@
 #include "common/clock.h"
 #include "common/elf_file.h"
 #include "common/event_io.h"
+#include "tracers/pause_channel.h"
 #include "tracers/uprobe/load_follower.h"
 #include "tracers/uprobe/process_maps.h"
 #include "tracers/uprobe/uprobe_session.h"
@@ -36,6 +37,8 @@ void UprobeTracer::prepare(Launch& launch, const Target& target, const fs::path&
   // Nothing to probe is a result (both layers not observed, with the plan's reasons), not
   // a failed run: the program still runs, untraced.
   if (plan_.functions.size() > 0xFFFF) throw std::runtime_error("more functions than a probe cookie can number");
+  pause_ = std::make_unique<PauseChannel>();
+  launch.env[kPauseFdEnv] = std::to_string(pause_->program_fd());
 }
 
 void UprobeTracer::find_loader() {
@@ -62,7 +65,11 @@ void UprobeTracer::find_loader() {
 }
 
 void UprobeTracer::attach(pid_t child) {
-  if (plan_.functions.empty() && loader_.empty()) return;
+  if (pause_) pause_->close_program_end();  // the program has its copy now
+  if (plan_.functions.empty() && loader_.empty()) {
+    pause_.reset();  // nothing to pause: the program's requests fail at once
+    return;
+  }
   const int64_t t0 = monotonic_ns();
   start_ns_ = t0;
   session_ = std::make_unique<UprobeSession>(mode_, ring_bytes_);
@@ -85,6 +92,7 @@ void UprobeTracer::attach(pid_t child) {
       follower_ = std::make_unique<LoadFollower>(session_->loads_fd(),
                                                  [this](const uprobe_load_notice& n) { on_load(n); });
   }
+  if (pause_) pause_->start([this](bool paused) { return session_->pause_calls(paused); });
   attach_notes_ = {{"probes_attached", session_->attached()},
                    {"links", session_->multi_links() ? "uprobe_multi, one per file and direction" : "one per probe"},
                    {"functions_failed", failed},
@@ -175,6 +183,7 @@ TracerReport UprobeTracer::finish(const fs::path& run_dir) {
     return report;
   }
   const json following = stop_following();
+  const json pausing = stop_pausing();
   const uint64_t malformed_notices = following.is_object() ? following.value("malformed_notices", uint64_t(0)) : 0;
   session_->stop();
   const auto lost = session_->losses();
@@ -239,6 +248,7 @@ TracerReport UprobeTracer::finish(const fs::path& run_dir) {
   report.notes = plan_.notes;
   report.notes["files_probed"] = plan_.files_json();
   report.notes["following"] = following;
+  report.notes["pause_requests"] = pausing;
   for (const auto& [k, v] : attach_notes_.items()) report.notes[k] = v;
   report.notes["mode"] = mode_ == UPROBE_MODE_FULL ? "entry+exit" : mode_ == UPROBE_MODE_ENTER ? "entry only" : "empty programs";
   report.notes["records"] = stats.records;
@@ -285,8 +295,19 @@ json UprobeTracer::stop_following() {
   return j;
 }
 
+// The pause server stops before the session does (it uses the session's links).
+json UprobeTracer::stop_pausing() {
+  if (!pause_) return json(nullptr);
+  pause_->stop();
+  json j = {{"requests", pause_->requests()}};
+  if (std::string why = pause_->first_refusal(); !why.empty()) j["first_refusal"] = why;
+  pause_.reset();
+  return j;
+}
+
 void UprobeTracer::abandon(const fs::path& run_dir) {
   stop_following();
+  stop_pausing();
   if (session_) session_->stop();
   session_.reset();
   fs::remove(run_dir / "uprobe.bin");

@@ -16,6 +16,7 @@ namespace cudatrace {
 
 class UprobeSession;
 class LoadFollower;
+class PauseChannel;
 
 class UprobeTracer final : public Tracer {
  public:
@@ -45,6 +46,9 @@ class UprobeTracer final : public Tracer {
   int64_t loader_to_r_debug_ = 0;
   std::string loader_why_not_;
   std::unique_ptr<LoadFollower> follower_;
+  // The per-call benchmark asks through it to detach and re-attach the call probes.
+  std::unique_ptr<PauseChannel> pause_;
+  nlohmann::json stop_pausing();
   int64_t start_ns_ = 0;
   int64_t files_examined_ = 0, functions_failed_ = 0;
   uint64_t functions_over_limit_ = 0;
