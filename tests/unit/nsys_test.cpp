@@ -68,6 +68,19 @@ fs::path make_capture(const fs::path& dir, bool with_returns = true, bool with_s
   return file;
 }
 
+// A run folder with the program's folder in it, and `tracer` prepared to run /bin/true there.
+struct PreparedRun {
+  fs::path dir, prog;
+  Launch launch{{"/bin/true"}, {}};
+};
+PreparedRun prepare(NsysTracer& tracer) {
+  PreparedRun r{temp_dir("nsys"), {}};
+  r.prog = r.dir / "target";
+  fs::create_directory(r.prog);
+  tracer.prepare(r.launch, Target{{"/bin/true"}, "none", r.prog}, r.dir);
+  return r;
+}
+
 }  // namespace
 
 TEST(NsysCapture, ApiCallsAndKernelsOnTheHarnessClockWithCodesAndLaunches) {
@@ -162,11 +175,8 @@ TEST(NsysCapture, RuntimeVersionSuffixesGoDriverRevisionsStay) {
 }
 
 TEST(NsysTracer, ACaptureOnlyInstallIsReportedLayerByLayerNotAsZero) {
-  const fs::path dir = temp_dir("nsys"), prog = dir / "target";
-  fs::create_directory(prog);
   NsysTracer tracer("/opt/nvidia/nsight-compute/2025.3.1/host/target-linux-x64/nsys");
-  Launch launch{{"/bin/true"}, {}};
-  tracer.prepare(launch, Target{{"/bin/true"}, "none", prog}, dir);
+  const auto [dir, prog, launch] = prepare(tracer);
   EXPECT_EQ(launch.argv, (std::vector<std::string>{"/opt/nvidia/nsight-compute/2025.3.1/host/target-linux-x64/nsys",
                                                    "profile", "--trace=cuda", "--sample=none", "--cpuctxsw=none",
                                                    "--trace-fork-before-exec=true",
@@ -186,11 +196,8 @@ TEST(NsysTracer, ACaptureOnlyInstallIsReportedLayerByLayerNotAsZero) {
 }
 
 TEST(NsysTracer, ExportsAReportAsTheProgramsUserAndReadsItsEvents) {
-  const fs::path dir = temp_dir("nsys"), prog = dir / "target";
-  fs::create_directory(prog);
   NsysTracer tracer("/usr/bin/nsys");
-  Launch launch{{"/bin/true"}, {}};
-  tracer.prepare(launch, Target{{"/bin/true"}, "none", prog}, dir);
+  const auto [dir, prog, launch] = prepare(tracer);
   std::ofstream(prog / "nsys.nsys-rep") << "report";
   EXPECT_EQ(tracer.conversion(dir),
             (std::vector<std::string>{"/usr/bin/nsys", "export", "--type=sqlite",
@@ -207,12 +214,10 @@ TEST(NsysTracer, ExportsAReportAsTheProgramsUserAndReadsItsEvents) {
 
   // The export failed: every layer says why, nothing is read.
   NsysTracer failed("/usr/bin/nsys");
-  const fs::path dir2 = temp_dir("nsys"), prog2 = dir2 / "target";
-  fs::create_directory(prog2);
-  failed.prepare(launch, Target{{"/bin/true"}, "none", prog2}, dir2);
-  std::ofstream(prog2 / "nsys.nsys-rep") << "report";
+  const PreparedRun second = prepare(failed);
+  std::ofstream(second.prog / "nsys.nsys-rep") << "report";
   failed.converted(false, "/usr/bin/nsys: exit 1 (see conversion/stderr.txt)");
-  const TracerReport f = failed.finish(dir2);
+  const TracerReport f = failed.finish(second.dir);
   ASSERT_TRUE(f.unobserved.count("gpu-activity"));
   EXPECT_NE(f.unobserved.at("gpu-activity").find("exit 1"), std::string::npos);
 }
