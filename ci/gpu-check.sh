@@ -8,6 +8,10 @@
 #                                                then real software as commands
 #          ci/gpu-check.sh cost [METHODS]        record_cost, then --bench under none and
 #                                                METHODS (default preload), both linkages
+#          ci/gpu-check.sh overhead [METHODS]    two back-to-back --bench runs (the agreement
+#                                                bar), every method by default, nsys included
+#                                                where installed; then nsys and cupti on vecadd
+#                                                and errors against the ledger
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-results-gpu}
@@ -35,6 +39,26 @@ if [[ $phase == cost ]]; then
   $harness --bench --method "none,${2:-preload}" --linkage both --reps 5 --out "$results" 2>&1 |
     tee -a "$out/console.log" | tail -40
   for run in "$results"/*/; do cp "$run/bench_summary.json" "$out/" 2>/dev/null; done
+  rm -rf "$results"
+  exit 0
+fi
+
+if [[ $phase == overhead ]]; then
+  methods=${2:-none,preload,uprobe,cupti,cupti-inject,cupti-bare,devhook,strace,nsys}
+  for round in 1 2; do
+    log "bench $round/2: $methods"
+    start=$(date +%s)
+    $harness --bench --method "$methods" --linkage both --reps 5 --out "$results" 2>&1 |
+      tee -a "$out/console.log" | tail -80
+    log "bench $round/2 took $(($(date +%s) - start)) s"
+    for run in "$results"/*/; do cp "$run/bench_summary.json" "$out/bench_summary-$round.json" 2>/dev/null; done
+    rm -rf "$results"
+  done
+  log "nsys and cupti against the ledger"
+  $harness --workload vecadd,errors --method none,cupti,nsys --linkage both --out "$results" 2>&1 |
+    tee -a "$out/console.log" | grep -v '^\[' | tail -30
+  for run in "$results"/*/; do cp "$run/summary.json" "$out/summary-nsys.json" 2>/dev/null; done
+  find "$results" -path '*conversion*' -name stderr.txt -exec tail -5 {} \; | tee -a "$out/console.log"
   rm -rf "$results"
   exit 0
 fi
