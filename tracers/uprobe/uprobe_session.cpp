@@ -1,5 +1,6 @@
 #include "tracers/uprobe/uprobe_session.h"
 
+#include <fcntl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -110,8 +111,15 @@ std::vector<std::pair<uint64_t, std::string>> UprobeSession::attach(const std::s
   std::vector<std::pair<uint64_t, std::string>> failed;
   const std::vector<bool> directions = mode_ == UPROBE_MODE_ENTER ? std::vector<bool>{false} : std::vector<bool>{false, true};
   if (multi_) {
+    CallProbes probed;
+    probed.fd = open(binary.c_str(), O_RDONLY | O_CLOEXEC);
+    if (probed.fd < 0) {
+      for (uint64_t o : offsets) failed.push_back({o, std::string("cannot open: ") + std::strerror(errno)});
+      return failed;
+    }
+    const std::string file = "/proc/self/fd/" + std::to_string(probed.fd);
     auto link = [&](const uint64_t* o, const uint64_t* c, size_t n, bool ret) {
-      const int fd = link_multi(binary, o, c, n, ret);
+      const int fd = link_multi(file, o, c, n, ret);
       if (fd >= 0) multi_fds_.push_back(fd);
       return fd >= 0;
     };
@@ -119,11 +127,12 @@ std::vector<std::pair<uint64_t, std::string>> UprobeSession::attach(const std::s
     for (bool ret : directions) all = all && link(offsets.data(), cookies.data(), offsets.size(), ret);
     if (all) {
       probes_ += offsets.size() * directions.size();
-      call_probes_.push_back({binary, offsets, cookies});
+      probed.offsets = offsets;
+      probed.cookies = cookies;
+      call_probes_.push_back(std::move(probed));
       return failed;
     }
     // One offset the kernel refuses fails the whole link: find it, probing one by one.
-    CallProbes probed{binary, {}, {}};
     for (size_t i = 0; i < offsets.size(); ++i) {
       bool both = true;
       for (bool ret : directions) {
@@ -140,7 +149,10 @@ std::vector<std::pair<uint64_t, std::string>> UprobeSession::attach(const std::s
         probed.cookies.push_back(cookies[i]);
       }
     }
-    if (!probed.offsets.empty()) call_probes_.push_back(std::move(probed));
+    if (probed.offsets.empty())
+      close(probed.fd);
+    else
+      call_probes_.push_back(std::move(probed));
     return failed;
   }
   for (size_t i = 0; i < offsets.size(); ++i) {
@@ -202,8 +214,9 @@ std::string UprobeSession::pause_calls(bool paused) {
   const std::vector<bool> directions = mode_ == UPROBE_MODE_ENTER ? std::vector<bool>{false} : std::vector<bool>{false, true};
   for (const CallProbes& p : call_probes_)
     for (bool ret : directions) {
-      const int fd = link_multi(p.binary, p.offsets.data(), p.cookies.data(), p.offsets.size(), ret);
-      if (fd < 0) return "cannot attach again to " + p.binary + ": " + std::strerror(errno);
+      const std::string file = "/proc/self/fd/" + std::to_string(p.fd);
+      const int fd = link_multi(file, p.offsets.data(), p.cookies.data(), p.offsets.size(), ret);
+      if (fd < 0) return "cannot attach again (" + std::to_string(p.offsets.size()) + " probes): " + std::strerror(errno);
       multi_fds_.push_back(fd);
     }
   paused_ = false;
@@ -216,6 +229,8 @@ void UprobeSession::detach_all() {
   multi_fds_.clear();
   for (int fd : loader_fds_) close(fd);
   loader_fds_.clear();
+  for (const CallProbes& p : call_probes_) close(p.fd);
+  call_probes_.clear();
   for (bpf_link* l : links_) bpf_link__destroy(l);
   links_.clear();
 }

@@ -71,9 +71,11 @@ class UprobeSession {
   std::vector<bpf_link*> links_;  // per-probe links (kernels without uprobe_multi)
   std::vector<int> multi_fds_;    // uprobe_multi links of the call probes
   std::vector<int> loader_fds_;   // the loader's uprobe_multi link
-  // What attach() probed with uprobe_multi links, to attach again after a pause.
+  // What attach() probed with uprobe_multi links, to attach again after a pause: the file
+  // through a descriptor of its own (a name may point elsewhere by then, and a caller's
+  // /proc/self/fd/N is closed once attach() returns: N may be another file later).
   struct CallProbes {
-    std::string binary;
+    int fd = -1;
     std::vector<uint64_t> offsets, cookies;
   };
   std::vector<CallProbes> call_probes_;
