@@ -64,6 +64,8 @@ void must(cudaError_t e, const char* what) {
 // tracer paused in both halves. Counter control_delta_ns, the median of those
 // differences, is what the pairing itself reads when nothing differs (the second batch
 // runs warmer, or colder): an A/B delta within it is no measurable cost.
+// Every pause function returns whether the tracer was paused before (1) or live (0), or
+// -1 when it cannot pause.
 using PauseFn = int (*)(int);
 PauseFn g_pause = nullptr;
 
@@ -76,7 +78,7 @@ double median(std::vector<double> v) {
 // A tracer that paused and cannot resume would leave the rest of the run untraced,
 // measured as if traced: stop instead.
 void resume_or_exit() {
-  if (g_pause(0) != 0) {
+  if (g_pause(0) < 0) {
     std::fprintf(stderr, "percall: the tracer could not resume after a pause: stopping\n");
     std::exit(3);
   }
@@ -219,7 +221,7 @@ int main(int argc, char** argv) {
   if (!g_pause && cudatrace::pause_channel_fd() >= 0) g_pause = &cudatrace::pause_through_channel;
   // One pause and resume before anything is timed: a tracer that cannot pause here (the
   // kernel lacks what it needs) measures without the A/B, and says why on stderr.
-  if (g_pause && g_pause(1) != 0) {
+  if (g_pause && g_pause(1) < 0) {
     std::fprintf(stderr, "percall: the tracer refused to pause: no in-process A/B in this run\n");
     g_pause = nullptr;
   }

@@ -271,9 +271,13 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
 // The per-call benchmark's in-process A/B (bench/percall finds this through the library's
 // handle): 1 turns the API callbacks and the kernel activity off, 0 turns them back on.
 // The subscription stays, so the paused half is what a subscribed but idle CUPTI costs:
-// the difference is what our callbacks and activity add, not all of CUPTI. 0 on success.
+// the difference is what our callbacks and activity add, not all of CUPTI. Returns, like
+// the preload shim's and devhook's pause, whether it was paused before (1) or not (0);
+// -1 when CUPTI refused.
 extern "C" __attribute__((visibility("default"))) int cudatrace_cupti_pause(int paused) {
+  static bool was_paused = false;
   if (!g_subscriber) return -1;
+  if ((paused != 0) == was_paused) return was_paused ? 1 : 0;
   const uint32_t enable = paused ? 0 : 1;
   for (CUpti_CallbackDomain d : {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_CB_DOMAIN_DRIVER_API})
     if (cuptiEnableDomain(enable, g_subscriber, d) != CUPTI_SUCCESS) return -1;
@@ -282,5 +286,6 @@ extern "C" __attribute__((visibility("default"))) int cudatrace_cupti_pause(int 
                                  : cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     if (r != CUPTI_SUCCESS) return -1;
   }
-  return 0;
+  was_paused = paused != 0;
+  return was_paused ? 0 : 1;
 }

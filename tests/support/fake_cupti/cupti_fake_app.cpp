@@ -77,7 +77,7 @@ int main() {
     const int paused = fake_cupti_enabled();
     const int resumed_rc = pause(0);
     std::printf("pause %d %d %d\n", before, paused, fake_cupti_enabled());
-    return paused_rc == 0 && resumed_rc == 0 ? 0 : 1;
+    return paused_rc == 0 && resumed_rc == 1 ? 0 : 1;  // each returns the state before: live, then paused
   }
   g_callback = fake_cupti_callback(&g_userdata);
   if (!g_callback) return 0;  // the library stood aside (CUPTI taken): run on, untraced

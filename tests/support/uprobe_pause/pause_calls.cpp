@@ -1,7 +1,8 @@
 // A program that asks its tracer to pause, as bench/percall does under uprobe: 10 calls to
 // cudaGetDevice, a pause, 10 calls, a resume, 10 calls. Without a GPU every call fails,
 // which does not matter: the uprobe on libcudart sees it all the same. Prints
-// "pause <rc> resume <rc>" (0: the tracer did it).
+// "pause <rc> resume <rc>": what each returned, the state before (0 live, 1 paused), or
+// -1 when the tracer refused.
 #include <cuda_runtime.h>
 
 #include <cstdio>
