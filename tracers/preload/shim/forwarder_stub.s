@@ -17,7 +17,9 @@
 # The other cases leave before anything is pushed, with the caller's frame untouched:
 # paused (recording off) jumps to the real function; an unresolved slot (the first call)
 # or a function that needs the full frame goes to cudatrace_generic_entry with the slot
-# in r11 (not an argument register).
+# in r11 (not an argument register). Both of those read null from
+# cudatrace_generic_slim_real (generic_hooks.cpp, publish_real), so one load and test
+# stand for "resolved, and slim".
 #
 # Across the call: r13 the entry time; rbx (the slot after) and r12 (the result, in the
 # tail) pushed for the tail, three pushes that also align the stack for the call. rdtsc
@@ -29,13 +31,11 @@
   .macro cudatrace_forwarder_stub slot
   .cfi_startproc
   endbr64
-  mov cudatrace_generic_real+8*(\slot)(%rip), %r10
+  mov cudatrace_generic_slim_real+8*(\slot)(%rip), %r10
   test %r10, %r10
   jz 2f
   cmpb $0, cudatrace_preload_shim(%rip)
   je 1f
-  testb $7, cudatrace_generic_frames+(\slot)(%rip)
-  jnz 2f
   .cfi_remember_state
   push %rbx
   .cfi_def_cfa_offset 16

@@ -28,6 +28,17 @@ constexpr int kSlots = kMaxStaticSlots + kDynamicSlots;
 // error code) are in cudatrace_generic_frames, written before the pointer is published.
 // Not in the anonymous namespace: the static exports' stubs (generic_exports.cpp) read it.
 std::atomic<void*> g_real[kSlots] __asm__("cudatrace_generic_real") __attribute__((visibility("hidden")));
+// The stubs' first and only test: the real function of a slot that takes the slim path
+// (no frame flags), null for one that is unresolved or needs the full frame. One load
+// decides both; the full frame and the first call read g_real in cudatrace_generic_entry.
+std::atomic<void*> g_slim_real[kSlots] __asm__("cudatrace_generic_slim_real") __attribute__((visibility("hidden")));
+
+// A slot's function found: published for the full frame and, where it may, the slim path.
+// Its flags are in cudatrace_generic_frames before this.
+void publish_real(int slot, void* p) {
+  g_real[slot].store(p, std::memory_order_release);
+  if (!(cudatrace_generic_frames.of[slot] & kFullFrame)) g_slim_real[slot].store(p, std::memory_order_release);
+}
 
 namespace {
 
@@ -48,7 +59,7 @@ std::unordered_map<void*, int>* g_slot_of = new std::unordered_map<void*, int>;
     std::fprintf(stderr, "cudatrace preload: no definition of %s behind the shim\n", e ? e->name : "(unknown slot)");
     std::abort();
   }
-  g_real[slot].store(p, std::memory_order_release);
+  publish_real(int(slot), p);
   return p;
 }
 
@@ -338,7 +349,7 @@ void* generic_wrapper_for(const char* name, bool runtime, void* real) {
   g_dynamic_runtime[j] = runtime;
   const ExportInfo* e = find_export(name);
   cudatrace_generic_frames.of[kMaxStaticSlots + j] = slot_flags(e);
-  g_real[kMaxStaticSlots + j].store(real, std::memory_order_release);
+  publish_real(kMaxStaticSlots + j, real);
   (*g_slot_of)[real] = j;
   return stub(j);
 }
