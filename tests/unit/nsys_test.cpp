@@ -60,6 +60,11 @@ fs::path make_capture(const fs::path& dir, bool with_returns = true, bool with_s
            "mangledName INT, gridX INT, gridY INT, gridZ INT, blockX INT, blockY INT, blockZ INT)");
   exec(db, "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (9500, 11500, 0, 1, 7, 2, " +
                std::to_string((int64_t(1) << 48) | (kPid << 24)) + ", 6, 6, 5, 256, 1, 1, 128, 1, 1)");
+  exec(db, "CREATE TABLE DIAGNOSTIC_EVENT (timestamp INT, timestampType INT, source INT, severity INT, text TEXT, "
+           "globalPid INT)");
+  exec(db, "INSERT INTO DIAGNOSTIC_EVENT VALUES (0, 0, 0, 1, 'Profiling started', 0), "
+           "(10, 0, 0, 2, 'CUPTI dropped 12 activity records: buffers full', 0), "
+           "(20, 0, 0, 2, 'Some process did not exit cleanly', 0)");
   if (with_start) {
     exec(db, "CREATE TABLE TARGET_INFO_SESSION_START_TIME (utcEpochNs INT, utcTime TEXT, localTime TEXT)");
     exec(db, "INSERT INTO TARGET_INFO_SESSION_START_TIME VALUES (" + std::to_string(kSessionStartUtc) + ", '', '')");
@@ -93,6 +98,9 @@ TEST(NsysCapture, ApiCallsAndKernelsOnTheHarnessClockWithCodesAndLaunches) {
   EXPECT_EQ(c.kernels_joined, 1);
   EXPECT_TRUE(c.return_codes);
   EXPECT_TRUE(c.missing_tables.empty());
+  EXPECT_EQ(c.warnings, 2);          // severity above 1
+  EXPECT_EQ(c.warnings_of_loss, 1);  // "dropped"
+  ASSERT_EQ(c.warning_examples.size(), 2u);
   ASSERT_EQ(c.events.size(), 5u);
   const Event& malloc_call = c.events[0];
   EXPECT_EQ(malloc_call.layer, "runtime");
@@ -209,6 +217,7 @@ TEST(NsysTracer, ExportsAReportAsTheProgramsUserAndReadsItsEvents) {
   EXPECT_EQ(r.layers, (std::vector<std::string>{"runtime", "driver", "gpu-activity"}));
   EXPECT_TRUE(r.unobserved.empty());
   EXPECT_EQ(r.loss["kernels_without_launch"], 0);
+  EXPECT_EQ(r.loss["nsys_warnings_of_loss"], 1);  // its own word on loss is a loss counter
   EXPECT_GT(r.match_slack_ns, 0);
   EXPECT_EQ(read_events(dir / "events.jsonl").events.size(), 5u);
 

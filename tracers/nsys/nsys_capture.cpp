@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -176,6 +177,21 @@ NsysCapture read_nsys_capture(const std::filesystem::path& sqlite_file, int64_t 
         call_of[{e.pid, int64_t(*e.corr)}] = out.events.size();
         (layer_name == std::string(layer::kRuntime) ? out.runtime_calls : out.driver_calls) += 1;
         out.events.push_back(std::move(e));
+      }
+    }
+
+    if (tables.count("DIAGNOSTIC_EVENT")) {
+      const std::set<std::string> cols = columns_of(db.h, "DIAGNOSTIC_EVENT");
+      if (cols.count("severity") && cols.count("text")) {
+        Statement s(db.h, "SELECT text FROM DIAGNOSTIC_EVENT WHERE severity > 1");
+        while (s.step()) {
+          const std::string text = s.text(0);
+          std::string lower = text;
+          for (char& c : lower) c = char(std::tolower(uint8_t(c)));
+          ++out.warnings;
+          if (lower.find("drop") != std::string::npos || lower.find("lost") != std::string::npos) ++out.warnings_of_loss;
+          if (out.warning_examples.size() < 5) out.warning_examples.push_back(text.substr(0, 300));
+        }
       }
     }
 

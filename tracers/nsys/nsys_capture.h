@@ -14,6 +14,7 @@
 //                              gridX..Z, blockX..Z, demangledName or shortName
 //                              [, mangledName])             one row per kernel run
 //   TARGET_INFO_SESSION_START_TIME(utcEpochNs)             when start = 0 was
+//   DIAGNOSTIC_EVENT(severity, text)                       nsys's own warnings (optional)
 // globalTid packs the process and thread: pid = globalTid / 2^24 % 2^24, tid = globalTid % 2^24.
 #include <cstdint>
 #include <filesystem>
@@ -30,6 +31,10 @@ struct NsysCapture {
   int64_t kernels_joined = 0;  // kernel runs whose launching call was found (correlation id)
   std::vector<std::string> missing_tables;  // tables of the three above that the capture has not
   bool return_codes = false;  // the API tables have returnValue (recent Nsight Systems)
+  // nsys's warnings and errors (DIAGNOSTIC_EVENT, severity above 1), and of those the ones
+  // that speak of data dropped or lost: its only word on loss in the export.
+  int64_t warnings = 0, warnings_of_loss = 0;
+  std::vector<std::string> warning_examples;  // the first few texts
   std::string error;          // non-empty: the database could not be read; the events are not usable
 };
 

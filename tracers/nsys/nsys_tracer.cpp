@@ -147,9 +147,13 @@ TracerReport NsysTracer::finish(const fs::path& run_dir) {
   if (!capture.return_codes)
     for (const char* l : {layer::kRuntime, layer::kDriver})
       report.partly_unobserved[l] = "this Nsight Systems' export has no returnValue column: no return codes";
-  // Nsight Systems reports no loss count of its own in the export; kernels whose launch
-  // is not in the capture are the one gap the events themselves show.
-  report.loss = {{"kernels_without_launch", capture.kernels - capture.kernels_joined}};
+  // Nsight Systems exports no loss count: kernels whose launch is not in the capture are
+  // the gap the events themselves show, and its warnings that speak of dropped or lost
+  // data are its own word on it (their texts in the notes).
+  report.loss = {{"kernels_without_launch", capture.kernels - capture.kernels_joined},
+                 {"nsys_warnings_of_loss", capture.warnings_of_loss}};
+  report.notes["nsys_warnings"] = capture.warnings;
+  report.notes["nsys_warning_examples"] = capture.warning_examples;
   report.notes["runtime_calls"] = capture.runtime_calls;
   report.notes["driver_calls"] = capture.driver_calls;
   report.notes["kernels"] = capture.kernels;
