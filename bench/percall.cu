@@ -60,14 +60,18 @@ void must(cudaError_t e, const char* what) {
 // (cudatrace_cupti_pause) is loaded by the driver, not the program: it is looked up in its
 // own handle once CUDA is initialised.
 //
-// The pairing control: every other iteration times the same pair of batches with the
-// tracer paused in both halves. Counter control_delta_ns, the median of those
+// The pairing control: every other pair times the same two batches with the tracer
+// paused in both halves. Counter control_delta_ns, the median of those
 // differences, is what the pairing itself reads when nothing differs (the second batch
 // runs warmer, or colder): an A/B delta within it is no measurable cost.
 // Every pause function returns whether the tracer was paused before (1) or live (0), or
 // -1 when it cannot pause.
 using PauseFn = int (*)(int);
 PauseFn g_pause = nullptr;
+// A tracer that pauses itself does it in nanoseconds: every iteration is a pair. One that
+// pauses from outside (uprobe: links detached and attached again by the harness, a few ms)
+// pairs every 5th, 80 pairs of 400 iterations, so that a run stays within minutes.
+int64_t g_pair_every = 1;
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0.0;
@@ -98,11 +102,14 @@ void batched(benchmark::State& state, Body&& body, After&& after, int batch = kB
   per_call.reserve(size_t(state.max_iterations));
   int64_t iteration = 0;
   for (auto _ : state) {
-    const bool control_pair = g_pause && iteration++ % 2 == 1;
+    // Every g_pair_every-th iteration is a pair: A/B and control in turn.
+    const bool pair = g_pause && iteration % g_pair_every == 0;
+    const bool control_pair = pair && (iteration / g_pair_every) % 2 == 1;
+    ++iteration;
     if (control_pair) g_pause(1);
     const double first = timed();
     state.SetIterationTime(first / 1e9);
-    if (!g_pause) {
+    if (!pair) {
       per_call.push_back(first);
       continue;
     }
@@ -218,7 +225,10 @@ int main(int argc, char** argv) {
     if (void* library = dlopen(injected, RTLD_NOW | RTLD_NOLOAD))
       g_pause = reinterpret_cast<PauseFn>(dlsym(library, "cudatrace_cupti_pause"));
   // A tracer outside the process (uprobe) pauses through the channel it handed us.
-  if (!g_pause && cudatrace::pause_channel_fd() >= 0) g_pause = &cudatrace::pause_through_channel;
+  if (!g_pause && cudatrace::pause_channel_fd() >= 0) {
+    g_pause = &cudatrace::pause_through_channel;
+    g_pair_every = 5;
+  }
   // One pause and resume before anything is timed: a tracer that cannot pause here (the
   // kernel lacks what it needs) measures without the A/B, and says why on stderr.
   if (g_pause && g_pause(1) < 0) {
