@@ -68,9 +68,9 @@ void must(cudaError_t e, const char* what) {
 // -1 when it cannot pause.
 using PauseFn = int (*)(int);
 PauseFn g_pause = nullptr;
-// A tracer that pauses itself does it in nanoseconds: every iteration is a pair. One that
-// pauses from outside (uprobe: links detached and attached again by the harness, a few ms)
-// pairs every 5th, 80 pairs of 400 iterations, so that a run stays within minutes.
+// A tracer that pauses itself flips a flag: every iteration is a pair. One that pauses from
+// outside (uprobe: a round trip to the harness, which detaches every call probe and
+// attaches it again) pairs every 5th, 80 pairs of 400 iterations.
 int64_t g_pair_every = 1;
 
 double median(std::vector<double> v) {
@@ -79,11 +79,11 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// A tracer that paused and cannot resume would leave the rest of the run untraced,
-// measured as if traced: stop instead.
-void resume_or_exit() {
-  if (g_pause(0) < 0) {
-    std::fprintf(stderr, "percall: the tracer could not resume after a pause: stopping\n");
+// A pause that fails mid-run would time a live batch as the paused one, and a resume that
+// fails would leave the rest of the run untraced, measured as if traced: stop instead.
+void pause_or_exit(int paused) {
+  if (g_pause(paused) < 0) {
+    std::fprintf(stderr, "percall: the tracer could not %s: stopping\n", paused ? "pause" : "resume after a pause");
     std::exit(3);
   }
 }
@@ -106,16 +106,16 @@ void batched(benchmark::State& state, Body&& body, After&& after, int batch = kB
     const bool pair = g_pause && iteration % g_pair_every == 0;
     const bool control_pair = pair && (iteration / g_pair_every) % 2 == 1;
     ++iteration;
-    if (control_pair) g_pause(1);
+    if (control_pair) pause_or_exit(1);
     const double first = timed();
     state.SetIterationTime(first / 1e9);
     if (!pair) {
       per_call.push_back(first);
       continue;
     }
-    g_pause(1);
+    pause_or_exit(1);  // in a control pair already paused: asked again, so that both pairs do the same between halves
     const double second = timed();
-    resume_or_exit();
+    pause_or_exit(0);
     if (control_pair) {
       control.push_back(first - second);
     } else {
@@ -235,7 +235,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "percall: the tracer refused to pause: no in-process A/B in this run\n");
     g_pause = nullptr;
   }
-  if (g_pause) resume_or_exit();
+  if (g_pause) pause_or_exit(0);
   register_all(std::string("/") + CUDATRACE_CUDART + "/method:" + (method && *method ? method : "unknown"));
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;

@@ -92,9 +92,7 @@ std::vector<std::string> NsysTracer::export_args(const fs::path& nsys, const fs:
 
 void NsysTracer::prepare(Launch& launch, const Target& target, const fs::path& run_dir) {
   base_ = (target.writable_dir.empty() ? run_dir : target.writable_dir) / "nsys";
-  const ClockOffset offset = realtime_minus_monotonic();
-  realtime_minus_monotonic_ = offset.realtime_minus_monotonic_ns;
-  offset_uncertainty_ns_ = offset.uncertainty_ns;
+  clock_ = realtime_minus_monotonic();
   std::vector<std::string> argv = profile_args(nsys_, base_);
   argv.insert(argv.end(), launch.argv.begin(), launch.argv.end());
   launch.argv = std::move(argv);
@@ -135,7 +133,7 @@ TracerReport NsysTracer::finish(const fs::path& run_dir) {
     unobserved_all("nsys export --type=sqlite failed: " + *conversion_failed_);
     return report;
   }
-  NsysCapture capture = read_nsys_capture(base_.string() + ".sqlite", realtime_minus_monotonic_);
+  NsysCapture capture = read_nsys_capture(base_.string() + ".sqlite", clock_.realtime_minus_monotonic_ns);
   if (!capture.error.empty()) {
     unobserved_all("the capture's SQLite export could not be read: " + capture.error);
     return report;
@@ -158,11 +156,11 @@ TracerReport NsysTracer::finish(const fs::path& run_dir) {
   report.notes["driver_calls"] = capture.driver_calls;
   report.notes["kernels"] = capture.kernels;
   report.notes["tables_absent"] = capture.missing_tables;  // nsys creates tables only for what it saw
-  report.notes["realtime_minus_monotonic_ns"] = realtime_minus_monotonic_;
+  report.notes["realtime_minus_monotonic_ns"] = clock_.realtime_minus_monotonic_ns;
   // The session-relative times are placed through the session's UTC start; how exactly
   // nsys stamps that start is its own: the matcher allows 1 ms on top of our offset read.
   report.notes["clock"] = "session start (TARGET_INFO_SESSION_START_TIME.utcEpochNs) + CLOCK_MONOTONIC offset, +-1 ms";
-  report.match_slack_ns = offset_uncertainty_ns_ + 1000000;
+  report.match_slack_ns = clock_.uncertainty_ns + 1000000;
   return report;
 }
 

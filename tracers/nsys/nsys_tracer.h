@@ -7,6 +7,7 @@
 // they leave a .qdstrm only, and the run says so, layer by layer, instead of a zero.
 #include <optional>
 
+#include "common/clock.h"
 #include "tracers/tracer.h"
 
 namespace cudatrace {
@@ -37,8 +38,7 @@ class NsysTracer final : public Tracer {
  private:
   std::filesystem::path nsys_;
   std::filesystem::path base_;  // <program's folder>/nsys: nsys adds .nsys-rep, .qdstrm; we add .sqlite
-  int64_t realtime_minus_monotonic_ = 0;
-  int64_t offset_uncertainty_ns_ = 0;
+  ClockOffset clock_;  // read at prepare(): the tool stamps wall-clock time
   std::optional<std::string> conversion_failed_;
 };
 

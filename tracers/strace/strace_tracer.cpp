@@ -25,9 +25,7 @@ std::vector<std::string> StraceTracer::strace_args(const std::filesystem::path& 
 void StraceTracer::prepare(Launch& launch, const Target& target, const std::filesystem::path& run_dir) {
   output_ = (target.writable_dir.empty() ? run_dir : target.writable_dir) / "strace.txt";
   // strace stamps CLOCK_REALTIME; the ledger, CLOCK_MONOTONIC.
-  const ClockOffset offset = realtime_minus_monotonic();
-  realtime_minus_monotonic_ = offset.realtime_minus_monotonic_ns;
-  offset_uncertainty_ns_ = offset.uncertainty_ns;
+  clock_ = realtime_minus_monotonic();
   std::vector<std::string> argv = strace_args(strace_, output_);
   argv.insert(argv.end(), launch.argv.begin(), launch.argv.end());
   launch.argv = std::move(argv);
@@ -65,11 +63,11 @@ TracerReport convert_strace_output(const std::filesystem::path& strace_file, con
 }
 
 TracerReport StraceTracer::finish(const std::filesystem::path& run_dir) {
-  TracerReport report = convert_strace_output(output_, run_dir / "events.jsonl", realtime_minus_monotonic_);
+  TracerReport report = convert_strace_output(output_, run_dir / "events.jsonl", clock_.realtime_minus_monotonic_ns);
   report.notes["strace"] = strace_.string();
-  report.notes["realtime_minus_monotonic_ns"] = realtime_minus_monotonic_;
-  report.notes["clock_offset_uncertainty_ns"] = offset_uncertainty_ns_;
-  report.match_slack_ns = offset_uncertainty_ns_;
+  report.notes["realtime_minus_monotonic_ns"] = clock_.realtime_minus_monotonic_ns;
+  report.notes["clock_offset_uncertainty_ns"] = clock_.uncertainty_ns;
+  report.match_slack_ns = clock_.uncertainty_ns;
   return report;
 }
 

@@ -3,6 +3,7 @@
 // threads, ns timestamps and durations, fd paths), then parses strace's file into
 // syscall events on the harness's clock. strace sees syscalls, not CUDA calls: the
 // matcher scores, for each ledger call, whether its thread made a syscall during it.
+#include "common/clock.h"
 #include "tracers/tracer.h"
 
 namespace cudatrace {
@@ -20,8 +21,7 @@ class StraceTracer final : public Tracer {
  private:
   std::filesystem::path strace_;
   std::filesystem::path output_;  // strace runs as the program's user: its own folder
-  int64_t realtime_minus_monotonic_ = 0;
-  int64_t offset_uncertainty_ns_ = 0;
+  ClockOffset clock_;  // read at prepare(): the tool stamps wall-clock time
 };
 
 // Converts a strace output file into run_dir/events.jsonl; the report's loss and notes

@@ -43,6 +43,9 @@ struct LinkCreateUprobeMulti {
 };
 static_assert(sizeof(LinkCreateUprobeMulti) == 64);
 
+// What the kernel opens to probe the file behind one of our descriptors.
+std::string fd_path(int fd) { return "/proc/self/fd/" + std::to_string(fd); }
+
 }  // namespace
 
 void UprobeSession::open_and_load(bool multi) {
@@ -109,7 +112,7 @@ std::vector<std::pair<uint64_t, std::string>> UprobeSession::attach(const std::s
                                                                     const std::vector<uint64_t>& cookies) {
   std::lock_guard lock(probes_mutex_);
   std::vector<std::pair<uint64_t, std::string>> failed;
-  const std::vector<bool> directions = mode_ == UPROBE_MODE_ENTER ? std::vector<bool>{false} : std::vector<bool>{false, true};
+  const std::vector<bool> directions = this->directions();
   if (multi_) {
     CallProbes probed;
     probed.fd = open(binary.c_str(), O_RDONLY | O_CLOEXEC);
@@ -117,7 +120,7 @@ std::vector<std::pair<uint64_t, std::string>> UprobeSession::attach(const std::s
       for (uint64_t o : offsets) failed.push_back({o, std::string("cannot open: ") + std::strerror(errno)});
       return failed;
     }
-    const std::string file = "/proc/self/fd/" + std::to_string(probed.fd);
+    const std::string file = fd_path(probed.fd);
     auto link = [&](const uint64_t* o, const uint64_t* c, size_t n, bool ret) {
       const int fd = link_multi(file, o, c, n, ret);
       if (fd >= 0) multi_fds_.push_back(fd);
@@ -211,11 +214,10 @@ std::string UprobeSession::pause_calls(bool paused) {
     paused_ = true;
     return {};
   }
-  const std::vector<bool> directions = mode_ == UPROBE_MODE_ENTER ? std::vector<bool>{false} : std::vector<bool>{false, true};
+  const std::vector<bool> directions = this->directions();
   for (const CallProbes& p : call_probes_)
     for (bool ret : directions) {
-      const std::string file = "/proc/self/fd/" + std::to_string(p.fd);
-      const int fd = link_multi(file, p.offsets.data(), p.cookies.data(), p.offsets.size(), ret);
+      const int fd = link_multi(fd_path(p.fd), p.offsets.data(), p.cookies.data(), p.offsets.size(), ret);
       if (fd < 0) return "cannot attach again (" + std::to_string(p.offsets.size()) + " probes): " + std::strerror(errno);
       multi_fds_.push_back(fd);
     }

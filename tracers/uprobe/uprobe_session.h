@@ -60,6 +60,8 @@ class UprobeSession {
 
  private:
   void detach_all();
+  // Entry probes, and return probes unless the mode is entry-only.
+  std::vector<bool> directions() const { return mode_ == UPROBE_MODE_ENTER ? std::vector<bool>{false} : std::vector<bool>{false, true}; }
   void open_and_load(bool multi);
   int link_multi(const std::string& binary, const uint64_t* offsets, const uint64_t* cookies, size_t n, bool ret,
                  bpf_program* prog = nullptr);
