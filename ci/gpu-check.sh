@@ -17,6 +17,8 @@ cd "$(dirname "$0")/.."
 out=${OUT:-results-gpu}
 mkdir -p "$out"
 [[ -d .devkit ]] && export PATH=$PWD/.devkit/bin:$PATH LD_LIBRARY_PATH=$PWD/.devkit/lib:${LD_LIBRARY_PATH:-}
+# ci/gpu-bundle.sh's tree travels compressed (the device tool carries 64 MiB at most).
+[[ -d build-gpu || ! -f dist-carry/build-gpu.tgz ]] || tar xzf dist-carry/build-gpu.tgz
 # ctest recorded this checkout's absolute path when it was built.
 built_at=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' build-gpu/CMakeCache.txt)
 [[ "$built_at" != "$PWD" ]] && { mkdir -p "$(dirname "$built_at")"; ln -sfn "$PWD" "$built_at"; }
