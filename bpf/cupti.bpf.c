@@ -29,6 +29,11 @@ struct {
   __type(value, __u64);
 } lost SEC(".maps");
 
+static __always_inline void count_lost(__u32 kind, __u64 n) {
+  __u64* counter = bpf_map_lookup_elem(&lost, &kind);
+  if (counter) *counter += n;
+}
+
 // A zeroed record of `kind` from the current traced process, or null (untraced, or the
 // ring is full: counted).
 static __always_inline struct cupti_record* begin(__u32 kind) {
@@ -36,9 +41,7 @@ static __always_inline struct cupti_record* begin(__u32 kind) {
   if (!is_traced(id >> 32)) return 0;
   struct cupti_record* r = bpf_ringbuf_reserve(&records, sizeof(*r), 0);
   if (!r) {
-    __u32 k = CUPTI_LOST_RING_FULL;
-    __u64* n = bpf_map_lookup_elem(&lost, &k);
-    if (n) *n += 1;
+    count_lost(CUPTI_LOST_RING_FULL, 1);
     return 0;
   }
   __builtin_memset(r, 0, sizeof(*r));
@@ -74,24 +77,32 @@ int BPF_USDT(api_exit, __u64 corr, __u64 id, __s64 ret, __u64 enter_ns, __u64 ex
   return 0;
 }
 
-// A thread's batch of finished calls (cupti/usdt_probes.h): one record each.
+// A thread's batch of finished calls (cupti/usdt_probes.h): one copy into one sample of
+// CUPTI_BATCH records, whose kind, pid, tid and flags are set here.
 SEC("usdt")
 int BPF_USDT(api_batch, __u64 calls, __u64 count) {
-  if (!is_traced(bpf_get_current_pid_tgid() >> 32)) return 0;
-  for (__u32 i = 0; i < CUPTI_BATCH && i < count; ++i) {
-    struct cupti_record* r = begin(CUPTI_REC_API);
-    if (!r) continue;  // counted as ring_full
-    const void* src = (const void*)(calls + i * sizeof(struct cupti_api_call));
-    if (bpf_probe_read_user(&r->id, sizeof(struct cupti_api_call), src) != 0) {
-      bpf_ringbuf_discard(r, BPF_RB_NO_WAKEUP);
-      __u32 k = CUPTI_LOST_UNREADABLE;
-      __u64* n = bpf_map_lookup_elem(&lost, &k);
-      if (n) *n += 1;
-      continue;
-    }
-    if (r->text[0]) r->flags |= CUPTI_F_TEXT;
-    finish(r);
+  __u64 id = bpf_get_current_pid_tgid();
+  if (!is_traced(id >> 32)) return 0;
+  if (count > CUPTI_BATCH) count = CUPTI_BATCH;
+  struct cupti_batch* b = bpf_ringbuf_reserve(&records, sizeof(*b), 0);
+  if (!b) {
+    count_lost(CUPTI_LOST_RING_FULL, count);
+    return 0;
   }
+  if (bpf_probe_read_user(b, sizeof(*b), (const void*)calls) != 0) {
+    bpf_ringbuf_discard(b, BPF_RB_NO_WAKEUP);
+    count_lost(CUPTI_LOST_UNREADABLE, count);
+    return 0;
+  }
+  for (__u32 i = 0; i < CUPTI_BATCH; ++i) {
+    struct cupti_record* r = &b->calls[i];
+    r->kind = i < count ? CUPTI_REC_API : 0;
+    r->pid = id >> 32;
+    r->tid = (__u32)id;
+    r->flags = r->text[0] ? CUPTI_F_TEXT : 0;
+    r->text[CUPTI_TEXT - 1] = 0;
+  }
+  bpf_ringbuf_submit(b, ring_wakeup_flag(&records));
   return 0;
 }
 

@@ -26,21 +26,13 @@ enum cupti_loss {
 
 #define CUPTI_F_TEXT 1u /* text holds a string */
 
-/* One finished API call as the injection library keeps it in a thread's batch, handed to
- * the collector many at a time through the api_batch probe (one probe hit per
- * CUPTI_BATCH calls instead of one per call: on the H100 host a hit costs ~1.3 us). */
-#define CUPTI_BATCH 32
-
-/* Laid out as the tail of struct cupti_record from `id` on, so that the collector copies
- * it in one read. */
-struct cupti_api_call {
-  __u64 id; /* domain << 32 | cbid */
-  __u64 corr;
-  __u64 t0, t1;
-  __s64 ret;
-  __u64 v[CUPTI_SLOTS];
-  char kernel[CUPTI_TEXT]; /* launches: the kernel's name; else empty */
-};
+/* A thread's finished calls, kept by the injection library as records laid out as the
+ * ring's (the collector sets kind, pid, tid and flags itself: who made a call is the
+ * kernel's word, not the process's) and handed over through the api_batch probe
+ * CUPTI_BATCH at a time: one probe hit and one ring sample per batch instead of one per
+ * call (on the H100 host a probe hit costs ~1.3 us). Slots past the batch's count go out
+ * with kind 0, which the decoder skips. */
+#define CUPTI_BATCH 64
 
 struct cupti_record {
   __u32 kind;
@@ -54,13 +46,9 @@ struct cupti_record {
   char text[CUPTI_TEXT];
 };
 
-#ifdef __cplusplus
-#define CUPTI_STATIC_ASSERT static_assert
-#else
-#define CUPTI_STATIC_ASSERT _Static_assert
-#endif
-CUPTI_STATIC_ASSERT(sizeof(struct cupti_record) - __builtin_offsetof(struct cupti_record, id) ==
-                   sizeof(struct cupti_api_call),
-               "a batched call is the tail of a record");
+struct cupti_batch {
+  struct cupti_record calls[CUPTI_BATCH];
+};
+
 
 #endif

@@ -8,6 +8,9 @@
 #                                                then real software as commands
 #          ci/gpu-check.sh cost [METHODS]        record_cost, then --bench under none and
 #                                                METHODS (default preload), both linkages
+#          ci/gpu-check.sh cupti-split [ROUNDS]  percall run by hand under each of the CUPTI
+#                                                library's modes (cupti/injection.cpp) and
+#                                                nsys, interleaved: where cupti's cost goes
 #          ci/gpu-check.sh overhead [METHODS]    two back-to-back --bench runs (the agreement
 #                                                bar), every method by default, nsys included
 #                                                where installed; then nsys and cupti on vecadd
@@ -42,6 +45,36 @@ if [[ $phase == cost ]]; then
     tee -a "$out/console.log" | tail -40
   for run in "$results"/*/; do cp "$run/bench_summary.json" "$out/" 2>/dev/null; done
   rm -rf "$results"
+  exit 0
+fi
+
+if [[ $phase == cupti-split ]]; then
+  percall=build-gpu/libexec/cudatrace/percall.shared
+  library=$PWD/build-gpu/lib/cudatrace/libcudatrace_cupti.so
+  nsys=${NSYS:-$(ls -d /opt/nvidia/nsight-systems*/*/bin/nsys /opt/nvidia/nsight-compute/*/host/target-linux-x64/nsys 2>/dev/null | tail -1)}
+  calls='launch<<<>>>|cudaLaunchKernel|cuLaunchKernel|cudaMemcpyAsync|cudaEventRecord|cudaStreamSynchronize|cudaGetDevice|cudaMalloc'
+  split=$out/cupti-split
+  mkdir -p "$split"
+  for round in $(seq 1 "${2:-3}"); do
+    for label in none bare bare-runtime bare-driver kernel-activity api-activity full nsys nsys-all; do
+      json=$split/$label.r$round.json
+      args=(--benchmark_filter="$calls" --benchmark_out="$json" --benchmark_out_format=json)
+      case $label in
+        none) CUDATRACE_METHOD=none $percall "${args[@]}" > /dev/null ;;
+        nsys*) [[ -x $nsys ]] || continue
+           extra=(); [[ $label == nsys-all ]] && extra=(--cuda-trace-all-apis=true)
+           CUDATRACE_METHOD=$label $nsys profile --trace=cuda --sample=none --cpuctxsw=none "${extra[@]}" \
+             -o "/tmp/split-$label-$round" -f true $percall "${args[@]}" > "$split/$label.r$round.log" 2>&1 ;;
+        *) CUDATRACE_METHOD=$label CUDA_INJECTION64_PATH=$library CUDATRACE_CUPTI_MODE=$label \
+             $percall "${args[@]}" > /dev/null 2> "$split/$label.r$round.log" ;;
+      esac || log "$label round $round failed: $(tail -2 "$split/$label.r$round.log" 2>/dev/null)"
+    done
+  done
+  # Callbacks per call: each call's own and the driver calls the runtime makes inside it.
+  CUDATRACE_METHOD=count CUDA_INJECTION64_PATH=$library CUDATRACE_CUPTI_MODE=count $percall \
+    --benchmark_filter='cudaGetDevice|cudaLaunchKernel|cudaEventRecord' > /dev/null 2> "$split/count.log"
+  grep 'count' "$split/count.log" | sort -t: -k3 -n -r | head -20 | tee -a "$out/console.log"
+  python3 ci/percall_table.py "$split" | tee -a "$out/console.log"
   exit 0
 fi
 

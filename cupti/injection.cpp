@@ -4,8 +4,9 @@
 // buffers of kernel activity records; we re-emit both as USDT probes (usdt_probes.h) for
 // an eBPF collector outside the process. Works the same with static and shared cudart.
 //
-// Set CUDATRACE_CUPTI_MODE=bare for the cost reference: a subscriber whose callback does
-// nothing and no activity collection.
+// CUDATRACE_CUPTI_MODE picks what is switched on (kModes below): `full` is the method,
+// the others are cost references that split its cost into CUPTI's parts (which callback
+// domain, which activity kind) for the per-call benchmark.
 #include <cupti.h>
 #include <pthread.h>
 
@@ -56,13 +57,14 @@ uint64_t CUPTIAPI cupti_timestamp() { return now_ns(); }
 // gets into a library that is loaded into every kind of program.
 struct Batch {
   uint32_t n;
-  cupti_api_call calls[CUPTI_BATCH];
+  cupti_batch records;
 };
 __thread Batch* t_batch = nullptr;
 pthread_key_t g_batch_key;
 
 void flush(Batch* b) {
-  if (b->n > 0 && CUDATRACE_PROBE_ON(api_batch)) STAP_PROBE2(cudatrace, api_batch, uint64_t(b->calls), uint64_t(b->n));
+  if (b->n > 0 && CUDATRACE_PROBE_ON(api_batch))
+    STAP_PROBE2(cudatrace, api_batch, uint64_t(b->records.calls), uint64_t(b->n));
   b->n = 0;
 }
 
@@ -128,7 +130,7 @@ __attribute__((visibility("default"))) void CUPTIAPI cudatrace_cupti_on_api(void
   }
   Batch* batch = this_threads_batch();
   if (!batch) return;  // out of memory: counted above, so the summary shows the shortfall
-  cupti_api_call& c = batch->calls[batch->n++];
+  cupti_record& c = batch->records.calls[batch->n++];
   c.id = id;
   c.corr = corr;
   c.t0 = enter_ns;
@@ -137,10 +139,10 @@ __attribute__((visibility("default"))) void CUPTIAPI cudatrace_cupti_on_api(void
   uint64_t* slots = reinterpret_cast<uint64_t*>(c.v);
   for (int i = 0; i < kSlots; ++i) slots[i] = 0;
   fill_slots(domain, cbid, cb->functionParams, slots);
-  c.kernel[0] = 0;
+  c.text[0] = 0;
   if (cb->symbolName) {
-    std::strncpy(c.kernel, cb->symbolName, sizeof c.kernel - 1);
-    c.kernel[sizeof c.kernel - 1] = 0;
+    std::strncpy(c.text, cb->symbolName, sizeof c.text - 1);
+    c.text[sizeof c.text - 1] = 0;
   }
   if (batch->n == CUPTI_BATCH) flush(batch);
 }
@@ -161,6 +163,27 @@ __attribute__((visibility("default"))) void cudatrace_cupti_on_kernel(const CUpt
 namespace {
 
 void CUPTIAPI on_api_bare(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
+
+// An empty callback that counts the callbacks per (domain, id), printed at exit: how many
+// CUPTI callbacks one runtime call costs (the runtime's own driver calls come as driver
+// callbacks too, each one paying CUPTI's dispatch).
+constexpr int kCountedIds = 1024;
+std::atomic<uint64_t> g_callback_counts[2][kCountedIds];
+
+void CUPTIAPI on_api_count(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+  if (cb->callbackSite != CUPTI_API_EXIT || cbid >= kCountedIds) return;
+  const int d = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? 0 : 1;
+  g_callback_counts[d][cbid].fetch_add(1, std::memory_order_relaxed);
+}
+
+void print_callback_counts() {
+  for (int d = 0; d < 2; ++d)
+    for (int id = 0; id < kCountedIds; ++id)
+      if (uint64_t n = g_callback_counts[d][id].load(); n > 0)
+        std::fprintf(stderr, "cudatrace-cupti: count %s cbid %d: %llu\n", d == 0 ? "runtime" : "driver", id,
+                     static_cast<unsigned long long>(n));
+}
 
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
   *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kActivityBufferBytes));
@@ -222,70 +245,119 @@ bool subscribe(CUpti_CallbackFunc callback) {
   return true;
 }
 
-bool enable_domains() {
-  for (CUpti_CallbackDomain d : {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_CB_DOMAIN_DRIVER_API}) {
-    if (CUptiResult r = cuptiEnableDomain(1, g_subscriber, d); r != CUPTI_SUCCESS) {
-      report_error("cuptiEnableDomain", r);
-      cuptiUnsubscribe(g_subscriber);
+// What a mode switches on. Every mode but `full` is a cost reference: it observes nothing.
+struct Mode {
+  const char* name;
+  CUpti_CallbackFunc callback;   // nullptr: no subscription at all
+  bool runtime_domain, driver_domain;
+  bool kernel_activity;          // CONCURRENT_KERNEL records
+  bool api_activity;             // RUNTIME and DRIVER activity records (CUPTI times the calls itself)
+};
+constexpr Mode kModes[] = {
+    {"full", cudatrace_cupti_on_api, true, true, true, false},
+    // A subscriber whose callback does nothing: the floor of any callback tracer.
+    {"bare", on_api_bare, true, true, false, false},
+    {"bare-runtime", on_api_bare, true, false, false, false},
+    {"bare-driver", on_api_bare, false, true, false, false},
+    // bare, counting callbacks per call id (printed at exit; costs an atomic per callback).
+    {"count", on_api_count, true, true, false, false},
+    // Kernel activity records alone, no callbacks.
+    {"kernel-activity", nullptr, false, false, true, false},
+    // API calls as activity records (no callback into us) plus kernels: what a tracer
+    // that gives up the calls' arguments would cost.
+    {"api-activity", nullptr, false, false, true, true},
+};
+const Mode* g_mode = nullptr;
+
+constexpr CUpti_ActivityKind kApiActivityKinds[] = {CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER};
+
+// Switches the mode's callbacks and activity kinds on (1) or off (0). On a refusal, names
+// what CUPTI refused in `what`.
+CUptiResult switch_mode(uint32_t on, const char** what) {
+  const std::pair<bool, CUpti_CallbackDomain> domains[] = {{g_mode->runtime_domain, CUPTI_CB_DOMAIN_RUNTIME_API},
+                                                            {g_mode->driver_domain, CUPTI_CB_DOMAIN_DRIVER_API}};
+  CUptiResult r = CUPTI_SUCCESS;
+  *what = "cuptiEnableDomain";
+  for (const auto& [wanted, domain] : domains)
+    if (wanted && (r = cuptiEnableDomain(on, g_subscriber, domain)) != CUPTI_SUCCESS) return r;
+  auto activity = [on](CUpti_ActivityKind kind) {
+    return on ? cuptiActivityEnable(kind) : cuptiActivityDisable(kind);
+  };
+  *what = "kernel activity";
+  if (g_mode->kernel_activity && (r = activity(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) != CUPTI_SUCCESS) return r;
+  *what = "API activity";
+  if (g_mode->api_activity)
+    for (CUpti_ActivityKind kind : kApiActivityKinds)
+      if ((r = activity(kind)) != CUPTI_SUCCESS) return r;
+  return CUPTI_SUCCESS;
+}
+
+bool start_mode() {
+  if (g_mode->callback && !subscribe(g_mode->callback)) return false;
+  if (g_mode->kernel_activity || g_mode->api_activity) {
+    CUptiResult r = cuptiActivityRegisterTimestampCallback(cupti_timestamp);
+    if (r == CUPTI_SUCCESS) r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
+    if (r != CUPTI_SUCCESS) {
+      report_error("activity buffers", r);
       return false;
     }
   }
-  return true;
-}
-
-bool g_activity_enabled = false;  // full mode: kernel activity is collected (and paused with the callbacks)
-
-bool enable_kernel_activity() {
-  CUptiResult r = cuptiActivityRegisterTimestampCallback(cupti_timestamp);
-  if (r == CUPTI_SUCCESS) r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
-  if (r == CUPTI_SUCCESS) r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-  if (r != CUPTI_SUCCESS) {
-    report_error("kernel activity", r);
+  const char* what = nullptr;
+  if (CUptiResult r = switch_mode(1, &what); r != CUPTI_SUCCESS) {
+    report_error(what, r);
+    if (g_subscriber) cuptiUnsubscribe(g_subscriber);
     return false;
   }
-  g_activity_enabled = true;
   return true;
 }
 
 }  // namespace
 
 extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
-  const char* mode = std::getenv("CUDATRACE_CUPTI_MODE");
-  const bool bare = mode && std::strcmp(mode, "bare") == 0;
-  if (mode && !bare && std::strcmp(mode, "full") != 0)
-    std::fprintf(stderr, "cudatrace-cupti: unknown CUDATRACE_CUPTI_MODE '%s' (valid: full, bare); using full\n", mode);
-  if (!subscribe(bare ? on_api_bare : cudatrace_cupti_on_api)) return 1;
-  if (!enable_domains()) return 1;
-  if (!bare) {
-    if (!enable_kernel_activity()) return 1;
+  const char* name = std::getenv("CUDATRACE_CUPTI_MODE");
+  g_mode = &kModes[0];
+  if (name && *name) {
+    const Mode* found = nullptr;
+    for (const Mode& m : kModes)
+      if (std::strcmp(m.name, name) == 0) found = &m;
+    if (!found)
+      std::fprintf(stderr,
+                   "cudatrace-cupti: unknown CUDATRACE_CUPTI_MODE '%s' (valid: full, bare, bare-runtime, bare-driver, "
+                   "count, kernel-activity, api-activity); using full\n",
+                   name);
+    else
+      g_mode = found;
+  }
+  if (!start_mode()) {
+    g_mode = nullptr;
+    return 1;
+  }
+  if (g_mode->callback == cudatrace_cupti_on_api) {
     pthread_key_create(&g_batch_key, batch_ends_with_thread);
     pthread_atfork(nullptr, nullptr, reset_counts_in_child);
-    std::atexit(flush_at_exit);
   }
+  if (g_mode->callback == on_api_count) std::atexit(print_callback_counts);
+  // Kernel records still in CUPTI's buffers are handed over at exit (and, in full mode,
+  // the last batch and the summary).
+  if (g_mode->kernel_activity) std::atexit(flush_at_exit);
   uint32_t version = 0;
   cuptiGetVersion(&version);
-  report(CUDATRACE_CUPTI_LOADED, version, bare ? "bare" : "full");
+  report(CUDATRACE_CUPTI_LOADED, version, g_mode->name);
   return 1;
 }
 
 // The per-call benchmark's in-process A/B (bench/percall finds this through the library's
-// handle): 1 turns the API callbacks and the kernel activity off, 0 turns them back on.
-// The subscription stays, so the paused half is what a subscribed but idle CUPTI costs:
-// the difference is what our callbacks and activity add, not all of CUPTI. Returns, like
-// the preload shim's and devhook's pause, whether it was paused before (1) or not (0);
-// -1 when CUPTI refused.
+// handle): 1 switches off what the mode switched on (callback domains, activity kinds), 0
+// switches it on again. A subscription stays, so in the callback modes the paused half is
+// what a subscribed but idle CUPTI costs: the difference is the callbacks and activity,
+// not all of CUPTI. Returns, like the preload shim's and devhook's pause, whether it was
+// paused before (1) or not (0); -1 when CUPTI refused or the library is not running.
 extern "C" __attribute__((visibility("default"))) int cudatrace_cupti_pause(int paused) {
   static bool was_paused = false;
-  if (!g_subscriber) return -1;
+  if (!g_mode) return -1;
   if ((paused != 0) == was_paused) return was_paused ? 1 : 0;
-  const uint32_t enable = paused ? 0 : 1;
-  for (CUpti_CallbackDomain d : {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_CB_DOMAIN_DRIVER_API})
-    if (cuptiEnableDomain(enable, g_subscriber, d) != CUPTI_SUCCESS) return -1;
-  if (g_activity_enabled) {
-    const CUptiResult r = paused ? cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
-                                 : cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-    if (r != CUPTI_SUCCESS) return -1;
-  }
+  const char* what = nullptr;
+  if (switch_mode(paused ? 0 : 1, &what) != CUPTI_SUCCESS) return -1;
   was_paused = paused != 0;
   return was_paused ? 0 : 1;
 }

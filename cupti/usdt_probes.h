@@ -10,10 +10,11 @@
 //       id = domain << 32 | cbid (CUPTI's callback domain and id); slots as hooks.def lays
 //       out that call's arguments; kernel_name = a char* for launches, else 0.
 //   api_batch(calls, count)
-//       the same facts for `count` finished calls of this thread, as an array of struct
-//       cupti_api_call (bpf/cupti_event.h). While api_batch is attached and api_exit is
-//       not, calls are kept per thread and handed over CUPTI_BATCH at a time (and the rest
-//       when the thread ends): one probe hit per batch instead of one per call.
+//       the same facts for `count` finished calls of this thread, as an array of
+//       CUPTI_BATCH struct cupti_record (bpf/cupti_event.h; the first `count` used). While
+//       api_batch is attached and api_exit is not, calls are kept per thread and handed
+//       over CUPTI_BATCH at a time (and the rest when the thread ends): one probe hit per
+//       batch instead of one per call.
 //   kernel(corr, start_ns, end_ns, grid, block, stream, device, name)
 //       one per kernel activity record; grid and block packed as common/dim3_pack.h says.
 //   activity_dropped(count)   CUPTI dropped this many activity records (buffer full)

@@ -95,11 +95,18 @@ TEST(CuptiLibrary, ExportsOnlyItsEntryPoints) {
   EXPECT_EQ(exported.size(), 4u) << "hidden visibility keeps the rest (and static libstdc++) out";
 }
 
-// The per-call benchmark's in-process A/B: pausing turns CUPTI's callbacks (and, in full
-// mode, the kernel activity) off and resuming turns them on again; the fake CUPTI says
-// what is on. Bare mode collects no activity, so it has none to pause.
+// The per-call benchmark's in-process A/B: pausing turns off what the mode turned on
+// (callback domains, activity kinds) and resuming turns it on again; the fake CUPTI says
+// what is on (bits: runtime and driver callbacks, kernel, runtime and driver API activity).
+// The cost references split full mode's cost into those parts, so each must switch
+// exactly its own.
 TEST(CuptiLibrary, PauseSwitchesCallbacksAndActivityOffAndOn) {
-  for (const auto& [mode, expected] : {std::pair<const char*, const char*>{"full", "pause 7 0 7\n"}, {"bare", "pause 3 0 3\n"}}) {
+  const std::pair<const char*, const char*> modes[] = {
+      {"full", "pause 7 0 7\n"},          {"bare", "pause 3 0 3\n"},
+      {"bare-runtime", "pause 1 0 1\n"},  {"bare-driver", "pause 2 0 2\n"},
+      {"count", "pause 3 0 3\n"},         {"kernel-activity", "pause 4 0 4\n"},
+      {"api-activity", "pause 28 0 28\n"}};
+  for (const auto& [mode, expected] : modes) {
     const SpawnResult r = spawn_and_wait({"/usr/bin/env", "FAKE_APP_CHECK_PAUSE=1", std::string("CUDATRACE_CUPTI_MODE=") + mode,
                                           std::string("CUDA_INJECTION64_PATH=") + CUDATRACE_CUPTI_LIBRARY, CUDATRACE_CUPTI_FAKE_APP},
                                          true);
@@ -259,9 +266,11 @@ TEST(CuptiDecode, CallsArgumentsAndTheKernelJoinedToItsLaunch) {
   summary.v[0] = 4;
   summary.v[1] = 1;
   records.push_back(summary);
+  records.push_back(cupti_record{});  // the unused tail of a batch's sample: kind 0
 
   CuptiDecodeStats stats;
   const auto events = decode_cupti_records(records, stats);
+  EXPECT_EQ(stats.records, int64_t(records.size() - 1)) << "a batch's unused slot is not a record";
   EXPECT_TRUE(stats.loaded);
   EXPECT_EQ(stats.mode, "full");
   EXPECT_EQ(stats.cupti_version, 130001u);

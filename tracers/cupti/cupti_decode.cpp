@@ -74,6 +74,7 @@ std::vector<Event> decode_cupti_records(const std::vector<cupti_record>& records
   std::vector<Event> events;
   std::vector<const cupti_record*> kernels;
   for (const auto& r : records) {
+    if (r.kind == 0) continue;  // an unused slot of a batch
     ++stats.records;
     switch (r.kind) {
       case CUPTI_REC_API:

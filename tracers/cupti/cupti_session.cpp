@@ -74,7 +74,7 @@ void CuptiSession::attach(const std::filesystem::path& library, bool per_call) {
 void CuptiSession::trace_process(pid_t pid) { trace_process_tree(skel_->maps.traced, pid); }
 
 void CuptiSession::start(const std::filesystem::path& spool) {
-  spool_ = std::make_unique<RingSpool>(bpf_map__fd(skel_->maps.records), sizeof(cupti_record), spool);
+  spool_ = std::make_unique<RingSpool>(bpf_map__fd(skel_->maps.records), sizeof(cupti_record), spool, CUPTI_BATCH);
 }
 
 void CuptiSession::stop() {

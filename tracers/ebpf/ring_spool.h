@@ -14,7 +14,8 @@ namespace cudatrace {
 class RingSpool {
  public:
   // Starts draining the ring buffer map `map_fd` into `file`; throws std::runtime_error.
-  RingSpool(int map_fd, size_t record_size, const std::filesystem::path& file);
+  // `per_sample`: how many records one sample may hold (RingReader).
+  RingSpool(int map_fd, size_t record_size, const std::filesystem::path& file, size_t per_sample = 1);
   ~RingSpool();
   RingSpool(const RingSpool&) = delete;
   RingSpool& operator=(const RingSpool&) = delete;

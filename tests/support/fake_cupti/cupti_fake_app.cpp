@@ -9,7 +9,8 @@
 // Exit status 0, also when CUPTI is "taken" (the program must run on untraced).
 // FAKE_APP_CHECK_PAUSE=1: instead, pause and resume the library (cudatrace_cupti_pause, as
 // bench/percall does) and print what the fake CUPTI had switched on before, while paused
-// and after: "pause 7 0 7" (bit 0 runtime, 1 driver callbacks, 2 kernel activity).
+// and after: "pause 7 0 7" (bit 0 runtime, 1 driver callbacks, 2 kernel activity, 3 and 4
+// runtime and driver API activity).
 #include <cupti.h>
 #include <dlfcn.h>
 #include <sys/wait.h>

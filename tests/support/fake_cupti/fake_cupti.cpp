@@ -20,6 +20,16 @@ std::vector<CUpti_ActivityKernel10> g_pending;
 size_t g_dropped_once = 0;
 bool g_domain_enabled[8] = {};  // by CUpti_CallbackDomain
 bool g_kernel_activity = false;
+bool g_runtime_activity = false, g_driver_activity = false;
+
+bool* activity_flag(CUpti_ActivityKind kind) {
+  switch (kind) {
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return &g_kernel_activity;
+    case CUPTI_ACTIVITY_KIND_RUNTIME: return &g_runtime_activity;
+    case CUPTI_ACTIVITY_KIND_DRIVER: return &g_driver_activity;
+    default: return nullptr;
+  }
+}
 
 }  // namespace
 
@@ -72,12 +82,12 @@ CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc requ
 }
 
 CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind) {
-  if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) g_kernel_activity = true;
+  if (bool* on = activity_flag(kind)) *on = true;
   return CUPTI_SUCCESS;
 }
 
 CUptiResult cuptiActivityDisable(CUpti_ActivityKind kind) {
-  if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) g_kernel_activity = false;
+  if (bool* on = activity_flag(kind)) *on = false;
   return CUPTI_SUCCESS;
 }
 
@@ -118,10 +128,10 @@ CUpti_CallbackFunc fake_cupti_callback(void** userdata) {
 void fake_cupti_add_kernel(const CUpti_ActivityKernel10* k) { g_pending.push_back(*k); }
 
 // What the subscriber has switched on: bit 0 runtime callbacks, bit 1 driver callbacks,
-// bit 2 kernel activity.
+// bit 2 kernel activity, bit 3 runtime API activity, bit 4 driver API activity.
 int fake_cupti_enabled() {
   return int(g_domain_enabled[CUPTI_CB_DOMAIN_RUNTIME_API]) | int(g_domain_enabled[CUPTI_CB_DOMAIN_DRIVER_API]) << 1 |
-         int(g_kernel_activity) << 2;
+         int(g_kernel_activity) << 2 | int(g_runtime_activity) << 3 | int(g_driver_activity) << 4;
 }
 
 }  // extern "C"
