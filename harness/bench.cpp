@@ -144,9 +144,9 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
       interval = buf;
       std::snprintf(buf, sizeof buf, "%.2fx", row["ratio"].get<double>());
       ratio = buf;
-      // Tracing never makes a call faster: a negative difference is noise between two
-      // processes, and is shown as such, not as a speed-up (the numbers stay in the JSON).
-      if (d.delta < 0) {
+      // Noise between two processes is shown as such, not as a speed-up or a cost
+      // (bench_stats.h says what counts; the numbers stay in the JSON).
+      if (between_processes_no_measurable_cost(d)) {
         row["no_measurable_cost"] = true;
         delta = "none";
         ratio = "";
@@ -163,19 +163,22 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
       char buf[128];
       std::snprintf(buf, sizeof buf, "  in-process A/B %+.1f [%+.1f, %+.1f]", d.delta, d.lo, d.hi);
       in_process = buf;
-      // Pausing never makes a call slower: a negative paired difference is noise.
-      if (d.delta < 0) {
-        row["in_process_no_measurable_cost"] = true;
-        in_process += " no measurable cost";
-      }
       // The pairing control (both halves paused): what the pairing reads when nothing differs.
+      double control_ns = 0;
+      std::string control_text;
       if (auto c = ab_controls.find(key); c != ab_controls.end()) {
         const Difference control = median_interval(c->second);
+        control_ns = control.delta;
         row["in_process_control_ns"] = control.delta;
         row["in_process_control_ci95_ns"] = {control.lo, control.hi};
         std::snprintf(buf, sizeof buf, " (control %+.1f)", control.delta);
-        in_process += buf;
+        control_text = buf;
       }
+      if (in_process_no_measurable_cost(d.delta, control_ns)) {
+        row["in_process_no_measurable_cost"] = true;
+        in_process += " no measurable cost";
+      }
+      in_process += control_text;
       if (auto r = ab_ratios.find(key); r != ab_ratios.end()) {
         row["in_process_ratio"] = median_of(r->second);
         std::snprintf(buf, sizeof buf, " %.2fx", row["in_process_ratio"].get<double>());

@@ -1,5 +1,7 @@
 #include "harness/bench_stats.h"
 
+#include <cmath>
+
 #include <algorithm>
 #include <random>
 
@@ -49,6 +51,12 @@ Difference median_interval(const std::vector<double>& v, int rounds, uint64_t se
 
 Difference median_ratio(const std::vector<double>& a, const std::vector<double>& b, int rounds, uint64_t seed) {
   return bootstrap(a, b, rounds, seed, [](double ma, double mb) { return ma > 0 ? mb / ma : 0.0; });
+}
+
+bool between_processes_no_measurable_cost(const Difference& d) { return d.delta < 0 || d.lo <= 0; }
+
+bool in_process_no_measurable_cost(double paired_delta, double control_delta) {
+  return paired_delta < 0 || paired_delta <= std::abs(control_delta);
 }
 
 }  // namespace cudatrace

@@ -24,4 +24,11 @@ Difference median_interval(const std::vector<double>& v, int rounds = 2000, uint
 Difference median_ratio(const std::vector<double>& a, const std::vector<double>& b, int rounds = 2000,
                         uint64_t seed = 42);
 
+// What the tables call "no measurable cost": tracing never makes a call faster, so a
+// difference between processes that is negative or whose interval reaches zero is noise;
+// so is an in-process (paired) difference that is negative or no larger than its pairing
+// control (both halves paused: what the pairing reads when nothing differs).
+bool between_processes_no_measurable_cost(const Difference& d);
+bool in_process_no_measurable_cost(double paired_delta, double control_delta);
+
 }  // namespace cudatrace

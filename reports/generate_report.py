@@ -91,13 +91,16 @@ def per_call_section(bench_rows):
         delta = f'{r["delta_ns"]:+.1f}' if "delta_ns" in r else "—"
         interval = f"[{ci[0]:+.1f}, {ci[1]:+.1f}]" if ci[0] is not None else "—"
         ratio = f'{r["ratio"]:.2f}×' if "ratio" in r else "—"
-        if r.get("delta_ns", 0) < 0:
-            # Tracing never speeds a call up: a negative difference is noise between processes.
+        # What is noise, as harness/bench_stats.h says (older summaries lack the flags):
+        # tracing never speeds a call up, so a difference whose interval reaches zero, or a
+        # paired one no larger than its pairing control, is no measurable cost.
+        if "delta_ns" in r and (r.get("no_measurable_cost") or r["delta_ns"] < 0 or ci[0] <= 0):
             delta, ratio = "no measurable cost", "—"
         ab = r.get("in_process_delta_ci95_ns")
         in_process = (f'{r["in_process_delta_ns"]:+.1f} [{ab[0]:+.1f}, {ab[1]:+.1f}]' if ab else "—")
-        if ab and r["in_process_delta_ns"] < 0:
-            in_process += " no measurable cost"  # pausing never slows a call: noise
+        paired, control_ns = r.get("in_process_delta_ns", 0), r.get("in_process_control_ns", 0)
+        if ab and (r.get("in_process_no_measurable_cost") or paired < 0 or paired <= abs(control_ns)):
+            in_process = f"no measurable cost [{ab[0]:+.1f}, {ab[1]:+.1f}]"
         # The pairing control: both halves paused, what the pairing reads when nothing differs.
         control = f'{r["in_process_control_ns"]:+.1f}' if "in_process_control_ns" in r else "—"
         rows.append([esc(r["call"]), esc(r["linkage"]), esc(r["method"]), f'{r["median_ns"]:.1f}', delta, interval, ratio,

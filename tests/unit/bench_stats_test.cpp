@@ -66,3 +66,16 @@ TEST(BenchStats, OneSampleMedianWithAnInterval) {
   EXPECT_GE(d.lo, 199);
   EXPECT_LE(d.hi, 230);
 }
+
+// A speed-up is never reported: negative differences, intervals reaching zero and paired
+// differences within their control are "no measurable cost"; a clear cost is not.
+TEST(BenchStats, NoMeasurableCostIsNoiseNeverASpeedUp) {
+  EXPECT_TRUE(between_processes_no_measurable_cost({-610, -900, -300}));
+  EXPECT_TRUE(between_processes_no_measurable_cost({72, -200, 300}));
+  EXPECT_FALSE(between_processes_no_measurable_cost({3229, 2900, 3500}));
+  EXPECT_TRUE(in_process_no_measurable_cost(-4, 2));
+  EXPECT_TRUE(in_process_no_measurable_cost(59, 70));   // preload cuLaunchKernel within its control
+  EXPECT_TRUE(in_process_no_measurable_cost(59, -70));  // a control reads noise either way
+  EXPECT_FALSE(in_process_no_measurable_cost(135, 49));
+  EXPECT_FALSE(in_process_no_measurable_cost(91, 0));
+}
