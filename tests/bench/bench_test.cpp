@@ -130,4 +130,5 @@ TEST(Bench, RecordCostOnThisCpu) {
   }
   ASSERT_TRUE(by_name.count("generic_minus_listed")) << r.output;
   EXPECT_TRUE(by_name["generic_minus_listed"].contains("generic_minus_listed_ns"));
+  EXPECT_TRUE(by_name["generic_minus_listed"].contains("control_ns")) << "the pairing control";
 }
