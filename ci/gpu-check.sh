@@ -89,6 +89,8 @@ if [[ $phase == overhead ]]; then
     for run in "$results"/*/; do cp "$run/bench_summary.json" "$out/bench_summary-$round.json" 2>/dev/null; done
     rm -rf "$results"
   done
+  log "agreement of the two runs (issue 19's bar)"
+  python3 ci/bench_agreement.py "$out/bench_summary-1.json" "$out/bench_summary-2.json" | tee -a "$out/console.log" | tail -70
   log "nsys and cupti against the ledger"
   $harness --workload vecadd,errors --method none,cupti,nsys --linkage both --out "$results" 2>&1 |
     tee -a "$out/console.log" | grep -v '^\[' | tail -30
