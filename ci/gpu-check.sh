@@ -14,7 +14,11 @@
 #          ci/gpu-check.sh overhead [METHODS]    two back-to-back --bench runs (the agreement
 #                                                bar), every method by default, nsys included
 #                                                where installed; then nsys and cupti on vecadd
-#                                                and errors against the ledger
+#                                                and errors against the ledger. Plan for it: on
+#                                                the H100 host one round of nine methods, one
+#                                                linkage, takes ~110 s (768d402), so the
+#                                                default 5 rounds x 2 linkages x 2 runs is ~37
+#                                                minutes, more than a session's device time
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-results-gpu}
