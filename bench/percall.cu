@@ -71,8 +71,9 @@ PauseFn g_pause = nullptr;
 // A tracer that pauses itself flips a flag: every iteration is a pair. One that pauses from
 // outside (uprobe: a round trip to the harness, which detaches every call probe and
 // attaches it again) pairs every 10th, 40 pairs of 400 iterations: each pause and resume
-// re-registers every call probe, and at every 5th the uprobe run was 170 of a 191 s
-// benchmark of nine methods (H100 host).
+// re-registers every call probe. H100 host, nine methods, one linkage: at every 5th one
+// round took 191 s (the run folders' times put ~170 s of it on uprobe); at every 10th,
+// two rounds took 220 s.
 int64_t g_pair_every = 1;
 // After a pause from outside, the first batch in either state runs slow: the kernel has
 // just rewritten the probed pages (H100 host, uprobe, cudaGetDevice: a control pair whose

@@ -10,6 +10,7 @@
 #include <cupti.h>
 #include <pthread.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -166,23 +167,25 @@ void CUPTIAPI on_api_bare(void*, CUpti_CallbackDomain, CUpti_CallbackId, const v
 
 // An empty callback that counts the callbacks per (domain, id), printed at exit: how many
 // CUPTI callbacks one runtime call costs (the runtime's own driver calls come as driver
-// callbacks too, each one paying CUPTI's dispatch).
-constexpr int kCountedIds = 1024;
-std::atomic<uint64_t> g_callback_counts[2][kCountedIds];
+// callbacks too, each one paying CUPTI's dispatch). Ids past this CUPTI's tables (a newer
+// driver) are counted together, not dropped.
+constexpr uint32_t kCountedIds =
+    std::max(uint32_t(CUPTI_DRIVER_TRACE_CBID_SIZE), uint32_t(CUPTI_RUNTIME_TRACE_CBID_SIZE));
+std::atomic<uint64_t> g_callback_counts[2][kCountedIds + 1];  // the last: ids past the tables
 
 void CUPTIAPI on_api_count(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
-  if (cb->callbackSite != CUPTI_API_EXIT || cbid >= kCountedIds) return;
+  if (cb->callbackSite != CUPTI_API_EXIT) return;
   const int d = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? 0 : 1;
-  g_callback_counts[d][cbid].fetch_add(1, std::memory_order_relaxed);
+  g_callback_counts[d][cbid < kCountedIds ? cbid : kCountedIds].fetch_add(1, std::memory_order_relaxed);
 }
 
 void print_callback_counts() {
   for (int d = 0; d < 2; ++d)
-    for (int id = 0; id < kCountedIds; ++id)
+    for (uint32_t id = 0; id <= kCountedIds; ++id)
       if (uint64_t n = g_callback_counts[d][id].load(); n > 0)
-        std::fprintf(stderr, "cudatrace-cupti: count %s cbid %d: %llu\n", d == 0 ? "runtime" : "driver", id,
-                     static_cast<unsigned long long>(n));
+        std::fprintf(stderr, "cudatrace-cupti: count %s cbid %s%u: %llu\n", d == 0 ? "runtime" : "driver",
+                     id == kCountedIds ? ">=" : "", id, static_cast<unsigned long long>(n));
 }
 
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
