@@ -11,6 +11,10 @@
 #          ci/gpu-check.sh cupti-split [ROUNDS]  percall run by hand under each of the CUPTI
 #                                                library's modes (cupti/injection.cpp) and
 #                                                nsys, interleaved: where cupti's cost goes
+#          ci/gpu-check.sh devhook-cost [SUBRINGS]  --bench of devhook and devhook-thread (vecadd
+#                                                + sync, both sizes, in-process A/B) with the
+#                                                ring split in each of SUBRINGS (default
+#                                                "32 1"): issue 18's cost table
 #          ci/gpu-check.sh overhead [METHODS]    two back-to-back --bench runs (the agreement
 #                                                bar), every method by default, nsys included
 #                                                where installed; then nsys and cupti on vecadd
@@ -49,6 +53,17 @@ if [[ $phase == cost ]]; then
     tee -a "$out/console.log" | tail -40
   for run in "$results"/*/; do cp "$run/bench_summary.json" "$out/" 2>/dev/null; done
   rm -rf "$results"
+  exit 0
+fi
+
+if [[ $phase == devhook-cost ]]; then
+  for k in ${2:-32 1}; do
+    log "bench: none,devhook,devhook-thread, devhook.subrings=$k"
+    $harness --bench --method none,devhook,devhook-thread --set devhook.subrings=$k --set devhook-thread.subrings=$k --linkage shared --reps 3 \
+      --out "$results" 2>&1 | tee -a "$out/console.log" | grep -E 'vecadd|took|error' | tail -12
+    for run in "$results"/*/; do cp "$run/bench_summary.json" "$out/bench_summary-k$k.json" 2>/dev/null; done
+    rm -rf "$results"
+  done
   exit 0
 fi
 

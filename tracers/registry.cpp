@@ -126,7 +126,7 @@ const std::vector<Method>& methods() {
       Method devhook{.name = per_thread ? "devhook-thread" : "devhook",
                      .summary = per_thread ? "the devhook method with mode=thread: a record per thread, not per block"
                                            : "bpftime-style device hooks: probes injected into kernel PTX, a ring in "
-                                             "mapped host memory",
+                                             "device memory drained while kernels run",
                      .issue = 6,
                      .needs_gpu = true};
 #ifdef CUDATRACE_HAVE_DEVHOOK

@@ -143,11 +143,16 @@ TEST_P(DevhookRewrite, AssemblesWithPtxas) {
   EXPECT_EQ(params["_Z5scaleIfEvPT_S0_i"], 3);
   EXPECT_EQ(params["early_exits"], 2);
   EXPECT_GE(exits["early_exits"], 2) << "its returns and exit; statements each branch to the exit probe";
-  // One entry and one exit probe per kernel; every return but the exit probe's own is gone.
-  EXPECT_EQ(count(r.ptx, "call __devhook_emit"), 2 * r.kernels.size());
+  // One entry and one exit probe per kernel, the entry's claiming both slots; every return
+  // but the exit probe's own is gone.
+  EXPECT_EQ(count(r.ptx, "call __devhook_write"), 2 * r.kernels.size());
+  EXPECT_EQ(count(r.ptx, "call (dh_cs), __devhook_claim"), r.kernels.size());
   EXPECT_EQ(count(r.ptx, ".param .u64 __dh_ring"), r.kernels.size());
   EXPECT_EQ(count(r.ptx, "setp.ne.u32 %dh_p"), mode == ProbeMode::kBlock ? 2 * r.kernels.size() : 0u);
   EXPECT_NE(r.ptx.find(".entry __devhook_clock"), std::string::npos);
+  // Claims go to the SM's sub-ring; in thread mode one lane claims for its warp.
+  EXPECT_EQ(count(r.ptx, "and.b32 %dh_r0, %dh_r0, " + std::to_string(kDefaultSubrings - 1) + ";"), r.kernels.size());
+  EXPECT_EQ(count(r.ptx, "activemask.b32"), mode == ProbeMode::kThread ? 1u : 0u);
 
   const fs::path dir = testsupport::temp_dir("devhook-ptx");
   std::ofstream(dir / "rewritten.ptx") << r.ptx;
@@ -201,6 +206,9 @@ TEST(DevhookRewriteText, EveryReturnPointBranchesToTheExitProbe) {
   // The device function keeps its own return.
   EXPECT_NE(r.ptx.find("helper(.param .b32 x)\n{\n\tret;\n}"), std::string::npos) << r.ptx;
   EXPECT_THROW(rewrite_ptx("not ptx at all", ProbeMode::kBlock), std::runtime_error);
+  // Sub-rings: a power of two up to kMaxSubrings, the probe's mask one less.
+  EXPECT_NE(rewrite_ptx(ptx, ProbeMode::kBlock, 1).ptx.find("and.b32 %dh_r0, %dh_r0, 0;"), std::string::npos);
+  for (uint32_t bad : {0u, 3u, 2 * kMaxSubrings}) EXPECT_THROW(rewrite_ptx(ptx, ProbeMode::kBlock, bad), std::invalid_argument);
 }
 
 TEST(DevhookOptions, ParsedAndRejectedWithTheValidChoices) {
@@ -214,11 +222,16 @@ TEST(DevhookOptions, ParsedAndRejectedWithTheValidChoices) {
   EXPECT_TRUE(devhook_options({}).drain);
   EXPECT_FALSE(devhook_options({{"drain", "off"}}).drain);
   EXPECT_THROW(devhook_options({{"drain", "no"}}), std::invalid_argument);
+  EXPECT_EQ(devhook_options({}).subrings, kDefaultSubrings);
+  EXPECT_EQ(devhook_options({{"subrings", "1"}}).subrings, 1u);
+  EXPECT_EQ(devhook_options({{"subrings", "64"}}).subrings, 64u);
+  for (const char* bad : {"0", "3", "128", "x"})
+    EXPECT_THROW(devhook_options({{"subrings", bad}}), std::invalid_argument) << bad;
   try {
     devhook_options({{"ring", "1"}});
     FAIL();
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("valid: mode, ring_records, drain"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("valid: mode, ring_records, subrings, drain"), std::string::npos);
   }
 }
 
@@ -231,8 +244,10 @@ TEST(DevhookNames, KernelNamesAsAPersonWritesThem) {
 
 namespace {
 
+// Records as a sub-ring gives them, on their third lap around it (the decoder reads the SM
+// past the lap).
 DeviceRecord rec(uint64_t launch, uint32_t bx, uint32_t tid, RecordKind kind, uint64_t ns, uint32_t sm = 3) {
-  return {ns, launch, bx, 0, tid, sm << 8 | kind};
+  return {ns, launch, bx, 0, tid, 2u << 16 | sm << 8 | kind};
 }
 
 // A report and records file as the agent writes them: kernel 0 launched twice (grid 2,

@@ -13,9 +13,13 @@ using namespace cudatrace::devhook;
 const std::map<std::string, std::string> kDevhookOptionHelp = {
     {"mode", "block (default): one record at entry and exit of each block, from its thread 0; "
              "thread: one per thread"},
-    {"ring_records", "ring slots of 32 bytes in pinned host memory, rounded up to a power of two (default " +
+    {"ring_records", "ring slots of 32 bytes in device memory (and as many pinned on the host for the drain), "
+                     "rounded up to a power of two (default " +
                          std::to_string(kDefaultRingRecords) +
                          "); a thread drains it while kernels run, and a probe that finds it full waits for room"},
+    {"subrings", "the ring's parts, a power of two from 1 to " + std::to_string(kMaxSubrings) + " (default " +
+                     std::to_string(kDefaultSubrings) +
+                     "): a probe claims its slot in the part of its SM, so SMs do not queue on one counter"},
     {"drain", "on (default): the agent takes records while kernels run; off: only when the context goes, so a "
               "full ring makes probes wait 1 s once and then drop, counted (for tests of that path)"}};
 
@@ -31,12 +35,19 @@ DevhookOptions devhook_options(const MethodOptions& options) {
       o.ring_records = std::strtoull(value.c_str(), &end, 10);
       if (value.empty() || *end || o.ring_records == 0 || o.ring_records > (uint64_t(1) << 27))
         throw std::invalid_argument("devhook.ring_records wants 1 to " + std::to_string(uint64_t(1) << 27) +
-                                    " (4 GiB of pinned memory), got '" + value + "'");
+                                    " (4 GiB of device memory), got '" + value + "'");
+    } else if (key == "subrings") {
+      char* end = nullptr;
+      const unsigned long k = std::strtoul(value.c_str(), &end, 10);
+      if (value.empty() || *end || k == 0 || k > kMaxSubrings || (k & (k - 1)) != 0)
+        throw std::invalid_argument("devhook.subrings wants a power of two from 1 to " + std::to_string(kMaxSubrings) +
+                                    ", got '" + value + "'");
+      o.subrings = uint32_t(k);
     } else if (key == "drain") {
       if (value != "on" && value != "off") throw std::invalid_argument("devhook.drain wants on or off, got '" + value + "'");
       o.drain = value == "on";
     } else {
-      throw std::invalid_argument("unknown devhook option '" + key + "' (valid: mode, ring_records, drain)");
+      throw std::invalid_argument("unknown devhook option '" + key + "' (valid: mode, ring_records, subrings, drain)");
     }
   }
   return o;
@@ -53,6 +64,7 @@ void DevhookTracer::prepare(Launch& launch, const Target& target, const fs::path
   launch.env[kOutDirEnv] = out_.string();
   launch.env[kModeEnv] = options_.mode == ProbeMode::kThread ? "thread" : "block";
   launch.env[kRingRecordsEnv] = std::to_string(options_.ring_records);
+  launch.env[kSubringsEnv] = std::to_string(options_.subrings);
   launch.env[kDrainEnv] = options_.drain ? "on" : "off";
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 // Method `devhook`: bpftime-style device hooks. The program runs with the devhook agent in
 // LD_PRELOAD; the agent launches instrumented copies of its kernels, whose probes write
-// into a ring in mapped host memory, and saves the ring at exit. Shared cudart only.
+// into a ring in device memory that a thread of the agent drains into a file. Shared cudart only.
 #include "tracers/tracer.h"
 #include "tracers/devhook/device_record.h"
 
@@ -10,6 +10,7 @@ namespace cudatrace {
 struct DevhookOptions {
   devhook::ProbeMode mode = devhook::ProbeMode::kBlock;
   uint64_t ring_records = devhook::kDefaultRingRecords;
+  uint32_t subrings = devhook::kDefaultSubrings;
   bool drain = true;
 };
 

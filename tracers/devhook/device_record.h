@@ -2,25 +2,34 @@
 // What the injected device probes write, shared by the PTX rewriter (which emits the
 // stores), the agent (which allocates the ring and saves it) and the decoder.
 //
-// The ring lives in pinned host memory mapped into the GPU's address space, so a probe's
-// stores go straight over PCIe. Its control block is in device memory, because slots are
-// claimed with a global atomic and atomics on host memory across PCIe are not available
-// on every platform.
+// The ring lives in device memory, split into sub-rings: a probe works on the one of its
+// SM (%smid modulo their number), so that the claims of different SMs do not queue on one
+// counter, and its stores stay on the GPU (records written across PCIe into mapped host
+// memory cost a 2048-block vecadd about x1.9 on the H100; see the card). Each sub-ring has
+// a control block of its own, in device memory, with its claim counter. The entry probe
+// claims two slots with one atomic, its own and the exit probe's (in thread mode one lane
+// claims for its warp), so the exit probe only stores.
 //
-// The ring wraps, and a host thread of the agent drains it while kernels run: it takes
-// the records in claim order, zeroes each slot and publishes how many it has taken in
-// `consumed` (mapped host memory). A probe may write claim k while k < limit, a copy of
-// consumed + capacity in device memory; past it, the probe reads consumed over PCIe and
-// raises limit, and waits while the ring is full. A record is never overwritten before it
-// is read. A probe that has waited kRingFullWaitNs (the drain is stuck) counts a drop
-// instead, and from then on every probe that finds the ring full drops at once: loss is
-// exact, and a stuck drain costs the program one wait, not one per record.
+// A sub-ring wraps, and a host thread of the agent drains it while kernels run: it copies
+// the claims that follow the ones it has taken out of device memory, takes them in claim
+// order up to the first slot not yet filled for that claim (a record carries its claim's
+// lap around the sub-ring, so a slot's record of the previous lap is never taken for this
+// one, and slots need no zeroing on the GPU), and then raises the sub-ring's `limit` in
+// device memory to what it has taken + capacity. The entry probe claims k, k+1 and may
+// write them while k+1 < limit; past it, the probe waits, polling limit. A record is never
+// overwritten before it is read. A probe that has waited kRingFullWaitNs (the drain is
+// stuck) counts both records dropped instead, and from then on every probe that finds its
+// sub-ring full drops at once: loss is exact, and a stuck drain costs the program one
+// wait, not one per record. A block's exit slot is held from its entry, so a full sub-ring
+// waits for its oldest running block (or thread) to end.
 #include <cstdint>
 
 namespace cudatrace::devhook {
 
-// One probe hit: 32 bytes, written by two 16-byte vector stores. The ring starts zeroed
-// and kind is never 0, so a slot that was claimed but never filled can be told apart.
+// One probe hit: 32 bytes, written by two 16-byte vector stores into one 32-byte sector,
+// the second after the first. The ring starts zeroed and kind is never 0, so a slot that
+// was claimed but never filled can be told apart; the lap tells this claim's record from
+// the slot's previous one.
 struct DeviceRecord {
   uint64_t gpu_ns;      // %globaltimer
   uint64_t launch;      // launch word: the launch's sequence number (the agent's launch
@@ -28,13 +37,14 @@ struct DeviceRecord {
   uint32_t block_x;     // %ctaid.x
   uint32_t block_yz;    // %ctaid.y | %ctaid.z << 16
   uint32_t thread;      // %tid.x | %tid.y << 10 | %tid.z << 20
-  uint32_t sm_kind;     // %smid << 8 | kind
+  uint32_t sm_kind;     // lap << 16 | %smid << 8 | kind; lap: claim / sub-ring capacity, low 16 bits
 };
 static_assert(sizeof(DeviceRecord) == 32);
 
 enum RecordKind : uint32_t { kEntry = 1, kExit = 2 };
 
-// In device memory; the probes read capacity and records and bump the counters. claimed
+// One sub-ring's, in device memory (an array of them, one per sub-ring, 256 bytes apart);
+// the probes read capacity and records and bump the counters. claimed
 // has a 128-byte line of its own: every probe's atomic goes there, and the volatile read of
 // limit that follows it would otherwise queue behind the other probes' atomics (H100,
 // vecadd + sync per block, in-process A/B: x1.13-1.15 against x1.17-1.26 at n=65536,
@@ -43,14 +53,19 @@ struct alignas(128) RingControl {
   uint64_t claimed;       // claims handed out (claim k goes to slot k % capacity)
   uint64_t claimed_line[15];
   uint64_t dropped;       // probe hits that gave up on a full ring
-  uint64_t capacity;      // slots, a power of two
-  uint64_t records;       // device address of the DeviceRecord array (mapped host memory)
+  uint64_t capacity;      // this sub-ring's slots, a power of two
+  uint64_t records;       // device address of its DeviceRecord array (device memory)
   uint64_t tickets;       // device address of the graph nodes' counters (u64 each)
   uint64_t ticket_slots;  // how many
-  uint64_t limit;         // claims below it may be written: consumed + capacity, as last read
-  uint64_t consumed;      // device address of the drain's count (u64, mapped host memory)
+  uint64_t limit;         // claims below it may be written: the drain's count + capacity
+  uint64_t capacity_log2;  // the probes' lap is claim >> capacity_log2
+  uint64_t spare[9];
 };
 static_assert(sizeof(RingControl) == 256);
+
+// Sub-rings per context: a power of two, at most one per SM that a GPU may have.
+inline constexpr uint32_t kMaxSubrings = 64;
+inline constexpr uint32_t kDefaultSubrings = 32;
 
 // How long a probe waits for room in a full ring before it counts a drop.
 inline constexpr uint64_t kRingFullWaitNs = 1000000000;
@@ -66,7 +81,8 @@ inline uint64_t graph_node_word(uint64_t launch, uint64_t slot) { return launch 
 inline constexpr uint64_t kTicketSlots = 65536;
 
 inline uint32_t record_kind(const DeviceRecord& r) { return r.sm_kind & 0xff; }
-inline uint32_t record_sm(const DeviceRecord& r) { return r.sm_kind >> 8; }
+inline uint32_t record_sm(const DeviceRecord& r) { return (r.sm_kind >> 8) & 0xff; }
+inline uint32_t record_lap(const DeviceRecord& r) { return r.sm_kind >> 16; }
 inline uint32_t block_y(const DeviceRecord& r) { return r.block_yz & 0xffff; }
 inline uint32_t block_z(const DeviceRecord& r) { return r.block_yz >> 16; }
 inline uint32_t thread_x(const DeviceRecord& r) { return r.thread & 0x3ff; }
@@ -80,7 +96,8 @@ enum class ProbeMode { kBlock, kThread };
 inline constexpr const char* kOutDirEnv = "CUDATRACE_DEVHOOK_DIR";
 inline constexpr const char* kModeEnv = "CUDATRACE_DEVHOOK_MODE";          // "block" or "thread"
 inline constexpr const char* kRingRecordsEnv = "CUDATRACE_DEVHOOK_RING_RECORDS";  // rounded up to a power of two
-inline constexpr uint64_t kDefaultRingRecords = uint64_t(2) << 20;  // 64 MiB of pinned host memory
+inline constexpr uint64_t kDefaultRingRecords = uint64_t(2) << 20;  // 64 MiB of device memory (and as much pinned for the drain)
+inline constexpr const char* kSubringsEnv = "CUDATRACE_DEVHOOK_SUBRINGS";  // a power of two, 1 to kMaxSubrings
 // "off": no drain while kernels run (the ring is read when the context goes), for tests
 // of the full-ring path.
 inline constexpr const char* kDrainEnv = "CUDATRACE_DEVHOOK_DRAIN";

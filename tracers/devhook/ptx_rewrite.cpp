@@ -9,55 +9,97 @@ namespace cudatrace::devhook {
 
 namespace {
 
-// The probe body, shared by every call site. Parameters: the ring's control block, the
-// launch's sequence number, the record kind. Layouts and the drain protocol:
-// device_record.h. The common case is one atomic (the claim) and one load (limit), both
-// in device memory. A full ring: consumed is read over PCIe, then limit (device memory)
-// 32 times, so that waiting probes do not flood the link the records travel on.
-constexpr const char* kEmitFunction = R"(
-// cudatrace devhook: writes one DeviceRecord into the ring; waits while it is full, and
-// counts a drop after waiting too long or once another probe has.
-.func __devhook_emit(.param .b64 __dh_ring, .param .b64 __dh_launch, .param .b32 __dh_kind)
+// The probe bodies, shared by every call site. Layouts and the drain protocol:
+// device_record.h. The entry probe works on the sub-ring of its SM (%smid modulo their
+// number), so that claims from different SMs do not queue on one counter, and claims two
+// slots there, its own and the exit probe's, with one atomic (in thread mode, one lane
+// makes it for its warp's active lanes), then loads limit: both in device memory. The exit
+// probe only stores: no atomic and no load stand between a block and its end. Records are
+// two stores into device memory, the second (which carries the claim's lap) after the
+// first. A full sub-ring: the entry probe polls limit, which only the drain raises, with a
+// nanosleep between reads, for kRingFullWaitNs at most; then it counts both records
+// dropped and hands the exit probe no slot.
+constexpr const char* kClaimHead = R"(
+// cudatrace devhook: claims the entry's and the exit's slots in this SM's sub-ring, whose
+// control block is __dh_ring; waits while they do not fit, and counts both dropped after
+// waiting too long or once another probe has (the slot is then -1).
+.func (.param .b64 __dh_slot) __devhook_claim(.param .b64 __dh_ring)
 {
 	.reg .pred %p;
-	.reg .b32 %r<7>;
+	.reg .b32 %r<12>;
 	.reg .b64 %rd<12>;
 	ld.param.b64 %rd1, [__dh_ring];
-	ld.param.b64 %rd2, [__dh_launch];
-	ld.param.b32 %r1, [__dh_kind];
 	cvta.to.global.u64 %rd1, %rd1;
-	atom.global.add.u64 %rd3, [%rd1], 1;
+)";
+
+// Block mode: thread (0,0,0) claims its block's two slots.
+constexpr const char* kClaimForTheBlock = "\tatom.global.add.u64 %rd3, [%rd1], 2;\n";
+
+// Thread mode: the highest active lane claims two slots for every active lane of its warp
+// and hands the first on; each lane takes the pair of its rank among them.
+constexpr const char* kClaimForTheWarp = R"(	activemask.b32 %r7;
+	popc.b32 %r8, %r7;
+	mov.u32 %r9, %lanemask_lt;
+	and.b32 %r9, %r9, %r7;
+	popc.b32 %r9, %r9;
+	bfind.u32 %r10, %r7;
+	mov.u32 %r11, %laneid;
+	setp.eq.u32 %p, %r11, %r10;
+	mul.wide.u32 %rd9, %r8, 2;
+	mov.u64 %rd3, 0;
+	@%p atom.global.add.u64 %rd3, [%rd1], %rd9;
+	mov.b64 {%r2, %r3}, %rd3;
+	shfl.sync.idx.b32 %r2, %r2, %r10, 31, %r7;
+	shfl.sync.idx.b32 %r3, %r3, %r10, 31, %r7;
+	mov.b64 %rd3, {%r2, %r3};
+	mul.wide.u32 %rd9, %r9, 2;
+	add.s64 %rd3, %rd3, %rd9;
+)";
+
+constexpr const char* kClaimTail = R"(	add.s64 %rd5, %rd3, 1;
 	ld.volatile.global.u64 %rd4, [%rd1+168];
-	setp.lt.u64 %p, %rd3, %rd4;
-	@%p bra $__dh_write;
+	setp.lt.u64 %p, %rd5, %rd4;
+	@%p bra $__dh_room;
 	ld.volatile.global.u64 %rd4, [%rd1+128];
 	setp.ne.u64 %p, %rd4, 0;
 	@%p bra $__dh_full;
-	ld.global.u64 %rd8, [%rd1+176];
-	cvta.to.global.u64 %rd8, %rd8;
-	ld.global.u64 %rd9, [%rd1+136];
 	mov.u64 %rd10, %globaltimer;
 $__dh_wait:
-	ld.volatile.global.u64 %rd4, [%rd8];
-	add.s64 %rd4, %rd4, %rd9;
-	setp.lt.u64 %p, %rd3, %rd4;
-	@%p bra $__dh_room;
-	mov.u32 %r6, 32;
-$__dh_spin:
+	nanosleep.u32 2000;
 	ld.volatile.global.u64 %rd4, [%rd1+168];
-	setp.lt.u64 %p, %rd3, %rd4;
-	@%p bra $__dh_write;
-	sub.u32 %r6, %r6, 1;
-	setp.ne.u32 %p, %r6, 0;
-	@%p bra $__dh_spin;
+	setp.lt.u64 %p, %rd5, %rd4;
+	@%p bra $__dh_room;
 	mov.u64 %rd11, %globaltimer;
 	sub.u64 %rd11, %rd11, %rd10;
 	setp.lt.u64 %p, %rd11, 1000000000;
 	@%p bra $__dh_wait;
-	bra.uni $__dh_full;
+$__dh_full:
+	red.global.add.u64 [%rd1+128], 2;
+	mov.u64 %rd3, -1;
 $__dh_room:
-	red.global.max.u64 [%rd1+168], %rd4;
-$__dh_write:
+	st.param.b64 [__dh_slot], %rd3;
+	ret;
+}
+)";
+
+constexpr const char* kWriteFunction = R"(
+// cudatrace devhook: writes one DeviceRecord of kind __dh_kind (1: entry, into the claimed
+// slot; 2: exit, into the next one), unless the claim was dropped.
+.func __devhook_write(.param .b64 __dh_ring, .param .b64 __dh_slot, .param .b64 __dh_launch, .param .b32 __dh_kind)
+{
+	.reg .pred %p;
+	.reg .b32 %r<9>;
+	.reg .b64 %rd<14>;
+	ld.param.b64 %rd3, [__dh_slot];
+	setp.eq.s64 %p, %rd3, -1;
+	@%p bra $__dh_done;
+	ld.param.b64 %rd1, [__dh_ring];
+	ld.param.b64 %rd2, [__dh_launch];
+	ld.param.b32 %r1, [__dh_kind];
+	cvta.to.global.u64 %rd1, %rd1;
+	add.s32 %r6, %r1, -1;
+	cvt.u64.u32 %rd12, %r6;
+	add.s64 %rd3, %rd3, %rd12;
 	ld.global.u64 %rd4, [%rd1+136];
 	sub.u64 %rd4, %rd4, 1;
 	and.b64 %rd6, %rd3, %rd4;
@@ -81,20 +123,29 @@ $__dh_write:
 	mov.u32 %r4, %smid;
 	shl.b32 %r4, %r4, 8;
 	or.b32 %r4, %r4, %r1;
+	ld.global.u32 %r7, [%rd1+176];
+	shr.b64 %rd13, %rd3, %r7;
+	cvt.u32.u64 %r8, %rd13;
+	shl.b32 %r8, %r8, 16;
+	or.b32 %r4, %r4, %r8;
 	mov.u32 %r5, %ctaid.x;
 	st.global.v4.u32 [%rd5+16], {%r5, %r2, %r3, %r4};
-	ret;
-$__dh_full:
-	red.global.add.u64 [%rd1+128], 1;
+$__dh_done:
 	ret;
 }
 )";
 
+std::string probe_functions(ProbeMode mode) {
+  return std::string(kClaimHead) + (mode == ProbeMode::kThread ? kClaimForTheWarp : kClaimForTheBlock) + kClaimTail +
+         kWriteFunction;
+}
+
 static_assert(offsetof(RingControl, dropped) == 128 && offsetof(RingControl, capacity) == 136 &&
-                  offsetof(RingControl, records) == 144 && offsetof(RingControl, tickets) == 152 &&
-                  offsetof(RingControl, limit) == 168 && offsetof(RingControl, consumed) == 176,
-              "__devhook_emit and __devhook_execution read the control block at these offsets");
-static_assert(kRingFullWaitNs == 1000000000, "__devhook_emit waits 1000000000 ns for room");
+              offsetof(RingControl, records) == 144 && offsetof(RingControl, tickets) == 152 &&
+              offsetof(RingControl, limit) == 168 && offsetof(RingControl, capacity_log2) == 176 &&
+              sizeof(RingControl) == 256,
+              "the probes read the control block at these offsets, and sub-rings' blocks 256 bytes apart");
+static_assert(kRingFullWaitNs == 1000000000, "__devhook_claim waits 1000000000 ns for room");
 
 // A graph replays a kernel node with the parameters it was captured with, so the launch
 // number alone cannot tell its executions apart. A node's launch word carries, above bit
@@ -200,38 +251,45 @@ struct Edit {
   std::string insert;
 };
 
-// A probe call: kind 1 (entry) or 2 (exit); in block mode only thread (0,0,0) makes it.
-// The entry probe sets %dh_l, the record's launch word, which the exit probe reuses: a
-// graph node's execution is numbered once, at entry.
-std::string probe(ProbeMode mode, RecordKind kind, const std::string& skip_label) {
+// A probe: kind 1 (entry) or 2 (exit); in block mode only thread (0,0,0) makes it. The
+// entry probe sets what the exit probe reuses: %dh_d0, its sub-ring's control block;
+// %dh_s, the claimed slot; %dh_l, the record's launch word (a graph node's execution is
+// numbered once, at entry).
+std::string probe(ProbeMode mode, RecordKind kind, uint32_t subrings, const std::string& skip_label) {
   std::string s = "\t// cudatrace devhook: " + std::string(kind == kEntry ? "entry" : "exit") + " probe\n";
   if (mode == ProbeMode::kBlock) {
     s += "\tmov.u32 %dh_r0, %tid.x;\n\tmov.u32 %dh_r1, %tid.y;\n\tor.b32 %dh_r0, %dh_r0, %dh_r1;\n"
          "\tmov.u32 %dh_r1, %tid.z;\n\tor.b32 %dh_r0, %dh_r0, %dh_r1;\n\tsetp.ne.u32 %dh_p, %dh_r0, 0;\n"
          "\t@%dh_p bra " + skip_label + ";\n";
   }
-  s += "\tld.param.u64 %dh_d0, [__dh_ring];\n";
   if (kind == kEntry) {
     const std::string plain = skip_label + "_plain";
-    s += "\tld.param.u64 %dh_l, [__dh_launch];\n\tshr.u64 %dh_d1, %dh_l, 40;\n\tsetp.eq.u64 %dh_p, %dh_d1, 0;\n"
+    s += "\tld.param.u64 %dh_d0, [__dh_ring];\n\tmov.u32 %dh_r0, %smid;\n\tand.b32 %dh_r0, %dh_r0, " +
+         std::to_string(subrings - 1) +
+         ";\n\tmul.wide.u32 %dh_d1, %dh_r0, 256;\n\tadd.s64 %dh_d0, %dh_d0, %dh_d1;\n"
+         "\tld.param.u64 %dh_l, [__dh_launch];\n\tshr.u64 %dh_d1, %dh_l, 40;\n\tsetp.eq.u64 %dh_p, %dh_d1, 0;\n"
          "\t@%dh_p bra " + plain + ";\n"
          "\t{\n\t.param .b64 dh_e0;\n\t.param .b64 dh_e1;\n\t.param .b32 dh_e2;\n\t.param .b64 dh_ev;\n"
          "\tst.param.b64 [dh_e0], %dh_d0;\n\tst.param.b64 [dh_e1], %dh_l;\n"
          "\tst.param.b32 [dh_e2], " + std::string(mode == ProbeMode::kThread ? "1" : "0") + ";\n"
          "\tcall (dh_ev), __devhook_execution, (dh_e0, dh_e1, dh_e2);\n"
-         "\tld.param.b64 %dh_l, [dh_ev];\n\t}\n" + plain + ":\n";
+         "\tld.param.b64 %dh_l, [dh_ev];\n\t}\n" + plain + ":\n"
+         "\t{\n\t.param .b64 dh_c0;\n\t.param .b64 dh_cs;\n\tst.param.b64 [dh_c0], %dh_d0;\n"
+         "\tcall (dh_cs), __devhook_claim, (dh_c0);\n\tld.param.b64 %dh_s, [dh_cs];\n\t}\n";
   }
-  s += "\t{\n\t.param .b64 dh_a0;\n\t.param .b64 dh_a1;\n\t.param .b32 dh_a2;\n"
-       "\tst.param.b64 [dh_a0], %dh_d0;\n\tst.param.b64 [dh_a1], %dh_l;\n"
-       "\tst.param.b32 [dh_a2], " + std::to_string(int(kind)) + ";\n"
-       "\tcall __devhook_emit, (dh_a0, dh_a1, dh_a2);\n\t}\n";
+  s += "\t{\n\t.param .b64 dh_a0;\n\t.param .b64 dh_a1;\n\t.param .b64 dh_a2;\n\t.param .b32 dh_a3;\n"
+       "\tst.param.b64 [dh_a0], %dh_d0;\n\tst.param.b64 [dh_a1], %dh_s;\n\tst.param.b64 [dh_a2], %dh_l;\n"
+       "\tst.param.b32 [dh_a3], " + std::to_string(int(kind)) + ";\n"
+       "\tcall __devhook_write, (dh_a0, dh_a1, dh_a2, dh_a3);\n\t}\n";
   if (mode == ProbeMode::kBlock) s += skip_label + ":\n";
   return s;
 }
 
 }  // namespace
 
-RewrittenPtx rewrite_ptx(const std::string& ptx, ProbeMode mode) {
+RewrittenPtx rewrite_ptx(const std::string& ptx, ProbeMode mode, uint32_t subrings) {
+  if (subrings == 0 || subrings > kMaxSubrings || (subrings & (subrings - 1)) != 0)
+    throw std::invalid_argument("sub-rings: a power of two from 1 to " + std::to_string(kMaxSubrings));
   const std::string code = code_only(ptx);
   if (code.find(".version") == std::string::npos) throw std::runtime_error("not PTX: no .version directive");
   std::vector<Edit> edits;
@@ -243,7 +301,7 @@ RewrittenPtx rewrite_ptx(const std::string& ptx, ProbeMode mode) {
   if (header == std::string::npos) throw std::runtime_error("not PTX: no .target directive");
   header = code.find('\n', header);
   edits.push_back({header == std::string::npos ? code.size() : header + 1, 0,
-                   std::string(kEmitFunction) + kExecutionFunction});
+                   probe_functions(mode) + kExecutionFunction});
 
   static const std::regex return_stmt(R"(^(\s*)(@!?%[\w$]+\s+)?(ret|exit)(\.uni)?\s*;\s*$)");
   int depth = 0;
@@ -303,10 +361,11 @@ RewrittenPtx rewrite_ptx(const std::string& ptx, ProbeMode mode) {
     }
     edits.push_back(params);
     edits.push_back({open + 1, 0,
-                     "\n\t.reg .pred %dh_p;\n\t.reg .b32 %dh_r<2>;\n\t.reg .b64 %dh_d<2>;\n\t.reg .b64 %dh_l;\n" +
-                         probe(mode, kEntry, "$__dh_entry_done_" + id)});
+                     "\n\t.reg .pred %dh_p;\n\t.reg .b32 %dh_r<2>;\n\t.reg .b64 %dh_d<2>;\n\t.reg .b64 %dh_l;\n"
+                     "\t.reg .b64 %dh_s;\n" +
+                         probe(mode, kEntry, subrings, "$__dh_entry_done_" + id)});
     edits.insert(edits.end(), body.begin(), body.end());
-    edits.push_back({close, 0, exit_label + ":\n" + probe(mode, kExit, "$__dh_exit_done_" + id) + "\tret;\n"});
+    edits.push_back({close, 0, exit_label + ":\n" + probe(mode, kExit, subrings, "$__dh_exit_done_" + id) + "\tret;\n"});
     k.instrumented = true;
     out.kernels.push_back(k);
     i = close;

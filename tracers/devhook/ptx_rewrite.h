@@ -1,9 +1,11 @@
 #pragma once
 // Instruments PTX the way bpftime does, without its eBPF-to-PTX step: every kernel
 // (.entry) gets two extra parameters (the ring's control block and the launch word: the
-// launch's sequence number, and for a graph kernel node its counter slot), an entry probe at the top of its body and an exit probe in front of every
-// return. A probe calls __devhook_emit, which claims a ring slot with a global atomic and
-// writes a DeviceRecord into mapped host memory, or counts a drop when the ring is full.
+// launch's sequence number, and for a graph kernel node its counter slot), an entry probe
+// at the top of its body and an exit probe in front of every return. A probe calls
+// __devhook_emit, which claims a slot in its SM's sub-ring with an atomic (one per warp in
+// thread mode) and writes a DeviceRecord into device memory, or counts a drop when the
+// sub-ring is full.
 //
 // The module also gains __devhook_clock, a one-thread kernel that stores %globaltimer, so
 // the agent can put GPU timestamps on the host's CLOCK_MONOTONIC.
@@ -32,7 +34,8 @@ struct RewrittenPtx {
   std::vector<PtxKernel> kernels;
 };
 
-// Throws std::runtime_error when the text is not PTX it can read at all (no .version).
-RewrittenPtx rewrite_ptx(const std::string& ptx, ProbeMode mode);
+// Throws std::runtime_error when the text is not PTX it can read at all (no .version), and
+// std::invalid_argument when `subrings` is not a power of two up to kMaxSubrings.
+RewrittenPtx rewrite_ptx(const std::string& ptx, ProbeMode mode, uint32_t subrings = kDefaultSubrings);
 
 }  // namespace cudatrace::devhook

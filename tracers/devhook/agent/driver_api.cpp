@@ -43,6 +43,8 @@ DriverApi load() {
                    find(lib, "cuStreamIsCapturing", d.stream_is_capturing) &&
                    find(lib, "cuMemcpyHtoDAsync_v2", d.memcpy_htod_async) &&
                    find(lib, "cuMemsetD8Async", d.memset_d8_async) &&
+                   find(lib, "cuMemcpyDtoHAsync_v2", d.memcpy_dtoh_async) &&
+                   find(lib, "cuMemcpy2DAsync_v2", d.memcpy_2d_async) &&
                    find(lib, "cuThreadExchangeStreamCaptureMode", d.exchange_capture_mode) &&
                    find(lib, "cuGraphAddKernelNode_v2", d.graph_add_kernel_node) &&
                    find(lib, "cuLaunchKernelEx", d.launch_kernel_ex) &&

@@ -29,6 +29,8 @@ struct DriverApi {
   decltype(&::cuStreamIsCapturing) stream_is_capturing;
   decltype(&::cuMemcpyHtoDAsync_v2) memcpy_htod_async;
   decltype(&::cuMemsetD8Async) memset_d8_async;
+  decltype(&::cuMemcpyDtoHAsync_v2) memcpy_dtoh_async;
+  decltype(&::cuMemcpy2DAsync_v2) memcpy_2d_async;
   decltype(&::cuThreadExchangeStreamCaptureMode) exchange_capture_mode;
   decltype(&::cuGraphAddKernelNode_v2) graph_add_kernel_node;
   decltype(&::cuLaunchKernelEx) launch_kernel_ex;

@@ -61,7 +61,7 @@ struct ContextState {
   CUcontext ctx = nullptr;
   int arch = 0;
   std::string error;  // set up failed: nothing runs instrumented here
-  CUdeviceptr control = 0;
+  CUdeviceptr control = 0;                 // the sub-rings' control blocks
   DrainedRing* ring = nullptr;             // drained by ring_drain.cpp's thread
   std::map<int, CUmodule> modules;         // fatbin -> its instrumented module
   std::map<int, CUfunction> functions;     // kernel -> instrumented function
@@ -76,9 +76,7 @@ struct ContextState {
   // Read once, before the context goes or at exit (collect()).
   bool collected = false;
   std::string collect_error;
-  bool control_read_ok = false;
-  RingControl control_read{};
-  uint64_t records = 0;                    // taken from the ring, in the records file
+  DrainTotals drained;                     // records taken, claims and drops
 };
 
 struct LaunchRow {
@@ -94,6 +92,7 @@ struct Agent {
   std::mutex mu;
   ProbeMode mode = ProbeMode::kBlock;
   uint64_t capacity = kDefaultRingRecords;  // a power of two
+  uint32_t subrings = kDefaultSubrings;      // a power of two, at most capacity
   bool drain = true;                         // a thread takes records while kernels run
   std::string out_dir;
   std::vector<FatbinState> fatbins;
@@ -117,6 +116,9 @@ Agent& agent() {
     a->mode = mode && std::string(mode) == "thread" ? ProbeMode::kThread : ProbeMode::kBlock;
     if (const char* n = std::getenv(kRingRecordsEnv))
       a->capacity = std::bit_ceil(std::clamp<uint64_t>(std::strtoull(n, nullptr, 10), 1, uint64_t(1) << 30));
+    if (const char* k = std::getenv(kSubringsEnv))
+      a->subrings = std::bit_ceil(std::clamp<uint32_t>(uint32_t(std::strtoul(k, nullptr, 10)), 1, kMaxSubrings));
+    a->subrings = uint32_t(std::min<uint64_t>(a->subrings, a->capacity));
     const char* drain = std::getenv(kDrainEnv);
     a->drain = !(drain && std::string(drain) == "off");
     const char* dir = std::getenv(kOutDirEnv);
@@ -155,55 +157,70 @@ void set_up(Agent& a, ContextState& cs) {
     cs.error = why;
     return;
   }
-  // The ring, then the drain's count (device_record.h), in one mapping of our own that the
-  // driver pins and maps for the GPU: the drain thread reads it at any time, and memory
-  // from cuMemHostAlloc would go with a context destroyed where the agent cannot see it.
-  // Never unmapped: a context's records are read after it has gone.
-  const size_t ring_bytes = a.capacity * sizeof(DeviceRecord), bytes = ring_bytes + 4096;
+  // The sub-rings' records and control blocks in device memory (device_record.h). On the
+  // host, in one mapping of our own that the driver pins: the drain's copy of the records
+  // and of the control blocks, and the limits it raises. Never unmapped: the drain thread
+  // may still be using it when a context goes.
+  const uint64_t sub_capacity = a.capacity / a.subrings;
+  const size_t ring_bytes = a.capacity * sizeof(DeviceRecord), tail = 4096 + kMaxSubrings * sizeof(RingControl);
+  const size_t bytes = ring_bytes + tail;
   void* host = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (host == MAP_FAILED) {
-    cs.error = "mmap of the " + std::to_string(bytes >> 20) + " MiB ring failed: " + std::strerror(errno);
+    cs.error = "mmap of the " + std::to_string(bytes >> 20) + " MiB drain buffer failed: " + std::strerror(errno);
     return;
   }
-  if ((r = d.mem_host_register(host, bytes, CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_PORTABLE)) !=
-      CUDA_SUCCESS) {
+  if ((r = d.mem_host_register(host, bytes, CU_MEMHOSTREGISTER_PORTABLE)) != CUDA_SUCCESS) {
     munmap(host, bytes);
-    cs.error = with_error(("cuMemHostRegister of the " + std::to_string(bytes >> 20) + " MiB ring").c_str(), r);
+    cs.error = with_error(("cuMemHostRegister of the " + std::to_string(bytes >> 20) + " MiB drain buffer").c_str(), r);
     return;
   }
-  CUdeviceptr mapped = 0;
-  if ((r = d.mem_host_get_device_pointer(&mapped, host, 0)) != CUDA_SUCCESS) {
-    cs.error = with_error("cuMemHostGetDevicePointer", r);
+  char* const tail_at = static_cast<char*>(host) + ring_bytes;
+  CUdeviceptr records = 0;
+  if ((r = d.mem_alloc(&records, ring_bytes)) != CUDA_SUCCESS) {
+    cs.error = with_error(("cuMemAlloc of the " + std::to_string(ring_bytes >> 20) + " MiB ring").c_str(), r);
     return;
   }
-  if ((r = d.mem_alloc(&cs.control, sizeof(RingControl))) != CUDA_SUCCESS) {
-    cs.error = with_error("cuMemAlloc of the ring's control block", r);
+  if ((r = d.mem_alloc(&cs.control, a.subrings * sizeof(RingControl))) != CUDA_SUCCESS) {
+    cs.error = with_error("cuMemAlloc of the ring's control blocks", r);
     return;
   }
   if ((r = d.mem_alloc(&cs.tickets, kTicketSlots * sizeof(uint64_t))) != CUDA_SUCCESS) {
     cs.error = with_error("cuMemAlloc of the graph nodes' counters", r);
     return;
   }
+  std::vector<RingControl> controls(a.subrings);
+  for (uint32_t i = 0; i < a.subrings; ++i)
+    controls[i] = RingControl{.claimed = 0,
+                              .dropped = 0,
+                              .capacity = sub_capacity,
+                              .records = records + i * sub_capacity * sizeof(DeviceRecord),
+                              .tickets = uint64_t(cs.tickets),
+                              .ticket_slots = kTicketSlots,
+                              .limit = sub_capacity,
+                              .capacity_log2 = uint64_t(std::countr_zero(sub_capacity))};
   // Written on a stream of the agent's own that does not synchronise with the legacy one:
   // a plain cuMemcpyHtoD or cuMemsetD8 would, and so join (and break) a capture that the
-  // program has in progress on a blocking stream.
-  const RingControl c{.claimed = 0,
-                      .dropped = 0,
-                      .capacity = a.capacity,
-                      .records = uint64_t(mapped),
-                      .tickets = uint64_t(cs.tickets),
-                      .ticket_slots = kTicketSlots,
-                      .limit = a.capacity,
-                      .consumed = uint64_t(mapped) + ring_bytes};
+  // program has in progress on a blocking stream. The drain has a stream of its own.
+  CUstream drain_stream = nullptr;
   if ((r = d.stream_create(&cs.stream, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS ||
+      (r = d.stream_create(&drain_stream, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS ||
+      (r = d.memset_d8_async(records, 0, ring_bytes, cs.stream)) != CUDA_SUCCESS ||
       (r = d.memset_d8_async(cs.tickets, 0, kTicketSlots * sizeof(uint64_t), cs.stream)) != CUDA_SUCCESS ||
-      (r = d.memcpy_htod_async(cs.control, &c, sizeof c, cs.stream)) != CUDA_SUCCESS ||
+      (r = d.memcpy_htod_async(cs.control, controls.data(), controls.size() * sizeof(RingControl), cs.stream)) !=
+          CUDA_SUCCESS ||
       (r = d.stream_synchronize(cs.stream)) != CUDA_SUCCESS) {
-    cs.error = with_error("initialising the ring's control block and counters", r);
+    cs.error = with_error("initialising the ring, its control blocks and counters", r);
     return;
   }
-  cs.ring = drain_add(static_cast<DeviceRecord*>(host), a.capacity,
-                      reinterpret_cast<volatile uint64_t*>(static_cast<char*>(host) + ring_bytes));
+  cs.ring = drain_add(RingMemory{.ctx = cs.ctx,
+                                 .stream = drain_stream,
+                                 .subrings = a.subrings,
+                                 .sub_capacity = sub_capacity,
+                                 .control = cs.control,
+                                 .records = records,
+                                 .staging = static_cast<DeviceRecord*>(host),
+                                 .controls = reinterpret_cast<RingControl*>(tail_at + 4096),
+                                 .limits = reinterpret_cast<uint64_t*>(tail_at)});
   // cudart is initialised by now and has registered its own exit handler; ours, registered
   // later, runs first, while the context still exists.
   if (!a.exit_hook) a.exit_hook = std::atexit(save_at_exit) == 0;
@@ -240,7 +257,7 @@ void calibrate(ContextState& cs, CUmodule module) {
 
 // Rewrites PTX text into fb.
 void rewrite_into(FatbinState& fb, const std::string& ptx, ProbeMode mode) {
-  RewrittenPtx r = rewrite_ptx(ptx, mode);
+  RewrittenPtx r = rewrite_ptx(ptx, mode, agent().subrings);
   fb.ptx = std::move(r.ptx);
   fb.kernels = std::move(r.kernels);
 }
@@ -367,13 +384,14 @@ void collect(Agent& a, ContextState& cs) {
   d.ctx_get_current(&previous);
   CUresult r = d.ctx_set_current(cs.ctx);
   if (r == CUDA_SUCCESS) r = d.ctx_synchronize();
-  if (r == CUDA_SUCCESS) r = d.memcpy_dtoh(&cs.control_read, cs.control, sizeof cs.control_read);
-  // Whatever happened, what the ring holds now is taken (its memory outlives the context).
-  cs.records = drain_finish(cs.ring);
+  // Whatever happened, what the drain took stays taken; what the ring still holds is read
+  // when the context can still be used.
+  cs.drained = drain_finish(cs.ring, r == CUDA_SUCCESS);
   if (r != CUDA_SUCCESS) {
     cs.collect_error = with_error("reading the ring (was the context destroyed where the agent could not see it?)", r);
+  } else if (!cs.drained.error.empty()) {
+    cs.collect_error = "reading the ring: " + cs.drained.error;
   } else {
-    cs.control_read_ok = true;
     // A graph node's counter holds a ticket per block (or thread) of every execution.
     std::vector<uint64_t> tickets(cs.tickets_used);
     if (!tickets.empty() &&
@@ -714,6 +732,7 @@ void save_output() {
   json report = {{"pid", getpid()},
                  {"mode", a.mode == ProbeMode::kThread ? "thread" : "block"},
                  {"ring_records", a.capacity},
+                 {"subrings", a.subrings},
                  {"record_bytes", sizeof(DeviceRecord)}};
   json contexts = json::array();
   for (ContextState& cs : a.contexts) {
@@ -721,12 +740,15 @@ void save_output() {
     collect(a, cs);
     if (!cs.error.empty()) {
       c["error"] = cs.error;
-    } else if (cs.records == 0 && !cs.collect_error.empty()) {
+    } else if (cs.drained.taken == 0 && !cs.drained.read && !cs.collect_error.empty()) {
       c["error"] = cs.collect_error;
     } else {
-      c["records"] = cs.records;
-      if (cs.control_read_ok) c.update({{"claimed", cs.control_read.claimed}, {"dropped", cs.control_read.dropped}});
-      if (!cs.collect_error.empty()) c[cs.control_read_ok ? "tickets_error" : "control_error"] = cs.collect_error;
+      // Claims and drops as last read: when the ring could not be read to the end, the
+      // claims it still held count as unfilled.
+      c["records"] = cs.drained.taken;
+      if (cs.drained.read) c.update({{"claimed", cs.drained.claimed}, {"dropped", cs.drained.dropped}});
+      const bool ring_read = cs.collect_error.rfind("reading the ring", 0) != 0;
+      if (!cs.collect_error.empty()) c[ring_read ? "tickets_error" : "control_error"] = cs.collect_error;
     }
     c["clock_offset_ns"] = cs.clock_offset_ns;
     c["clock_uncertainty_ns"] = cs.calibrated ? json(cs.clock_uncertainty_ns) : json(nullptr);

@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -12,14 +14,14 @@
 #include <thread>
 #include <vector>
 
+#include "tracers/devhook/agent/driver_api.h"
+
 namespace cudatrace::devhook {
 
 struct DrainedRing {
-  DeviceRecord* slots;
-  uint64_t mask;
-  volatile uint64_t* consumed;
-  uint64_t next = 0;  // the next claim to take
-  uint64_t taken = 0;
+  RingMemory m;
+  std::vector<uint64_t> next;  // per sub-ring: the next claim to take
+  DrainTotals totals;
   bool finished = false;
 };
 
@@ -47,66 +49,143 @@ Drain& drain() {
 
 constexpr size_t kBufferRecords = size_t(1) << 15;  // 1 MiB per write
 
-void flush(Drain& d) {
-  const char* p = reinterpret_cast<const char*>(d.buffer.data());
-  size_t left = d.buffer.size() * sizeof(DeviceRecord);
+// Writes n records, counting those the file system refused.
+void write_records(Drain& d, const DeviceRecord* records, size_t n) {
+  const char* p = reinterpret_cast<const char*>(records);
+  size_t left = n * sizeof(DeviceRecord);
   while (left > 0 && d.fd >= 0) {
-    const ssize_t n = write(d.fd, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    p += n;
-    left -= size_t(n);
+    const ssize_t w = write(d.fd, p, left);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) break;
+    p += w;
+    left -= size_t(w);
   }
   d.unwritten += (left + sizeof(DeviceRecord) - 1) / sizeof(DeviceRecord);
+}
+
+void flush(Drain& d) {
+  write_records(d, d.buffer.data(), d.buffer.size());
   d.buffer.clear();
 }
 
-// A slot is filled when both of its 16-byte halves have arrived: gpu_ns is never 0, and
-// neither is kind.
-bool filled(const DeviceRecord& s) {
-  const auto* words = reinterpret_cast<const volatile uint64_t*>(&s);
-  return words[0] != 0 && (words[3] >> 32 & 0xff) != 0;
+// A copied slot holds claim `claim`'s record when its second half, written last, had
+// arrived with that claim's lap (kind is never 0, and gpu_ns neither).
+bool filled(const DeviceRecord& s, uint64_t claim, const RingMemory& m) {
+  return s.gpu_ns != 0 && record_kind(s) != 0 && record_lap(s) == ((claim / m.sub_capacity) & 0xffff);
 }
 
-void take(Drain& d, DrainedRing& r, DeviceRecord& s) {
-  std::atomic_thread_fence(std::memory_order_acquire);
-  d.buffer.push_back(s);
-  std::memset(static_cast<void*>(&s), 0, sizeof s);
-  ++r.taken;
-  if (d.buffer.size() == kBufferRecords) flush(d);
-}
-
-// Probes waiting on a full ring resume as soon as the count moves: it is published every
-// this many records, not once per pass.
-constexpr uint64_t kPublishEvery = 4096;
-
-void publish(DrainedRing& r) {
-  std::atomic_thread_fence(std::memory_order_release);  // the zeroes before the count
-  *r.consumed = r.next;
-}
-
-// Takes the records that follow in claim order, one ring's worth at most (so that the
-// other rings, and drain_finish, get their turn while kernels keep writing), and
-// publishes the count. Under d.mu.
-bool drain_in_order(Drain& d, DrainedRing& r) {
-  const uint64_t start = r.next;
-  while (r.next - start <= r.mask && filled(r.slots[r.next & r.mask])) {
-    take(d, r, r.slots[r.next & r.mask]);
-    if (++r.next % kPublishEvery == 0) publish(r);
+// Records taken: a long run goes from the staging copy straight to the file.
+void take(Drain& d, DrainedRing& r, const DeviceRecord* s, size_t n) {
+  r.totals.taken += n;
+  if (n >= kBufferRecords / 4) {
+    flush(d);
+    write_records(d, s, n);
+    return;
   }
-  if (r.next == start) return false;
-  publish(r);
+  d.buffer.insert(d.buffer.end(), s, s + n);
+  if (d.buffer.size() >= kBufferRecords) flush(d);
+}
+
+// The ring stops being drained at the first call that fails (the context was destroyed
+// where the agent could not see it, or broke); what it held is counted by the caller.
+bool check(DrainedRing& r, CUresult res, const char* what) {
+  if (res == CUDA_SUCCESS) return true;
+  if (r.totals.error.empty()) r.totals.error = std::string(what) + " failed: " + error_name(res);
+  r.finished = true;
+  return false;
+}
+
+// Queues a copy of `count` slots of sub-ring `sub` from claim `first` on into staging,
+// which mirrors the device layout (at most two spans: the sub-ring wraps).
+bool copy_slots(DrainedRing& r, uint32_t sub, uint64_t first, uint64_t count) {
+  const uint64_t cap = r.m.sub_capacity, start = first & (cap - 1);
+  const uint64_t spans[2][2] = {{start, std::min(count, cap - start)}, {0, count - std::min(count, cap - start)}};
+  for (const auto& [at, n] : spans) {
+    if (n == 0) continue;
+    const uint64_t slot = uint64_t(sub) * cap + at;
+    if (!check(r,
+               driver().memcpy_dtoh_async(r.m.staging + slot, r.m.records + slot * sizeof(DeviceRecord),
+                                          n * sizeof(DeviceRecord), r.m.stream),
+               "cuMemcpyDtoHAsync of the ring"))
+      return false;
+  }
   return true;
 }
 
+// The control blocks, copied into r.m.controls; totals updated.
+bool read_controls(DrainedRing& r) {
+  const DriverApi& cu = driver();
+  if (!check(r, cu.memcpy_dtoh_async(r.m.controls, r.m.control, r.m.subrings * sizeof(RingControl), r.m.stream),
+             "cuMemcpyDtoHAsync of the ring's control blocks") ||
+      !check(r, cu.stream_synchronize(r.m.stream), "cuStreamSynchronize of the drain's stream"))
+    return false;
+  r.totals.claimed = r.totals.dropped = 0;
+  for (uint32_t i = 0; i < r.m.subrings; ++i) {
+    r.totals.claimed += r.m.controls[i].claimed;
+    r.totals.dropped += r.m.controls[i].dropped;
+  }
+  r.totals.read = true;
+  return true;
+}
+
+// One pass over a ring: per sub-ring, copies the claims since the last one it took (a
+// sub-ring's worth at most), takes them in claim order up to the first not yet filled and
+// raises the sub-ring's limit past them. Under d.mu, with the ring's context current. True
+// when it took something.
+bool drain_in_order(Drain& d, DrainedRing& r) {
+  const DriverApi& cu = driver();
+  if (!read_controls(r)) return false;
+  const uint32_t k = r.m.subrings;
+  const uint64_t cap = r.m.sub_capacity;
+  std::vector<uint64_t> copied(k, 0), took(k, 0);
+  bool any = false;
+  for (uint32_t i = 0; i < k; ++i) {
+    copied[i] = std::min(r.m.controls[i].claimed - r.next[i], cap);
+    if (copied[i] && !copy_slots(r, i, r.next[i], copied[i])) return false;
+    any |= copied[i] != 0;
+  }
+  if (!any || !check(r, cu.stream_synchronize(r.m.stream), "cuStreamSynchronize of the drain's stream")) return false;
+  any = false;
+  for (uint32_t i = 0; i < k; ++i) {
+    const DeviceRecord* sub = r.m.staging + uint64_t(i) * cap;
+    while (took[i] < copied[i] && filled(sub[(r.next[i] + took[i]) & (cap - 1)], r.next[i] + took[i], r.m)) ++took[i];
+    // In claim order: at most two runs, the sub-ring wraps.
+    const uint64_t start = r.next[i] & (cap - 1), first = std::min(took[i], cap - start);
+    if (first) take(d, r, sub + start, first);
+    if (took[i] > first) take(d, r, sub, took[i] - first);
+    any |= took[i] != 0;
+  }
+  if (!any) return false;
+  // The probes wait on limit in device memory: raised for every sub-ring in one copy
+  // (8 bytes into each 256-byte control block). r.m.limits is not written again before
+  // this copy has run: the next pass starts by synchronising the stream.
+  for (uint32_t i = 0; i < k; ++i) r.m.limits[i] = (r.next[i] += took[i]) + cap;
+  CUDA_MEMCPY2D limits{};
+  limits.srcMemoryType = CU_MEMORYTYPE_HOST;
+  limits.srcHost = r.m.limits;
+  limits.srcPitch = sizeof(uint64_t);
+  limits.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  limits.dstDevice = r.m.control + offsetof(RingControl, limit);
+  limits.dstPitch = sizeof(RingControl);
+  limits.WidthInBytes = sizeof(uint64_t);
+  limits.Height = k;
+  return check(r, cu.memcpy_2d_async(&limits, r.m.stream), "cuMemcpy2DAsync of the ring's limits");
+}
+
 void run(Drain* d) {
+  // The drain's copies are legal while the program captures a graph on another thread.
+  CUstreamCaptureMode relaxed = CU_STREAM_CAPTURE_MODE_RELAXED;
+  driver().exchange_capture_mode(&relaxed);
   auto idle = std::chrono::microseconds(20);
   while (!d->stop.load(std::memory_order_acquire)) {
     bool progress = false;
     {
       std::lock_guard lock(d->mu);
-      for (auto& r : d->rings)
-        if (!r->finished) progress |= drain_in_order(*d, *r);
+      for (auto& r : d->rings) {
+        if (r->finished || !check(*r, driver().ctx_set_current(r->m.ctx), "cuCtxSetCurrent of the ring's context"))
+          continue;
+        progress |= drain_in_order(*d, *r);
+      }
     }
     if (progress) {
       idle = std::chrono::microseconds(20);
@@ -133,23 +212,41 @@ bool drain_open(const std::string& path, bool background, std::string* error) {
   return true;
 }
 
-DrainedRing* drain_add(DeviceRecord* slots, uint64_t capacity, volatile uint64_t* consumed) {
+DrainedRing* drain_add(const RingMemory& ring) {
   Drain& d = drain();
   std::lock_guard lock(d.mu);
-  d.rings.push_back(std::make_unique<DrainedRing>(DrainedRing{slots, capacity - 1, consumed}));
+  auto r = std::make_unique<DrainedRing>();
+  r->m = ring;
+  r->next.assign(ring.subrings, 0);
+  d.rings.push_back(std::move(r));
   return d.rings.back().get();
 }
 
-uint64_t drain_finish(DrainedRing* r) {
+DrainTotals drain_finish(DrainedRing* r, bool readable) {
   Drain& d = drain();
   std::lock_guard lock(d.mu);
-  if (!r || r->finished) return r ? r->taken : 0;
-  drain_in_order(d, *r);
-  // Past an empty slot (a probe that gave up left it so), what the ring still holds.
-  for (uint64_t i = 1; i <= r->mask; ++i)
-    if (DeviceRecord& s = r->slots[(r->next + i) & r->mask]; filled(s)) take(d, *r, s);
+  if (!r) return {};
+  if (r->finished || !readable) {
+    r->finished = true;
+    return r->totals;
+  }
+  while (drain_in_order(d, *r)) {
+  }
+  if (r->finished) return r->totals;
+  // Past an empty slot (a probe that gave up left it so), what the sub-rings still hold.
+  const uint64_t cap = r->m.sub_capacity;
+  bool copied = true;
+  std::vector<bool> holes(r->m.subrings);
+  for (uint32_t i = 0; i < r->m.subrings && copied; ++i)
+    if ((holes[i] = r->m.controls[i].claimed != r->next[i])) copied = copy_slots(*r, i, r->next[i], cap);
+  if (copied && check(*r, driver().stream_synchronize(r->m.stream), "cuStreamSynchronize of the drain's stream"))
+    for (uint32_t i = 0; i < r->m.subrings; ++i)
+      for (uint64_t j = 1; holes[i] && j < cap; ++j)
+        if (const DeviceRecord& s = r->m.staging[uint64_t(i) * cap + ((r->next[i] + j) & (cap - 1))];
+            filled(s, r->next[i] + j, r->m))
+          take(d, *r, &s, 1);
   r->finished = true;
-  return r->taken;
+  return r->totals;
 }
 
 uint64_t drain_close() {
