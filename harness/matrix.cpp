@@ -355,6 +355,7 @@ void print_verdict(const json& verdict) {
           detail += " " + f.get<std::string>();
         }
       }
+      if (row.contains("why")) detail += "; why: " + row["why"].get<std::string>();
     }
     std::fprintf(stderr, "  %-14s %-12s %s\n", row["method"].get<std::string>().c_str(),
                  row["layer"].get<std::string>().c_str(), detail.c_str());
@@ -479,7 +480,7 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
     for (const auto& o : outcomes) {
       const Method& m = *find_method(o.combo.method);
       views.push_back({o.combo.method, o.ok > 0, m.layers, o.observed, o.unobserved, o.families,
-                       int(o.statuses.size())});
+                       int(o.statuses.size()), o.partly_unobserved});
     }
     summary["verdict"] = command_verdict(views);
     print_verdict(summary["verdict"]);

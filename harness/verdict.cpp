@@ -145,6 +145,11 @@ json command_verdict(const std::vector<MethodView>& methods) {
         row["coverage"] = double(covered) / double(total);
         row["status"] = covered == total ? "complete" : covered == 0 ? "blind" : "partial";
       }
+      // Less than all of it: the reason travels with the number.
+      if (auto why = m.partly_unobserved.find(l); why != m.partly_unobserved.end())
+        row["why"] = why->second;
+      else if (total > 0 && covered < total)
+        row["why"] = "the method gave no reason for what it missed";
       coverage.push_back(row);
     }
   }

@@ -35,12 +35,14 @@ struct MethodView {
   std::map<std::string, std::string> unobserved;  // layer -> reason
   FamilyCounts counts;                 // summed over repetitions
   int reps = 0;
+  std::map<std::string, std::string> partly_unobserved;  // layer -> what part it could not see, and why
 };
 
 // The verdict of a command run: per layer a reference (CUPTI's callbacks, and its kernel
 // activity for kernel runs, where cupti ran; otherwise the most any method saw of each
-// family), then per method and layer its coverage of that reference, what only it saw and
-// the families it missed entirely, and the families side by side.
+// family), then per method and layer its coverage of that reference, what only it saw, the
+// families it missed entirely and, where it saw less than all, why (the method's own
+// reason, or that it gave none), and the families side by side.
 nlohmann::json command_verdict(const std::vector<MethodView>& methods);
 
 }  // namespace cudatrace

@@ -188,11 +188,12 @@ def command_section(summaries):
             status = r["status"]
             cls = "good" if status in ("complete", "nothing to see") else "bad"
             cov = "—" if r.get("coverage") is None else f'{100 * r["coverage"]:.1f}%'
-            why = r.get("reason") or ", ".join(r.get("missed_families", [])[:12])
+            missed = ", ".join(r.get("missed_families", [])[:12])
+            why = r.get("reason") or "; ".join(x for x in (r.get("why", ""), missed and "missed entirely: " + missed) if x)
             rows.append([esc(r["method"]), esc(r["layer"]), f'<b class="{cls}">{esc(status)}</b>', f'<b class="{cls}">{cov}</b>',
                          r.get("seen", "—"), r.get("reference", "—"), r.get("only_it_saw", "—"), esc(why)])
         out.append(table(["method", "layer", "verdict", "coverage", "seen", "reference", "only it saw",
-                          "not observed because / families missed entirely"], rows, "command-coverage"))
+                          "why it saw less / families missed entirely"], rows, "command-coverage"))
         for layer, fams in sorted((v.get("families") or {}).items()):
             fams = fams or {}
             methods = sorted({m for counts in fams.values() for m in counts if m != "reference"})

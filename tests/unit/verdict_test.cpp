@@ -79,6 +79,7 @@ TEST(Verdict, CuptiIsTheReferenceAndShortfallsAreNamed) {
   EXPECT_EQ(rt["status"], "partial");
   EXPECT_EQ(rt["missed_families"], json({"cudaGraphLaunch"}));
   EXPECT_EQ(rt["only_it_saw"], 1) << "cudaPeekAtLastError";
+  EXPECT_EQ(rt["why"], "the method gave no reason for what it missed") << "a shortfall never goes without a word";
   const json& drv = row(v, "preload", "driver");
   EXPECT_EQ(drv["status"], "not observed");
   EXPECT_EQ(drv["reason"], "never reached libcuda");
@@ -86,6 +87,12 @@ TEST(Verdict, CuptiIsTheReferenceAndShortfallsAreNamed) {
   // Kernel runs: devhook's device layer against CUPTI's kernel activity.
   EXPECT_DOUBLE_EQ(row(v, "devhook", "device")["coverage"].get<double>(), 0.5);
   EXPECT_EQ(row(v, "cupti", "runtime")["status"], "complete");
+  EXPECT_FALSE(row(v, "cupti", "runtime").contains("why"));
+
+  // The method's own reason for a part it could not see is the one shown.
+  preload.partly_unobserved["runtime"] = "cudart linked into libfoo.so: its calls never reach the shim";
+  const json w = command_verdict({cupti, preload, devhook});
+  EXPECT_EQ(row(w, "preload", "runtime")["why"], "cudart linked into libfoo.so: its calls never reach the shim");
 }
 
 TEST(Verdict, WithoutCuptiTheReferenceIsTheUnionPerRepetition) {
