@@ -326,9 +326,13 @@ void print_progress(size_t index, size_t total, const Combo& c, int rep, int rep
 // The verdict of a command run, as a table: method, layer, coverage of the reference.
 void print_verdict(const json& verdict) {
   std::fprintf(stderr, "\nwhat each method saw of the command (reference per layer):\n");
-  for (const auto& [layer, ref] : verdict["reference"].items())
+  for (const auto& [layer, ref] : verdict["reference"].items()) {
     std::fprintf(stderr, "  %-12s %lld from %s\n", layer.c_str(), static_cast<long long>(ref["total"].get<int64_t>()),
                  ref["source"].get<std::string>().c_str());
+    for (const auto& [family, n] : ref.value("not_counted", json::object()).items())
+      std::fprintf(stderr, "  %-12s not counted: %lld %s (%s)\n", "", static_cast<long long>(n["calls"].get<int64_t>()),
+                   family.c_str(), n["why"].get<std::string>().c_str());
+  }
   for (const auto& row : verdict["coverage"]) {
     std::string detail;
     if (row["status"] == "not observed") {

@@ -181,8 +181,11 @@ def command_section(summaries):
             continue
         cmd = " ".join(s.get("command_line", []))
         out.append(f'<p>Command run {esc(s.get("run_id", ""))}: <code>{esc(cmd)}</code></p>')
-        out.append("<ul>" + "".join(f'<li>{esc(l)}: {r["total"]} from {esc(r["source"])}</li>'
-                                    for l, r in sorted(v["reference"].items())) + "</ul>")
+        out.append("<ul>" + "".join(
+            f'<li>{esc(l)}: {r["total"]} from {esc(r["source"])}'
+            + "".join(f'; not counted: {n["calls"]} {esc(f)} ({esc(n["why"])})'
+                      for f, n in sorted((r.get("not_counted") or {}).items())) + "</li>"
+            for l, r in sorted(v["reference"].items())) + "</ul>")
         rows = []
         for r in sorted(v["coverage"], key=lambda r: (r["method"], r["layer"])):
             status = r["status"]

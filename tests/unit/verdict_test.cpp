@@ -89,6 +89,16 @@ TEST(Verdict, CuptiIsTheReferenceAndShortfallsAreNamed) {
   EXPECT_EQ(row(v, "cupti", "runtime")["status"], "complete");
   EXPECT_FALSE(row(v, "cupti", "runtime").contains("why"));
 
+  // A call cudart makes only for CUPTI is no shortfall of another method.
+  all.push_back(ev("driver", "cuKernelGetName"));
+  all.push_back(ev("driver", "cuLaunchKernel"));
+  MethodView cupti2 = view("cupti", {"runtime", "driver", "gpu-activity"}, {"runtime", "driver", "gpu-activity"}, all);
+  MethodView uprobe = view("uprobe", {"runtime", "driver"}, {"runtime", "driver"}, {ev("driver", "cuLaunchKernel")});
+  const json u = command_verdict({cupti2, uprobe});
+  EXPECT_EQ(u["reference"]["driver"]["total"], 1);
+  EXPECT_EQ(u["reference"]["driver"]["not_counted"]["cuKernelGetName"]["calls"], 1);
+  EXPECT_EQ(row(u, "uprobe", "driver")["status"], "complete");
+
   // The method's own reason for a part it could not see is the one shown.
   preload.partly_unobserved["runtime"] = "cudart linked into libfoo.so: its calls never reach the shim";
   const json w = command_verdict({cupti, preload, devhook});
