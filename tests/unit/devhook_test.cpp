@@ -143,10 +143,10 @@ TEST_P(DevhookRewrite, AssemblesWithPtxas) {
   EXPECT_EQ(params["_Z5scaleIfEvPT_S0_i"], 3);
   EXPECT_EQ(params["early_exits"], 2);
   EXPECT_GE(exits["early_exits"], 2) << "its returns and exit; statements each branch to the exit probe";
-  // One entry and one exit probe per kernel, the entry's claiming both slots; every return
-  // but the exit probe's own is gone.
+  // One entry and one exit probe per kernel; every return but the exit probe's own is gone.
   EXPECT_EQ(count(r.ptx, "call __devhook_write"), 2 * r.kernels.size());
-  EXPECT_EQ(count(r.ptx, "call (dh_cs), __devhook_claim"), r.kernels.size());
+  // In block mode the entry probe claims the exit's slot too; per thread each probe claims.
+  EXPECT_EQ(count(r.ptx, "call (dh_cs), __devhook_claim"), (mode == ProbeMode::kThread ? 2 : 1) * r.kernels.size());
   EXPECT_EQ(count(r.ptx, ".param .u64 __dh_ring"), r.kernels.size());
   EXPECT_EQ(count(r.ptx, "setp.ne.u32 %dh_p"), mode == ProbeMode::kBlock ? 2 * r.kernels.size() : 0u);
   EXPECT_NE(r.ptx.find(".entry __devhook_clock"), std::string::npos);

@@ -6,22 +6,24 @@
 // SM (%smid modulo their number), so that the claims of different SMs do not queue on one
 // counter, and its stores stay on the GPU (records written across PCIe into mapped host
 // memory cost a 2048-block vecadd about x1.9 on the H100; see the card). Each sub-ring has
-// a control block of its own, in device memory, with its claim counter. The entry probe
-// claims two slots with one atomic, its own and the exit probe's (in thread mode one lane
-// claims for its warp), so the exit probe only stores.
+// a control block of its own, in device memory, with its claim counter. In block mode the
+// entry probe claims two slots with one atomic, its own and the exit probe's, so the exit
+// probe only stores; in thread mode each probe claims, one lane for its warp.
 //
 // A sub-ring wraps, and a host thread of the agent drains it while kernels run: it copies
 // the claims that follow the ones it has taken out of device memory, takes them in claim
 // order up to the first slot not yet filled for that claim (a record carries its claim's
 // lap around the sub-ring, so a slot's record of the previous lap is never taken for this
 // one, and slots need no zeroing on the GPU), and then raises the sub-ring's `limit` in
-// device memory to what it has taken + capacity. The entry probe claims k, k+1 and may
-// write them while k+1 < limit; past it, the probe waits, polling limit. A record is never
+// device memory to what it has taken + capacity. A probe may write the claims it holds
+// while the last is < limit; past it, the probe waits, polling limit. A record is never
 // overwritten before it is read. A probe that has waited kRingFullWaitNs (the drain is
-// stuck) counts both records dropped instead, and from then on every probe that finds its
+// stuck) counts its records dropped instead, and from then on every probe that finds its
 // sub-ring full drops at once: loss is exact, and a stuck drain costs the program one
-// wait, not one per record. A block's exit slot is held from its entry, so a full sub-ring
-// waits for its oldest running block (or thread) to end.
+// wait, not one per record. In block mode a block's exit slot is held from its entry, so a
+// full sub-ring waits for its oldest running block to end. Not in thread mode: there a
+// thread holding its exit slot could wait at a barrier for a thread of its own block that
+// waits for room, and neither would move.
 #include <cstdint>
 
 namespace cudatrace::devhook {

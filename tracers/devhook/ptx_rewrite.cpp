@@ -10,19 +10,21 @@ namespace cudatrace::devhook {
 namespace {
 
 // The probe bodies, shared by every call site. Layouts and the drain protocol:
-// device_record.h. The entry probe works on the sub-ring of its SM (%smid modulo their
-// number), so that claims from different SMs do not queue on one counter, and claims two
-// slots there, its own and the exit probe's, with one atomic (in thread mode, one lane
-// makes it for its warp's active lanes), then loads limit: both in device memory. The exit
-// probe only stores: no atomic and no load stand between a block and its end. Records are
-// two stores into device memory, the second (which carries the claim's lap) after the
-// first. A full sub-ring: the entry probe polls limit, which only the drain raises, with a
-// nanosleep between reads, for kRingFullWaitNs at most; then it counts both records
-// dropped and hands the exit probe no slot.
+// device_record.h. A probe works on the sub-ring of its SM (%smid modulo their number), so
+// that claims from different SMs do not queue on one counter. In block mode the entry
+// probe claims two slots there, its own and the exit probe's, with one atomic, then loads
+// limit, both in device memory, and the exit probe only stores: no atomic and no load stand
+// between a block and its end. In thread mode every probe claims its own slot, one lane for
+// its warp's active lanes: a thread that held its exit slot from entry could stall the
+// drain while it waits at a barrier for a thread of its block that waits for room. Records
+// are two stores into device memory, the second (which carries the claim's lap) after the
+// first. A full sub-ring: the probe polls limit, which only the drain raises, with a
+// nanosleep between reads, for kRingFullWaitNs at most; then it counts its records
+// dropped and gets no slot (-1).
 constexpr const char* kClaimHead = R"(
-// cudatrace devhook: claims the entry's and the exit's slots in this SM's sub-ring, whose
-// control block is __dh_ring; waits while they do not fit, and counts both dropped after
-// waiting too long or once another probe has (the slot is then -1).
+// cudatrace devhook: claims a slot in this SM's sub-ring, whose control block is __dh_ring
+// (in block mode two: the entry's and the exit's); waits while they do not fit, and counts
+// them dropped after waiting too long or once another probe has (the slot is then -1).
 .func (.param .b64 __dh_slot) __devhook_claim(.param .b64 __dh_ring)
 {
 	.reg .pred %p;
@@ -32,11 +34,11 @@ constexpr const char* kClaimHead = R"(
 	cvta.to.global.u64 %rd1, %rd1;
 )";
 
-// Block mode: thread (0,0,0) claims its block's two slots.
-constexpr const char* kClaimForTheBlock = "\tatom.global.add.u64 %rd3, [%rd1], 2;\n";
+// Block mode: thread (0,0,0) claims its block's two slots; both must fit.
+constexpr const char* kClaimForTheBlock = "\tatom.global.add.u64 %rd3, [%rd1], 2;\n\tadd.s64 %rd5, %rd3, 1;\n";
 
-// Thread mode: the highest active lane claims two slots for every active lane of its warp
-// and hands the first on; each lane takes the pair of its rank among them.
+// Thread mode: the highest active lane claims a slot for every active lane of its warp
+// and hands the first on; each lane takes the one of its rank among them.
 constexpr const char* kClaimForTheWarp = R"(	activemask.b32 %r7;
 	popc.b32 %r8, %r7;
 	mov.u32 %r9, %lanemask_lt;
@@ -45,19 +47,19 @@ constexpr const char* kClaimForTheWarp = R"(	activemask.b32 %r7;
 	bfind.u32 %r10, %r7;
 	mov.u32 %r11, %laneid;
 	setp.eq.u32 %p, %r11, %r10;
-	mul.wide.u32 %rd9, %r8, 2;
+	cvt.u64.u32 %rd9, %r8;
 	mov.u64 %rd3, 0;
 	@%p atom.global.add.u64 %rd3, [%rd1], %rd9;
 	mov.b64 {%r2, %r3}, %rd3;
 	shfl.sync.idx.b32 %r2, %r2, %r10, 31, %r7;
 	shfl.sync.idx.b32 %r3, %r3, %r10, 31, %r7;
 	mov.b64 %rd3, {%r2, %r3};
-	mul.wide.u32 %rd9, %r9, 2;
+	cvt.u64.u32 %rd9, %r9;
 	add.s64 %rd3, %rd3, %rd9;
+	mov.u64 %rd5, %rd3;
 )";
 
-constexpr const char* kClaimTail = R"(	add.s64 %rd5, %rd3, 1;
-	ld.volatile.global.u64 %rd4, [%rd1+168];
+constexpr const char* kClaimTail = R"(	ld.volatile.global.u64 %rd4, [%rd1+168];
 	setp.lt.u64 %p, %rd5, %rd4;
 	@%p bra $__dh_room;
 	ld.volatile.global.u64 %rd4, [%rd1+128];
@@ -74,7 +76,9 @@ $__dh_wait:
 	setp.lt.u64 %p, %rd11, 1000000000;
 	@%p bra $__dh_wait;
 $__dh_full:
-	red.global.add.u64 [%rd1+128], 2;
+	sub.u64 %rd9, %rd5, %rd3;
+	add.u64 %rd9, %rd9, 1;
+	red.global.add.u64 [%rd1+128], %rd9;
 	mov.u64 %rd3, -1;
 $__dh_room:
 	st.param.b64 [__dh_slot], %rd3;
@@ -83,8 +87,8 @@ $__dh_room:
 )";
 
 constexpr const char* kWriteFunction = R"(
-// cudatrace devhook: writes one DeviceRecord of kind __dh_kind (1: entry, into the claimed
-// slot; 2: exit, into the next one), unless the claim was dropped.
+// cudatrace devhook: writes one DeviceRecord of kind __dh_kind (1: entry, 2: exit) into
+// claim __dh_slot, unless the claim was dropped (-1).
 .func __devhook_write(.param .b64 __dh_ring, .param .b64 __dh_slot, .param .b64 __dh_launch, .param .b32 __dh_kind)
 {
 	.reg .pred %p;
@@ -97,9 +101,6 @@ constexpr const char* kWriteFunction = R"(
 	ld.param.b64 %rd2, [__dh_launch];
 	ld.param.b32 %r1, [__dh_kind];
 	cvta.to.global.u64 %rd1, %rd1;
-	add.s32 %r6, %r1, -1;
-	cvt.u64.u32 %rd12, %r6;
-	add.s64 %rd3, %rd3, %rd12;
 	ld.global.u64 %rd4, [%rd1+136];
 	sub.u64 %rd4, %rd4, 1;
 	and.b64 %rd6, %rd3, %rd4;
@@ -273,10 +274,15 @@ std::string probe(ProbeMode mode, RecordKind kind, uint32_t subrings, const std:
          "\tst.param.b64 [dh_e0], %dh_d0;\n\tst.param.b64 [dh_e1], %dh_l;\n"
          "\tst.param.b32 [dh_e2], " + std::string(mode == ProbeMode::kThread ? "1" : "0") + ";\n"
          "\tcall (dh_ev), __devhook_execution, (dh_e0, dh_e1, dh_e2);\n"
-         "\tld.param.b64 %dh_l, [dh_ev];\n\t}\n" + plain + ":\n"
-         "\t{\n\t.param .b64 dh_c0;\n\t.param .b64 dh_cs;\n\tst.param.b64 [dh_c0], %dh_d0;\n"
-         "\tcall (dh_cs), __devhook_claim, (dh_c0);\n\tld.param.b64 %dh_s, [dh_cs];\n\t}\n";
+         "\tld.param.b64 %dh_l, [dh_ev];\n\t}\n" + plain + ":\n";
   }
+  const std::string claim =
+      "\t{\n\t.param .b64 dh_c0;\n\t.param .b64 dh_cs;\n\tst.param.b64 [dh_c0], %dh_d0;\n"
+      "\tcall (dh_cs), __devhook_claim, (dh_c0);\n\tld.param.b64 %dh_s, [dh_cs];\n\t}\n";
+  if (kind == kEntry || mode == ProbeMode::kThread)
+    s += claim;
+  else  // block mode's exit: the second of the two slots claimed at entry, if any
+    s += "\tsetp.ne.s64 %dh_p, %dh_s, -1;\n\t@%dh_p add.s64 %dh_s, %dh_s, 1;\n";
   s += "\t{\n\t.param .b64 dh_a0;\n\t.param .b64 dh_a1;\n\t.param .b64 dh_a2;\n\t.param .b32 dh_a3;\n"
        "\tst.param.b64 [dh_a0], %dh_d0;\n\tst.param.b64 [dh_a1], %dh_s;\n\tst.param.b64 [dh_a2], %dh_l;\n"
        "\tst.param.b32 [dh_a3], " + std::to_string(int(kind)) + ";\n"
