@@ -10,7 +10,8 @@
 // entry probe claims two slots with one atomic, its own and the exit probe's, so the exit
 // probe only stores; in thread mode each probe claims, one lane for its warp.
 //
-// A sub-ring wraps, and a host thread of the agent drains it while kernels run: it copies
+// A sub-ring wraps, and a host thread of the agent drains it while kernels run, in a CUDA
+// context of its own (so that its copies never queue behind the program's work): it copies
 // the claims that follow the ones it has taken out of device memory, takes them in claim
 // order up to the first slot not yet filled for that claim (a record carries its claim's
 // lap around the sub-ring, so a slot's record of the previous lap is never taken for this

@@ -38,6 +38,7 @@ DriverApi load() {
                    find(lib, "cuMemHostRegister_v2", d.mem_host_register) &&
                    find(lib, "cuMemHostGetDevicePointer_v2", d.mem_host_get_device_pointer) &&
                    find(lib, "cuStreamCreate", d.stream_create) &&
+
                    find(lib, "cuStreamSynchronize", d.stream_synchronize) &&
                    find(lib, "cuGetErrorName", d.get_error_name) &&
                    find(lib, "cuStreamIsCapturing", d.stream_is_capturing) &&
@@ -49,6 +50,10 @@ DriverApi load() {
                    find(lib, "cuGraphAddKernelNode_v2", d.graph_add_kernel_node) &&
                    find(lib, "cuLaunchKernelEx", d.launch_kernel_ex) &&
                    find(lib, "cuDevicePrimaryCtxRetain", d.primary_retain) &&
+                   find(lib, "cuCtxCreate_v4", d.ctx_create) && find(lib, "cuCtxPopCurrent_v2", d.ctx_pop_current) &&
+                   find(lib, "cuMemGetAllocationGranularity", d.mem_get_granularity) &&
+                   find(lib, "cuMemCreate", d.mem_create) && find(lib, "cuMemAddressReserve", d.mem_address_reserve) &&
+                   find(lib, "cuMemMap", d.mem_map) && find(lib, "cuMemSetAccess", d.mem_set_access) &&
                    find(lib, "cuDevicePrimaryCtxRelease_v2", d.primary_release);
   if (!all) {
     d.error = "libcuda.so.1 lacks a driver function the agent needs (driver older than CUDA 12?)";

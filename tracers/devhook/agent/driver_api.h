@@ -35,6 +35,13 @@ struct DriverApi {
   decltype(&::cuGraphAddKernelNode_v2) graph_add_kernel_node;
   decltype(&::cuLaunchKernelEx) launch_kernel_ex;
   decltype(&::cuDevicePrimaryCtxRetain) primary_retain;
+  decltype(&::cuCtxCreate_v4) ctx_create;
+  decltype(&::cuCtxPopCurrent_v2) ctx_pop_current;
+  decltype(&::cuMemGetAllocationGranularity) mem_get_granularity;
+  decltype(&::cuMemCreate) mem_create;
+  decltype(&::cuMemAddressReserve) mem_address_reserve;
+  decltype(&::cuMemMap) mem_map;
+  decltype(&::cuMemSetAccess) mem_set_access;
   decltype(&::cuDevicePrimaryCtxRelease_v2) primary_release;
 };
 

@@ -132,6 +132,29 @@ std::string with_error(const char* what, CUresult r) { return std::string(what) 
 
 void save_at_exit() { save_output(); }
 
+// `bytes` (rounded up to the allocation granularity) of memory on `dev`, mapped with
+// read-write access for the device: reachable from every context of the process on it.
+CUresult device_memory(CUdevice dev, size_t bytes, CUdeviceptr* out) {
+  const DriverApi& d = driver();
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = dev;
+  size_t granularity = 0;
+  CUresult r = d.mem_get_granularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+  if (r != CUDA_SUCCESS) return r;
+  bytes = (bytes + granularity - 1) / granularity * granularity;
+  CUmemGenericAllocationHandle handle = 0;
+  if ((r = d.mem_create(&handle, bytes, &prop, 0)) != CUDA_SUCCESS ||
+      (r = d.mem_address_reserve(out, bytes, 0, 0, 0)) != CUDA_SUCCESS ||
+      (r = d.mem_map(*out, bytes, 0, handle, 0)) != CUDA_SUCCESS)
+    return r;
+  CUmemAccessDesc access{};
+  access.location = prop.location;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  return d.mem_set_access(*out, bytes, &access, 1);
+}
+
 // The ring and the clock for one context. Called under the lock.
 void set_up(Agent& a, ContextState& cs) {
   const DriverApi& d = driver();
@@ -176,12 +199,25 @@ void set_up(Agent& a, ContextState& cs) {
   }
   char* const tail_at = static_cast<char*>(host) + ring_bytes;
   CUdeviceptr records = 0;
-  if ((r = d.mem_alloc(&records, ring_bytes)) != CUDA_SUCCESS) {
-    cs.error = with_error(("cuMemAlloc of the " + std::to_string(ring_bytes >> 20) + " MiB ring").c_str(), r);
+  // The drain works in a context of its own. CUDA multiplexes a context's streams onto a
+  // few hardware queues (CUDA_DEVICE_MAX_CONNECTIONS), so a copy on a stream of the
+  // program's context can wait behind the program's work queued after a kernel, while that
+  // kernel's probes wait for the copy (H100, per thread: the streams and driverapi
+  // workloads kept one ring's worth and dropped the rest). The ring is memory mapped for
+  // the device (cuMemCreate), which every context of the process on it reaches, and it
+  // outlives the program's context.
+  CUcontext drain_ctx = nullptr, popped = nullptr;
+  if ((r = d.ctx_create(&drain_ctx, nullptr, 0, dev)) != CUDA_SUCCESS) {
+    cs.error = with_error("cuCtxCreate of the drain's context", r);
     return;
   }
-  if ((r = d.mem_alloc(&cs.control, a.subrings * sizeof(RingControl))) != CUDA_SUCCESS) {
-    cs.error = with_error("cuMemAlloc of the ring's control blocks", r);
+  d.ctx_pop_current(&popped);  // the program's context is current again
+  if ((r = device_memory(dev, ring_bytes, &records)) != CUDA_SUCCESS) {
+    cs.error = with_error(("mapping the " + std::to_string(ring_bytes >> 20) + " MiB ring").c_str(), r);
+    return;
+  }
+  if ((r = device_memory(dev, a.subrings * sizeof(RingControl), &cs.control)) != CUDA_SUCCESS) {
+    cs.error = with_error("mapping the ring's control blocks", r);
     return;
   }
   if ((r = d.mem_alloc(&cs.tickets, kTicketSlots * sizeof(uint64_t))) != CUDA_SUCCESS) {
@@ -201,9 +237,7 @@ void set_up(Agent& a, ContextState& cs) {
   // Written on a stream of the agent's own that does not synchronise with the legacy one:
   // a plain cuMemcpyHtoD or cuMemsetD8 would, and so join (and break) a capture that the
   // program has in progress on a blocking stream. The drain has a stream of its own.
-  CUstream drain_stream = nullptr;
   if ((r = d.stream_create(&cs.stream, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS ||
-      (r = d.stream_create(&drain_stream, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS ||
       (r = d.memset_d8_async(records, 0, ring_bytes, cs.stream)) != CUDA_SUCCESS ||
       (r = d.memset_d8_async(cs.tickets, 0, kTicketSlots * sizeof(uint64_t), cs.stream)) != CUDA_SUCCESS ||
       (r = d.memcpy_htod_async(cs.control, controls.data(), controls.size() * sizeof(RingControl), cs.stream)) !=
@@ -212,7 +246,15 @@ void set_up(Agent& a, ContextState& cs) {
     cs.error = with_error("initialising the ring, its control blocks and counters", r);
     return;
   }
-  cs.ring = drain_add(RingMemory{.ctx = cs.ctx,
+  CUstream drain_stream = nullptr;
+  r = d.ctx_set_current(drain_ctx);
+  if (r == CUDA_SUCCESS) r = d.stream_create(&drain_stream, CU_STREAM_NON_BLOCKING);
+  d.ctx_set_current(cs.ctx);
+  if (r != CUDA_SUCCESS) {
+    cs.error = with_error("cuStreamCreate in the drain's context", r);
+    return;
+  }
+  cs.ring = drain_add(RingMemory{.ctx = drain_ctx,
                                  .stream = drain_stream,
                                  .subrings = a.subrings,
                                  .sub_capacity = sub_capacity,
@@ -384,11 +426,14 @@ void collect(Agent& a, ContextState& cs) {
   d.ctx_get_current(&previous);
   CUresult r = d.ctx_set_current(cs.ctx);
   if (r == CUDA_SUCCESS) r = d.ctx_synchronize();
-  // Whatever happened, what the drain took stays taken; what the ring still holds is read
-  // when the context can still be used.
-  cs.drained = drain_finish(cs.ring, r == CUDA_SUCCESS);
+  // The ring is the drain's, not the context's: what it holds is read even when the
+  // context is gone or broken.
+  cs.drained = drain_finish(cs.ring, true);
   if (r != CUDA_SUCCESS) {
-    cs.collect_error = with_error("reading the ring (was the context destroyed where the agent could not see it?)", r);
+    // Its records are read; the graph nodes' counters, in its memory, are not.
+    cs.collect_error = with_error(
+        "synchronising the context to read its graph nodes' counters (was it destroyed where the agent could not see it?)",
+        r);
   } else if (!cs.drained.error.empty()) {
     cs.collect_error = "reading the ring: " + cs.drained.error;
   } else {

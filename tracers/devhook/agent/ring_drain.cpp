@@ -230,6 +230,14 @@ DrainTotals drain_finish(DrainedRing* r, bool readable) {
     r->finished = true;
     return r->totals;
   }
+  // In the drain's context, and the caller's current again after.
+  CUcontext previous = nullptr;
+  driver().ctx_get_current(&previous);
+  struct Restore {
+    CUcontext ctx;
+    ~Restore() { driver().ctx_set_current(ctx); }
+  } restore{previous};
+  if (!check(*r, driver().ctx_set_current(r->m.ctx), "cuCtxSetCurrent of the drain's context")) return r->totals;
   while (drain_in_order(d, *r)) {
   }
   if (r->finished) return r->totals;
