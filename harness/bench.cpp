@@ -55,6 +55,7 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> samples;
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> ab_samples;  // in-process A/B
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> ab_ratios;   // live / paused, per round
+  std::map<std::pair<std::string, std::string>, std::map<std::string, int64_t>> run_loss;  // (linkage, method), all rounds
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> ab_controls;  // paused - paused
   std::vector<std::pair<std::string, std::string>> plan;  // (linkage, method) that can run
   for (const auto& linkage : opts.linkages)
@@ -93,6 +94,11 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
         child.status = ChildStatus::TracerFailed;
         child.detail = e.what();
       }
+      // A cost measured while the tracer dropped records is not the cost of tracing: what
+      // it can tell of its loss without converting its events goes with its rows.
+      if (auto loss = tracer->loss_without_events(dir))
+        for (const auto& [counter, n] : *loss)
+          if (n > 0) run_loss[{linkage, method}][counter] += n;
       tracer->abandon(dir);  // millions of calls: the overhead is the point, not the events
       if (child.status != ChildStatus::Exited || child.exit_code != 0 || !fs::exists(bench_json)) {
         failures.push_back({{"linkage", linkage}, {"method", method}, {"rep", rep}, {"detail", child.detail}});
@@ -184,6 +190,11 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
         std::snprintf(buf, sizeof buf, " %.2fx", row["in_process_ratio"].get<double>());
         in_process += buf;
       }
+    }
+    if (auto lost = run_loss.find({linkage, method}); lost != run_loss.end()) {
+      row["loss_during_runs"] = lost->second;
+      in_process += "  MEASURED UNDER LOSS:";
+      for (const auto& [counter, n] : lost->second) in_process += " " + counter + "=" + std::to_string(n);
     }
     std::fprintf(stderr, "%-28s %-7s %-8s %10.1f %10s %22s %7s%s\n", call.c_str(), linkage.c_str(), method.c_str(),
                  median_of(values), delta.c_str(), interval.c_str(), ratio.c_str(), in_process.c_str());

@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -84,6 +85,13 @@ class Tracer {
   // Like finish(), for runs whose events nobody will read (the per-call benchmark makes
   // millions of calls): stop collecting and delete the raw output instead of converting it.
   virtual void abandon(const std::filesystem::path& run_dir) { (void)run_dir; }
+  // Before abandon(): the loss counters of such a run, where the tracer can read them
+  // without converting its events (nullopt: it cannot), so that a cost measured while the
+  // tracer dropped records says so.
+  virtual std::optional<std::map<std::string, int64_t>> loss_without_events(const std::filesystem::path& run_dir) {
+    (void)run_dir;
+    return std::nullopt;
+  }
 };
 
 // Per-method settings from the command line (`--set uprobe.ring_mb=16`): key -> value.

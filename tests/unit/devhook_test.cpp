@@ -312,6 +312,24 @@ TEST(DevhookDecode, BlockModePairsEntryAndExitPerBlock) {
 // A graph kernel node replayed three times: its records carry one launch number and the
 // execution above bit 40. Each execution's blocks are events of their own, and the node's
 // executions (read by the agent from its counter) are in the notes.
+// What the benchmark reads before it deletes a run's output: the same counters as the
+// conversion, from the reports alone.
+TEST(DevhookDecode, LossCountersWithoutTheRecords) {
+  // (An empty slot in the records file would be one more unfilled_slots that only the
+  // conversion sees; the drain never writes one.)
+  std::vector<DeviceRecord> ring = {rec(0, 0, 0, kEntry, 5000), rec(0, 0, 0, kExit, 5900)};
+  const fs::path dir = write_agent_output("block", ring, 2, 4242, 1);
+  const auto loss = devhook_loss_counters(dir);
+  ASSERT_TRUE(loss.has_value());
+  const TracerReport rep = convert_devhook_output(dir, dir / "events.jsonl", "shared", 4242);
+  for (const char* counter : {"ring_full", "unfilled_slots", "records_unwritten", "contexts_unread"})
+    EXPECT_EQ(loss->at(counter), rep.loss.at(counter)) << counter;
+  EXPECT_EQ(loss->at("ring_full"), 2);
+  EXPECT_GT(loss->at("unfilled_slots"), 0);
+  fs::remove_all(dir);
+  EXPECT_FALSE(devhook_loss_counters(testsupport::temp_dir("devhook-none")).has_value()) << "no report: not known";
+}
+
 TEST(DevhookDecode, GraphReplaysOfOneNodeStayApart) {
   std::vector<DeviceRecord> ring;
   for (uint64_t exec = 0; exec < 3; ++exec)

@@ -60,6 +60,42 @@ struct Totals {
   std::set<std::string> private_cudart;           // objects with a cudart of their own
 };
 
+// A process's contexts' loss into t (and their errors into notes); returns the records
+// its records file holds.
+uint64_t tally_contexts(const json& rep, Totals& t, json& notes) {
+  uint64_t n = 0;
+  for (const auto& c : rep["contexts"]) {
+    if (c.contains("error")) {
+      ++t.contexts_unread;
+      notes["context_errors"].push_back(c["error"]);
+      continue;
+    }
+    const uint64_t kept = c.value("records", uint64_t(0));
+    n += kept;
+    t.dropped += c.value("dropped", 0);
+    // Claimed, not dropped, never written: a kernel that died half-way, say.
+    if (c.contains("claimed"))
+      t.unfilled += std::max<int64_t>(0, c["claimed"].get<int64_t>() - c.value("dropped", int64_t(0)) - int64_t(kept));
+    for (const char* what : {"tickets_error", "control_error"})
+      if (c.contains(what)) {
+        ++(what[0] == 't' ? t.counters_unread : t.contexts_unread);
+        notes["context_errors"].push_back(c[what]);
+      }
+  }
+  t.unwritten += rep.value("records_unwritten", int64_t(0));
+  return n;
+}
+
+std::map<std::string, int64_t> loss_of(const Totals& t) {
+  return {{"ring_full", t.dropped},
+          {"unfilled_slots", t.unfilled},
+          {"unknown_launch", t.unknown_launch},
+          {"thread_outside_block", t.bad_thread},
+          {"records_unwritten", t.unwritten},
+          {"contexts_unread", t.contexts_unread},
+          {"graph_counters_unread", t.counters_unread}};
+}
+
 // One process's report and ring -> events.
 void convert_process(const json& rep, const fs::path& records_file, EventWriter& out, Totals& t, json& notes) {
   const bool per_thread = rep.value("mode", "block") == "thread";
@@ -85,26 +121,7 @@ void convert_process(const json& rep, const fs::path& records_file, EventWriter&
 
   // Every context's records, interleaved, in the order the agent drained them: a record
   // names its launch, and the launch its context.
-  uint64_t n = 0;
-  for (const auto& c : contexts) {
-    if (c.contains("error")) {
-      ++t.contexts_unread;
-      notes["context_errors"].push_back(c["error"]);
-      continue;
-    }
-    const uint64_t kept = c.value("records", uint64_t(0));
-    n += kept;
-    t.dropped += c.value("dropped", 0);
-    // Claimed, not dropped, never written: a kernel that died half-way, say.
-    if (c.contains("claimed"))
-      t.unfilled += std::max<int64_t>(0, c["claimed"].get<int64_t>() - c.value("dropped", int64_t(0)) - int64_t(kept));
-    for (const char* what : {"tickets_error", "control_error"})
-      if (c.contains(what)) {
-        ++(what[0] == 't' ? t.counters_unread : t.contexts_unread);
-        notes["context_errors"].push_back(c[what]);
-      }
-  }
-  t.unwritten += rep.value("records_unwritten", int64_t(0));
+  const uint64_t n = tally_contexts(rep, t, notes);
   // Per launch, its block's shape (thread mode): read from the report once, not per record.
   std::vector<std::array<uint64_t, 3>> block_dims;
   if (per_thread)
@@ -228,13 +245,7 @@ TracerReport convert_devhook_output(const fs::path& dir, const fs::path& events_
   }
   out.close();
 
-  report.loss = {{"ring_full", t.dropped},
-                 {"unfilled_slots", t.unfilled},
-                 {"unknown_launch", t.unknown_launch},
-                 {"thread_outside_block", t.bad_thread},
-                 {"records_unwritten", t.unwritten},
-                 {"contexts_unread", t.contexts_unread},
-                 {"graph_counters_unread", t.counters_unread}};
+  for (const auto& [counter, n] : loss_of(t)) report.loss[counter] = n;
   notes["records"] = t.records;
   notes["launches"] = t.launches;
   notes["launches_instrumented"] = t.launches_instrumented;
@@ -293,6 +304,25 @@ TracerReport convert_devhook_output(const fs::path& dir, const fs::path& events_
   report.notes = notes;
   report.device_mode = notes.value("mode", "block");
   return report;
+}
+
+std::optional<std::map<std::string, int64_t>> devhook_loss_counters(const fs::path& dir) {
+  static const std::regex report_name(R"(devhook\.(\d+)\.json)");
+  Totals t;
+  json notes = json::object();
+  bool any = false;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (!std::regex_match(entry.path().filename().string(), report_name)) continue;
+    try {
+      std::ifstream in = open_untrusted(entry.path());
+      tally_contexts(json::parse(in), t, notes);
+      any = true;
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+  }
+  if (!any) return std::nullopt;
+  return loss_of(t);
 }
 
 }  // namespace cudatrace

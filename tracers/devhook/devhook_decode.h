@@ -5,7 +5,10 @@
 // Block mode: one event per (launch, block), from its entry and exit records.
 // Thread mode: still one event per (launch, block), with args.threads = the threads seen
 // in it, so a million-thread launch does not become a million lines.
+#include <cstdint>
 #include <filesystem>
+#include <map>
+#include <optional>
 #include <string>
 
 #include "tracers/tracer.h"
@@ -16,6 +19,11 @@ namespace cudatrace {
 // program (0 = unknown); its report missing is an error.
 TracerReport convert_devhook_output(const std::filesystem::path& dir, const std::filesystem::path& events_file,
                                     const std::string& cudart, int64_t main_pid);
+
+// The loss counters of the agent's reports in `dir` (every process), read without the
+// records: for runs whose events nobody converts (the per-call benchmark). nullopt when
+// no report is there or one cannot be read.
+std::optional<std::map<std::string, int64_t>> devhook_loss_counters(const std::filesystem::path& dir);
 
 // "vecadd_kernel" for "vecadd_kernel"; "scale" for "_Z5scalePfi" (the name without its
 // parameter list, as a person writes it in a ledger).

@@ -3,6 +3,7 @@
 // LD_PRELOAD; the agent launches instrumented copies of its kernels, whose probes write
 // into a ring in device memory that a thread of the agent drains into a file. Shared cudart only.
 #include "tracers/tracer.h"
+#include "tracers/devhook/devhook_decode.h"
 #include "tracers/devhook/device_record.h"
 
 namespace cudatrace {
@@ -25,6 +26,9 @@ class DevhookTracer final : public Tracer {
   void attach(pid_t child) override { child_ = child; }
   TracerReport finish(const std::filesystem::path& run_dir) override;
   void abandon(const std::filesystem::path& run_dir) override;
+  std::optional<std::map<std::string, int64_t>> loss_without_events(const std::filesystem::path&) override {
+    return devhook_loss_counters(out_);
+  }
 
  private:
   std::filesystem::path agent_;
