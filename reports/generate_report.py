@@ -103,7 +103,12 @@ def per_call_section(bench_rows):
             in_process = f"no measurable cost [{ab[0]:+.1f}, {ab[1]:+.1f}]"
         # The pairing control: both halves paused, what the pairing reads when nothing differs.
         control = f'{r["in_process_control_ns"]:+.1f}' if "in_process_control_ns" in r else "—"
-        rows.append([esc(r["call"]), esc(r["linkage"]), esc(r["method"]), f'{r["median_ns"]:.1f}', delta, interval, ratio,
+        # Measured while the tracer dropped records: not the cost of tracing, and said so.
+        method = esc(r["method"])
+        if r.get("loss_during_runs"):
+            lost = ", ".join(f"{k}={v}" for k, v in sorted(r["loss_during_runs"].items()))
+            method += f'<br><b class="bad">measured under loss: {esc(lost)}</b>'
+        rows.append([esc(r["call"]), esc(r["linkage"]), method, f'{r["median_ns"]:.1f}', delta, interval, ratio,
                      in_process, control, r["reps"], esc(r.get("run", ""))])
     return chart, table(["call", "cudart", "method", "median ns", "Δ vs none ns", "95% interval", "ratio",
                          "in-process A/B Δ ns [95%]", "pairing control ns", "reps", "bench run"], rows, "per-call-table")
