@@ -33,7 +33,7 @@ DriverApi load() {
                    find(lib, "cuModuleLoadDataEx", d.module_load_data_ex) &&
                    find(lib, "cuModuleGetFunction", d.module_get_function) &&
                    find(lib, "cuLaunchKernel", d.launch_kernel) && find(lib, "cuMemAlloc_v2", d.mem_alloc) &&
-                   find(lib, "cuMemcpyHtoD_v2", d.memcpy_htod) && find(lib, "cuMemcpyDtoH_v2", d.memcpy_dtoh) &&
+                   find(lib, "cuMemcpyDtoH_v2", d.memcpy_dtoh) &&
                    find(lib, "cuMemHostAlloc", d.mem_host_alloc) &&
                    find(lib, "cuMemHostRegister_v2", d.mem_host_register) &&
                    find(lib, "cuMemHostGetDevicePointer_v2", d.mem_host_get_device_pointer) &&

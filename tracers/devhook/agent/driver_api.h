@@ -18,7 +18,6 @@ struct DriverApi {
   decltype(&::cuModuleGetFunction) module_get_function;
   decltype(&::cuLaunchKernel) launch_kernel;
   decltype(&::cuMemAlloc) mem_alloc;
-  decltype(&::cuMemcpyHtoD) memcpy_htod;
   decltype(&::cuMemcpyDtoH) memcpy_dtoh;
   decltype(&::cuMemHostAlloc) mem_host_alloc;
   decltype(&::cuMemHostRegister) mem_host_register;

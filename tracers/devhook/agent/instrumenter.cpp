@@ -75,8 +75,8 @@ struct ContextState {
   bool primary = false;                    // the device's primary context (cudart's)
   // Read once, before the context goes or at exit (collect()).
   bool collected = false;
-  std::string collect_error;
-  DrainTotals drained;                     // records taken, claims and drops
+  DrainTotals drained;                     // records taken, claims and drops; error: the ring's
+  std::string counters_error;              // the graph nodes' counters could not be read
 };
 
 struct LaunchRow {
@@ -428,20 +428,18 @@ void collect(Agent& a, ContextState& cs) {
   if (r == CUDA_SUCCESS) r = d.ctx_synchronize();
   // The ring is the drain's, not the context's: what it holds is read even when the
   // context is gone or broken.
-  cs.drained = drain_finish(cs.ring, true);
+  cs.drained = drain_finish(cs.ring);
   if (r != CUDA_SUCCESS) {
     // Its records are read; the graph nodes' counters, in its memory, are not.
-    cs.collect_error = with_error(
+    cs.counters_error = with_error(
         "synchronising the context to read its graph nodes' counters (was it destroyed where the agent could not see it?)",
         r);
-  } else if (!cs.drained.error.empty()) {
-    cs.collect_error = "reading the ring: " + cs.drained.error;
   } else {
     // A graph node's counter holds a ticket per block (or thread) of every execution.
     std::vector<uint64_t> tickets(cs.tickets_used);
     if (!tickets.empty() &&
         (r = d.memcpy_dtoh(tickets.data(), cs.tickets, tickets.size() * sizeof(uint64_t))) != CUDA_SUCCESS)
-      cs.collect_error = with_error("reading the graph nodes' counters", r);
+      cs.counters_error = with_error("reading the graph nodes' counters", r);
     else
       for (LaunchRow& l : a.launches) {
         if (l.ticket < 0 || &a.contexts[size_t(l.context)] != &cs) continue;
@@ -785,15 +783,15 @@ void save_output() {
     collect(a, cs);
     if (!cs.error.empty()) {
       c["error"] = cs.error;
-    } else if (cs.drained.taken == 0 && !cs.drained.read && !cs.collect_error.empty()) {
-      c["error"] = cs.collect_error;
+    } else if (cs.drained.taken == 0 && !cs.drained.read && !cs.drained.error.empty()) {
+      c["error"] = "reading the ring: " + cs.drained.error;
     } else {
       // Claims and drops as last read: when the ring could not be read to the end, the
       // claims it still held count as unfilled.
       c["records"] = cs.drained.taken;
       if (cs.drained.read) c.update({{"claimed", cs.drained.claimed}, {"dropped", cs.drained.dropped}});
-      const bool ring_read = cs.collect_error.rfind("reading the ring", 0) != 0;
-      if (!cs.collect_error.empty()) c[ring_read ? "tickets_error" : "control_error"] = cs.collect_error;
+      if (!cs.drained.error.empty()) c["control_error"] = "reading the ring: " + cs.drained.error;
+      if (!cs.counters_error.empty()) c["tickets_error"] = cs.counters_error;
     }
     c["clock_offset_ns"] = cs.clock_offset_ns;
     c["clock_uncertainty_ns"] = cs.calibrated ? json(cs.clock_uncertainty_ns) : json(nullptr);

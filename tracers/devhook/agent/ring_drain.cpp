@@ -4,10 +4,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstddef>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstddef>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -222,15 +222,11 @@ DrainedRing* drain_add(const RingMemory& ring) {
   return d.rings.back().get();
 }
 
-DrainTotals drain_finish(DrainedRing* r, bool readable) {
+DrainTotals drain_finish(DrainedRing* r) {
   Drain& d = drain();
   std::lock_guard lock(d.mu);
   if (!r) return {};
-  if (r->finished || !readable) {
-    r->finished = true;
-    return r->totals;
-  }
-  // In the drain's context, and the caller's current again after.
+  if (r->finished) return r->totals;
   CUcontext previous = nullptr;
   driver().ctx_get_current(&previous);
   struct Restore {

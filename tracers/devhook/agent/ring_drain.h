@@ -47,10 +47,11 @@ struct DrainTotals {
 bool drain_open(const std::string& path, bool background, std::string* error);
 // Drained from now on.
 DrainedRing* drain_add(const RingMemory& ring);
-// After the context's work has finished, with the context current: takes what is left
-// (out of claim order too, past a slot a dropped record left empty) and stops draining the
-// ring. `readable` false (the context is gone or broken): only stops.
-DrainTotals drain_finish(DrainedRing* ring, bool readable);
+// After the context's work has finished (or the context is gone: the ring is the drain's):
+// takes what is left, out of claim order too, past a slot a dropped record left empty, and
+// stops draining the ring. Works in the drain's context; the caller's is current again
+// after.
+DrainTotals drain_finish(DrainedRing* ring);
 // Stops the thread and writes out what is buffered. Returns the records that could not
 // be written (the file system refused them): they are lost, and counted.
 uint64_t drain_close();
