@@ -323,48 +323,6 @@ void print_progress(size_t index, size_t total, const Combo& c, int rep, int rep
   std::fprintf(stderr, "%s%s\n", line, extra.c_str());
 }
 
-// The verdict of a command run, as a table: method, layer, coverage of the reference.
-void print_verdict(const json& verdict) {
-  std::fprintf(stderr, "\nwhat each method saw of the command (reference per layer):\n");
-  for (const auto& [layer, ref] : verdict["reference"].items()) {
-    std::fprintf(stderr, "  %-12s %lld from %s\n", layer.c_str(), static_cast<long long>(ref["total"].get<int64_t>()),
-                 ref["source"].get<std::string>().c_str());
-    for (const auto& [family, n] : ref.value("not_counted", json::object()).items())
-      std::fprintf(stderr, "  %-12s not counted: %lld %s (%s)\n", "", static_cast<long long>(n["calls"].get<int64_t>()),
-                   family.c_str(), n["why"].get<std::string>().c_str());
-  }
-  for (const auto& row : verdict["coverage"]) {
-    std::string detail;
-    if (row["status"] == "not observed") {
-      detail = "NOT OBSERVED: " + row["reason"].get<std::string>();
-    } else {
-      char buf[160];
-      if (row["coverage"].is_null())
-        std::snprintf(buf, sizeof buf, "%s (%lld seen)", row["status"].get<std::string>().c_str(),
-                      static_cast<long long>(row["seen"].get<int64_t>()));
-      else
-        std::snprintf(buf, sizeof buf, "%5.1f%% %s (%lld of %lld; %lld only it saw)", 100 * row["coverage"].get<double>(),
-                      row["status"].get<std::string>().c_str(), static_cast<long long>(row["seen"].get<int64_t>()),
-                      static_cast<long long>(row["reference"].get<int64_t>()),
-                      static_cast<long long>(row["only_it_saw"].get<int64_t>()));
-      detail = buf;
-      if (!row["missed_families"].empty()) {
-        detail += "; missed entirely:";
-        size_t shown = 0;
-        for (const auto& f : row["missed_families"]) {
-          if (++shown > 6) {
-            detail += " ... (" + std::to_string(row["missed_families"].size()) + " in all)";
-            break;
-          }
-          detail += " " + f.get<std::string>();
-        }
-      }
-      if (row.contains("why")) detail += "; why: " + row["why"].get<std::string>();
-    }
-    std::fprintf(stderr, "  %-14s %-12s %s\n", row["method"].get<std::string>().c_str(),
-                 row["layer"].get<std::string>().c_str(), detail.c_str());
-  }
-}
 
 }  // namespace
 
@@ -487,7 +445,7 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
                        int(o.statuses.size()), o.partly_unobserved});
     }
     summary["verdict"] = command_verdict(views);
-    print_verdict(summary["verdict"]);
+    std::fputs(verdict_text(summary["verdict"]).c_str(), stderr);
   }
   try {
     write_json(root / "summary.json", summary);

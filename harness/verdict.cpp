@@ -172,4 +172,62 @@ json command_verdict(const std::vector<MethodView>& methods) {
   return {{"reference", reference}, {"coverage", coverage}, {"families", families}};
 }
 
+namespace {
+// `s` left-aligned in `width` columns (a reason may be longer than any line buffer).
+std::string pad(std::string s, size_t width) {
+  if (s.size() < width) s.resize(width, ' ');
+  return s;
+}
+}  // namespace
+
+std::string verdict_text(const json& verdict) {
+  std::string out;
+  char line[4096];
+  out += "\nwhat each method saw of the command (reference per layer):\n";
+  for (const auto& [layer, ref] : verdict["reference"].items()) {
+    std::snprintf(line, sizeof line, "  %-12s %lld from %s\n", layer.c_str(),
+                  static_cast<long long>(ref["total"].get<int64_t>()), ref["source"].get<std::string>().c_str());
+    out += line;
+    // Held by name: items() of the temporary value() returns would outlive it.
+    const json not_counted = ref.value("not_counted", json::object());
+    for (const auto& [family, n] : not_counted.items()) {
+      std::snprintf(line, sizeof line, "  %-12s not counted: %lld %s (%s)\n", "",
+                    static_cast<long long>(n["calls"].get<int64_t>()), family.c_str(), n["why"].get<std::string>().c_str());
+      out += line;
+    }
+  }
+  for (const auto& row : verdict["coverage"]) {
+    std::string detail;
+    if (row["status"] == "not observed") {
+      detail = "NOT OBSERVED: " + row["reason"].get<std::string>();
+    } else {
+      char buf[160];
+      if (row["coverage"].is_null())
+        std::snprintf(buf, sizeof buf, "%s (%lld seen)", row["status"].get<std::string>().c_str(),
+                      static_cast<long long>(row["seen"].get<int64_t>()));
+      else
+        std::snprintf(buf, sizeof buf, "%5.1f%% %s (%lld of %lld; %lld only it saw)", 100 * row["coverage"].get<double>(),
+                      row["status"].get<std::string>().c_str(), static_cast<long long>(row["seen"].get<int64_t>()),
+                      static_cast<long long>(row["reference"].get<int64_t>()),
+                      static_cast<long long>(row["only_it_saw"].get<int64_t>()));
+      detail = buf;
+      if (!row["missed_families"].empty()) {
+        detail += "; missed entirely:";
+        size_t shown = 0;
+        for (const auto& f : row["missed_families"]) {
+          if (++shown > 6) {
+            detail += " ... (" + std::to_string(row["missed_families"].size()) + " in all)";
+            break;
+          }
+          detail += " " + f.get<std::string>();
+        }
+      }
+      if (row.contains("why")) detail += "; why: " + row["why"].get<std::string>();
+    }
+    out += "  " + pad(row["method"].get<std::string>(), 14) + " " + pad(row["layer"].get<std::string>(), 12) + " " +
+           detail + "\n";
+  }
+  return out;
+}
+
 }  // namespace cudatrace

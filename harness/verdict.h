@@ -44,5 +44,8 @@ struct MethodView {
 // families it missed entirely and, where it saw less than all, why (the method's own
 // reason, or that it gave none), and the families side by side.
 nlohmann::json command_verdict(const std::vector<MethodView>& methods);
+// That verdict as the console shows it: the reference per layer (and what it leaves out),
+// then per method and layer its coverage, what it missed entirely and why.
+std::string verdict_text(const nlohmann::json& verdict);
 
 }  // namespace cudatrace

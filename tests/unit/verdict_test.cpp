@@ -98,11 +98,22 @@ TEST(Verdict, CuptiIsTheReferenceAndShortfallsAreNamed) {
   EXPECT_EQ(u["reference"]["driver"]["total"], 1);
   EXPECT_EQ(u["reference"]["driver"]["not_counted"]["cuKernelGetName"]["calls"], 1);
   EXPECT_EQ(row(u, "uprobe", "driver")["status"], "complete");
+  const std::string text = verdict_text(u);
+  EXPECT_NE(text.find("not counted: 1 cuKernelGetName (cudart asks it once per launch only while CUPTI is attached"),
+            std::string::npos)
+      << text;
 
   // The method's own reason for a part it could not see is the one shown.
   preload.partly_unobserved["runtime"] = "cudart linked into libfoo.so: its calls never reach the shim";
   const json w = command_verdict({cupti, preload, devhook});
   EXPECT_EQ(row(w, "preload", "runtime")["why"], "cudart linked into libfoo.so: its calls never reach the shim");
+  // The console line carries the number and the reason together.
+  const std::string text2 = verdict_text(w);
+  EXPECT_NE(text2.find(" 75.0% partial (4 of 4; 1 only it saw); missed entirely: cudaGraphLaunch; why: cudart linked "
+                       "into libfoo.so: its calls never reach the shim"),
+            std::string::npos)
+      << text2;
+  EXPECT_NE(text2.find("NOT OBSERVED: never reached libcuda"), std::string::npos) << text2;
 }
 
 TEST(Verdict, WithoutCuptiTheReferenceIsTheUnionPerRepetition) {
