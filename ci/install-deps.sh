@@ -12,11 +12,16 @@ packages=(
   python3 python3-matplotlib                                          # the HTML report
   strace                                                              # the strace method
   libsqlite3-dev                                                      # the nsys method's export reader
+  libcurl4-openssl-dev                                                # --otlp-endpoint (headers; libcurl is loaded when used)
 )
 
 # Only the tests need a browser (the report check): `install-deps.sh --test` adds it.
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(chromium)
+  # The OTLP export is decoded with OpenTelemetry's definitions, fetched with npm: Debian's npm
+  # only where no npm is installed (Node.js from elsewhere brings its own and conflicts with it).
+  packages+=(protobuf-compiler python3-protobuf)
+  command -v npm >/dev/null || packages+=(npm)
 fi
 
 missing=()

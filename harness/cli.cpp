@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "harness/otlp_http.h"
+
 namespace cudatrace {
 
 namespace {
@@ -75,8 +77,9 @@ Options parse_cli(const std::vector<std::string>& args, const std::vector<std::s
       value = a.substr(eq + 1);
       inline_value = true;
     }
-    static const std::vector<std::string> with_value{"--workload", "--method", "--linkage", "--reps",
-                                                     "--out",      "--timeout", "--set",     "--export-trace"};
+    static const std::vector<std::string> with_value{"--workload", "--method",       "--linkage",     "--reps",
+                                                     "--out",      "--timeout",      "--set",         "--export-trace",
+                                                     "--export-otlp", "--otlp-endpoint", "-o"};
     if (std::find(with_value.begin(), with_value.end(), flag) == with_value.end())
       throw UsageError("unknown option '" + a + "'");
     if (!inline_value) {
@@ -103,6 +106,19 @@ Options parse_cli(const std::vector<std::string>& args, const std::vector<std::s
     } else if (flag == "--export-trace") {
       if (value.empty()) throw UsageError("--export-trace needs a run folder (results/<run-id>/runs/<combo>)");
       o.export_trace = value;
+    } else if (flag == "--export-otlp") {
+      if (value.empty()) throw UsageError("--export-otlp needs a results folder (results/<run-id>) or one of its runs");
+      o.export_otlp = value;
+    } else if (flag == "-o") {
+      if (value.empty()) throw UsageError("-o needs a file name");
+      o.otlp_file = value;
+    } else if (flag == "--otlp-endpoint") {
+      try {
+        (void)otlp_traces_url(value);
+      } catch (const std::invalid_argument& e) {
+        throw UsageError(e.what());
+      }
+      o.otlp_endpoint = value;
     } else if (flag == "--timeout") {
       o.timeout_s = positive_number(flag, value);
       if (o.timeout_s < 0.001 || o.timeout_s > 7 * 86400.0)
@@ -122,6 +138,10 @@ Options parse_cli(const std::vector<std::string>& args, const std::vector<std::s
                          join(method_names) + ")");
     }
   }
+  if (!o.otlp_file.empty() && o.export_otlp.empty())
+    throw UsageError("-o names the file of --export-otlp, which was not given");
+  if (o.bench && !o.otlp_endpoint.empty())
+    throw UsageError("--otlp-endpoint sends a run's events: --bench keeps none (send a workload or command run)");
   if (o.bench && (!o.command.empty() || workload_given))
     throw UsageError("--bench runs the per-call benchmark: it takes no --workload and no command");
   if (!o.command.empty() && (workload_given || linkage_given))
@@ -170,6 +190,16 @@ options:
                                bench_summary.json (median, delta to none with 95% interval)
   --export-trace RUN_FOLDER    write RUN_FOLDER/trace.json (Chrome/Perfetto: open it in
                                ui.perfetto.dev) from that run's events and ledger, then stop
+  --export-otlp DIR [-o FILE]  write the events of every run in DIR (results/<run-id>, or one of
+                               its runs/<combo>) as OpenTelemetry traces: OTLP JSON lines, one
+                               TracesData per line, what the Collector's otlpjsonfile receiver
+                               reads (default FILE: DIR/otlp.jsonl), then stop. A span per call,
+                               kernel and device record; a resource per process and method,
+                               with the method's loss counters and unobserved layers
+  --otlp-endpoint URL          also send each run's spans, as it finishes, to an OTLP/HTTP
+                               collector (e.g. http://localhost:4318; JSON, retried on 429/503);
+                               with --export-otlp, send the exported file. A collector that
+                               cannot be reached gets one line; results on disk are unaffected
   --list                       list workloads and methods, and whether each can run here
   -h, --help                   this text
   -- COMMAND [ARGS...]         trace any program instead of the workloads. There is no
@@ -182,6 +212,8 @@ examples:
   sudo harness --workload vecadd,errors --method all
   harness --bench --method none,preload --linkage shared --reps 10
   harness --method none -- ./my_cuda_app --size 1024
+  harness --export-otlp results/<run-id> -o run.otlp.jsonl
+  sudo harness --workload vecadd --method cupti --otlp-endpoint http://localhost:4318
 
 Methods that use eBPF need root (or CAP_BPF and CAP_PERFMON); under sudo the workloads
 themselves run as the user who invoked sudo. Without a GPU, only what can run does (the

@@ -21,6 +21,9 @@ struct Options {
   bool reps_given = false;
   bool bench = false;  // run the per-call benchmark instead of the workloads
   std::filesystem::path export_trace;  // a run folder to write as trace.json, then stop
+  std::filesystem::path export_otlp;   // a results or run folder to write as OTLP JSON lines, then stop
+  std::filesystem::path otlp_file;     // -o: where --export-otlp writes (default: inside the folder)
+  std::string otlp_endpoint;           // OTLP/HTTP collector each run (or the export) is sent to
   std::filesystem::path out = "results";
   double timeout_s = 600;
   bool list = false;

@@ -1,7 +1,12 @@
 // harness: runs CUDA workloads under tracing methods and scores what each method saw
 // against the workloads' own ledger. See --help.
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -10,8 +15,11 @@
 #include "harness/cli.h"
 #include "harness/host.h"
 #include "harness/matrix.h"
+#include "harness/otlp_export.h"
+#include "harness/otlp_http.h"
 #include "harness/process_tree.h"
 #include "harness/runner.h"
+#include "harness/safe_files.h"
 #include "harness/trace_export.h"
 
 using namespace cudatrace;
@@ -36,6 +44,56 @@ void print_list(const HostFacts& host) {
   }
   std::printf("\nGPU: %s\n", host.gpu ? "yes" : ("no (" + host.gpu_reason + ")").c_str());
   std::printf("privileges for eBPF: %s\n", host.root ? "yes" : "no (run with sudo)");
+}
+
+// --export-otlp DIR [-o FILE] [--otlp-endpoint URL]: every run in DIR as OTLP JSON lines.
+// Root writes FILE exclusively and never through a link (the default, DIR/otlp.jsonl, is
+// this command's own output and is replaced), and hands it to the user who called sudo.
+int export_otlp(const Options& opts) {
+  const std::vector<std::filesystem::path> folders = otlp_run_folders(opts.export_otlp);
+  const std::filesystem::path file = opts.otlp_file.empty() ? opts.export_otlp / "otlp.jsonl" : opts.otlp_file;
+  if (opts.otlp_file.empty()) std::filesystem::remove(file);
+  const int fd = create_exclusive(file);
+  if (fd < 0)
+    throw std::runtime_error("cannot create " + file.string() + ": " + std::strerror(errno) +
+                             (errno == EEXIST ? " (it exists: not overwritten)" : ""));
+  if (const auto user = invoking_user(); user && fchown(fd, user->uid, user->gid) != 0)
+    std::fprintf(stderr, "harness: cannot hand %s to %s: %s\n", file.c_str(), user->user.c_str(), std::strerror(errno));
+  FILE* out = fdopen(fd, "w");
+  std::unique_ptr<OtlpHttpSender> sender;
+  if (!opts.otlp_endpoint.empty()) sender = std::make_unique<OtlpHttpSender>(opts.otlp_endpoint);
+  std::string send_error;
+  OtlpStats stats;
+  try {
+    for (const auto& folder : folders)
+      stats.add(otlp_of_run(folder, [&](const std::string& line) {
+        if (std::fwrite(line.data(), 1, line.size(), out) != line.size() || std::fputc('\n', out) == EOF)
+          throw std::runtime_error("cannot write " + file.string() + ": " + std::strerror(errno));
+        if (sender && send_error.empty()) send_error = sender->send(line);
+      }));
+    if (std::fclose(out) != 0) {
+      out = nullptr;
+      throw std::runtime_error("cannot write " + file.string() + ": " + std::strerror(errno));
+    }
+  } catch (...) {
+    if (out) std::fclose(out);
+    std::filesystem::remove(file);  // no half file left behind
+    throw;
+  }
+  std::printf("harness: wrote %s: %zu spans (%zu linked to their launch) of %zu run(s), %zu lines%s\n", file.c_str(),
+              stats.spans, stats.links, stats.runs, stats.lines,
+              stats.events_without_time ? (", " + std::to_string(stats.events_without_time) +
+                                           " events without a time not exported (counted on their resource)")
+                                              .c_str()
+                                        : "");
+  if (!sender) return 0;
+  if (!send_error.empty()) {
+    std::fprintf(stderr, "harness: OTLP: %s (the file is complete)\n", send_error.c_str());
+    return 1;
+  }
+  std::printf("harness: OTLP: sent %zu lines to %s (%zu requests, %zu retried)\n", stats.lines, sender->url().c_str(),
+              sender->requests(), sender->retries());
+  return 0;
 }
 
 }  // namespace
@@ -86,6 +144,14 @@ int main(int argc, char** argv) {
       size_t n = export_trace(opts.export_trace);
       std::printf("harness: wrote %s (%zu trace events)\n", (opts.export_trace / "trace.json").c_str(), n);
       return 0;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "harness: %s\n", e.what());
+      return 2;
+    }
+  }
+  if (!opts.export_otlp.empty()) {
+    try {
+      return export_otlp(opts);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "harness: %s\n", e.what());
       return 2;

@@ -11,6 +11,7 @@
 #include <ctime>
 #include <fstream>
 
+#include "common/clock.h"
 #include "common/event_io.h"
 #include "harness/catalog.h"
 #include "common/elf_file.h"
@@ -19,6 +20,7 @@
 #include "harness/results_io.h"
 #include "harness/ledger_check.h"
 #include "harness/matcher.h"
+#include "harness/otlp_http.h"
 #include "harness/runner.h"
 #include "harness/safe_files.h"
 #include "harness/verdict.h"
@@ -108,6 +110,10 @@ json run_one(const Combo& combo, int rep, RunContext& ctx, ComboOutcome& outcome
               {"linkage", combo.linkage.empty() ? json(nullptr) : json(combo.linkage)},
               {"method", combo.method},
               {"rep", rep}};
+  // Events carry CLOCK_MONOTONIC: this is what turns them into wall-clock time (OTLP export).
+  const ClockOffset clock = realtime_minus_monotonic();
+  run["clock"] = {{"realtime_minus_monotonic_ns", clock.realtime_minus_monotonic_ns},
+                  {"uncertainty_ns", clock.uncertainty_ns}};
   std::vector<std::string> failures;
 
   Target target;
@@ -393,6 +399,8 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
     std::fprintf(stderr, "  skip %zu: %s [%s]\n", which.size(), reason.c_str(), list.c_str());
   }
 
+  std::unique_ptr<OtlpRunSender> otlp;
+  if (!opts.otlp_endpoint.empty()) otlp = std::make_unique<OtlpRunSender>(opts.otlp_endpoint);
   std::vector<ComboOutcome> outcomes;
   const size_t total = todo.size() * size_t(opts.reps);
   size_t index = 0;
@@ -408,6 +416,7 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
         break;
       }
       print_progress(++index, total, c, rep, opts.reps, run);
+      if (otlp) otlp->send_run(runs_dir / (c.label() + ".r" + std::to_string(rep)));
     }
     outcomes.push_back(std::move(o));
     if (g_interrupted) break;
@@ -437,6 +446,7 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
   int64_t unobserved_total = 0;
   for (const auto& o : outcomes) unobserved_total += int64_t(o.unobserved.size());
   summary["counts"]["layers_not_observed"] = unobserved_total;
+  if (otlp) summary["otlp"] = otlp->summary();
   if (!opts.command.empty()) {
     std::vector<MethodView> views;
     for (const auto& o : outcomes) {
@@ -462,6 +472,7 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
   std::fprintf(stderr, "harness: %d run(s) ok, %d failed, %zu combination(s) skipped%s%s; summary: %s\n", ok, failed,
                skipped.size(), not_observed.c_str(), g_interrupted ? ", INTERRUPTED (partial results kept)" : "",
                (root / "summary.json").c_str());
+  if (otlp) std::fprintf(stderr, "%s\n", otlp->console_line().c_str());  // the collector's state never changes the exit
   if (g_interrupted) return 130;
   if (failed || !ctx.write_error.empty()) return 1;
   if (ok == 0) {

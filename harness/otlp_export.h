@@ -1,0 +1,70 @@
+#pragma once
+// A run's events as OpenTelemetry traces, so they can be read next to a service's own
+// traces (Jaeger, Tempo, any Collector pipeline): OTLP's JSON encoding, one TracesData
+// object per line, the form of OpenTelemetry's OTLP File Exporter and what the Collector's
+// `otlpjsonfile` receiver reads. The same lines are the bodies sent to an OTLP/HTTP
+// endpoint (otlp_http.h).
+//
+// What a run becomes:
+// - a resource per traced process of each run folder: service.name "cudatrace",
+//   process.pid, process.command_line (the command the harness ran: a forked worker shares
+//   it), cudatrace.method / run / workload / linkage / rep, the GPU and driver from the
+//   run's manifest, and the method's loss counters (cudatrace.loss.*), the layers it did not
+//   observe and the run's failures, so that a lossy or partial trace says so where it is read;
+// - a trace per process (ids derived from the run id, the folder and the pid: the same run
+//   exports the same file);
+// - a span per API call or syscall (scope "cudatrace/<method>"): start and end in Unix
+//   nanoseconds (the event's CLOCK_MONOTONIC plus the offset recorded when the run started),
+//   status ERROR with the error's name when the call failed, attributes cudatrace.layer,
+//   thread.id, cuda.return_code, cudatrace.correlation_id and the call's arguments as
+//   cuda.arg.*;
+// - a span per kernel execution or device record on a GPU track of its own (scope
+//   "cudatrace/<method>/gpu", the record's fields as cuda.gpu.*), linked to the calls that
+//   launched it through the correlation id where the method has one (cupti, nsys).
+// Events without a time (ts 0) cannot be placed: they are counted on the resource
+// (cudatrace.export.events_without_time), never dropped unsaid.
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace cudatrace {
+
+// At most this many spans per line (per request when sent): a devhook run of a large grid
+// has hundreds of thousands of records.
+inline constexpr size_t kOtlpSpansPerLine = 1000;
+
+struct OtlpStats {
+  size_t runs = 0;
+  size_t lines = 0;
+  size_t spans = 0;
+  size_t links = 0;
+  size_t events_without_time = 0;
+  void add(const OtlpStats& o);
+};
+
+// Receives each TracesData line (without its newline).
+using OtlpSink = std::function<void(const std::string& line)>;
+
+// The run folders under DIR: DIR itself when it is one (it has run.json), else each
+// DIR/runs/<combo> that has run.json, in name order. Throws with a one-line reason when
+// there is none.
+std::vector<std::filesystem::path> otlp_run_folders(const std::filesystem::path& dir);
+
+// One run folder's events as TracesData lines. Reads run.json, events.jsonl (when there is
+// one) and ../../manifest.json, each never through a link and within a bound. Throws on a
+// file it cannot read.
+OtlpStats otlp_of_run(const std::filesystem::path& run_folder, const OtlpSink& sink);
+
+// Pieces, for the tests.
+nlohmann::json otlp_any_value(const nlohmann::json& v);  // OTLP JSON AnyValue
+std::string otlp_hex_id(const std::string& key, size_t bytes);  // 8 or 16 bytes, never all zero
+// The name of a failed call's code in its layer ("cudaErrorMemoryAllocation",
+// "CUDA_ERROR_OUT_OF_MEMORY", a syscall's errno), or "" when the call did not fail.
+std::string otlp_error_of(const std::string& layer, int64_t ret, const nlohmann::json& args);
+
+}  // namespace cudatrace
