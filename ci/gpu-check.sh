@@ -23,6 +23,11 @@
 #                                                linkage, takes ~110 s (768d402), so the
 #                                                default 5 rounds x 2 linkages x 2 runs is ~37
 #                                                minutes, more than a session's device time
+#          ci/gpu-check.sh otlp                  the OpenTelemetry export on the GPU: vecadd under
+#                                                cupti (kernels linked to launches), then a
+#                                                PyTorch step as a command, exported and decoded
+#                                                (needs .otlpkit/python: tests/otlp's compiled
+#                                                definitions and Python's protobuf, see there)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-results-gpu}
@@ -53,6 +58,48 @@ if [[ $phase == cost ]]; then
     tee -a "$out/console.log" | tail -40
   for run in "$results"/*/; do cp "$run/bench_summary.json" "$out/" 2>/dev/null; done
   rm -rf "$results"
+  exit 0
+fi
+
+if [[ $phase == otlp ]]; then
+  # The checker decodes with the definitions carried in .otlpkit/python (compiled by
+  # tests/otlp/otlp_definitions.sh), on the host's own protobuf where a python3 has one,
+  # else on the pure-Python protobuf carried in .otlpkit/protobuf.
+  export PYTHONPATH=$PWD/.otlpkit/python
+  py=""
+  for p in python3 /opt/torch/.venv/bin/python3 /usr/bin/python3; do
+    if command -v "$p" >/dev/null && "$p" -c "import google.protobuf" 2>/dev/null; then py=$(command -v "$p"); break; fi
+  done
+  if [[ -z $py ]]; then
+    py=$(command -v python3)
+    export PYTHONPATH=$PYTHONPATH:$PWD/.otlpkit/protobuf PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python
+  fi
+  log "otlp: decoding with $py, protobuf $("$py" -c 'import google.protobuf as g; print(g.__version__)')"
+  echo "$py" >.otlpkit/python3
+  python3() { "$py" "$@"; }
+  work=$(mktemp -d /tmp/otlp-gpu.XXXXXX)
+  log "otlp: vecadd under cupti, both linkages"
+  python3 tests/otlp/check_otlp.py .otlpkit "$harness" "$work/vecadd" gpu 2>&1 | tee -a "$out/console.log" | tail -5
+  log "otlp: --otlp-endpoint against a receiver on 127.0.0.1 (this host's libcurl)"
+  python3 tests/otlp/check_otlp.py .otlpkit "$harness" "$work/endpoint" endpoint 2>&1 | tee -a "$out/console.log" | tail -5
+  log "otlp: vecadd --iters 10 --n 65536 under every method, shared cudart, exported and checked"
+  $harness --workload vecadd --linkage shared --method none,preload,uprobe,cupti,devhook,devhook-thread,strace,nsys \
+    --set vecadd.iters=10 --set vecadd.n=65536 --out "$work/methods" 2>&1 | tail -3 | tee -a "$out/console.log"
+  python3 tests/otlp/check_otlp.py .otlpkit "$harness" "$(ls -d "$work"/methods/*)" existing 2>&1 |
+    tee -a "$out/console.log" | tail -20
+  log "otlp: a PyTorch training step as a command, under cupti and preload"
+  $harness --method cupti,preload --out "$work/torch" -- python3 tests/real_programs/torch_train_step.py 2>&1 |
+    tail -3 | tee -a "$out/console.log"
+  python3 tests/otlp/check_otlp.py .otlpkit "$harness" "$(ls -d "$work"/torch/*)" existing 2>&1 |
+    tee -a "$out/console.log" | tail -12
+  log "otlp: export time of a large run (vecadd under devhook, a span per block)"
+  $harness --workload vecadd --linkage shared --method devhook --out "$work/big" 2>&1 | tail -1 | tee -a "$out/console.log"
+  big=$(ls -d "$work"/big/*)
+  { time $harness --export-otlp "$big" -o "$work/big.jsonl"; } 2>&1 | tee -a "$out/console.log"
+  ls -l "$work/big.jsonl" | tee -a "$out/console.log"
+  for f in "$work"/*/*/summary.json; do cp "$f" "$out/$(basename "$(dirname "$(dirname "$f")")").summary.json"; done
+  head -c 4000 "$(ls "$work"/torch/*/otlp-check.jsonl)" >"$out/torch-first-line.json"
+  rm -rf "$work"
   exit 0
 fi
 

@@ -21,7 +21,7 @@ namespace cudatrace {
 
 namespace {
 
-// The libcurl functions used, looked up once in libcurl.so.4.
+// The libcurl functions used, looked up once in libcurl.
 struct CurlApi {
   CURLcode (*global_init)(long);
   CURL* (*easy_init)();
@@ -38,14 +38,18 @@ struct CurlApi {
 // Throws std::runtime_error with what to install when libcurl cannot be loaded.
 const CurlApi& curl_api() {
   static const CurlApi api = [] {
-    void* lib = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+    // The same ABI under the names of its TLS flavours (Ubuntu 24.04 may have only GnuTLS's).
+    void* lib = nullptr;
+    for (const char* name : {"libcurl.so.4", "libcurl-gnutls.so.4", "libcurl-nss.so.4"})
+      if ((lib = dlopen(name, RTLD_NOW | RTLD_LOCAL))) break;
     if (!lib)
-      throw std::runtime_error(std::string("--otlp-endpoint needs libcurl: ") + dlerror() +
-                               " (Debian/Ubuntu: apt-get install libcurl4)");
+      throw std::runtime_error(
+          "--otlp-endpoint needs libcurl: none of libcurl.so.4, libcurl-gnutls.so.4, libcurl-nss.so.4 could be loaded"
+          " (Debian/Ubuntu: apt-get install libcurl4)");
     CurlApi a{};
     auto need = [lib](auto& fn, const char* name) {
       fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
-      if (!fn) throw std::runtime_error(std::string("libcurl.so.4 has no ") + name);
+      if (!fn) throw std::runtime_error(std::string("libcurl has no ") + name);
     };
     need(a.global_init, "curl_global_init");
     need(a.easy_init, "curl_easy_init");

@@ -2,7 +2,8 @@
 // Sends TracesData lines (otlp_export.h) to an OpenTelemetry Collector, or anything that
 // speaks OTLP/HTTP, as JSON (`Content-Type: application/json`, POST to <endpoint>/v1/traces).
 //
-// libcurl does the HTTP, loaded when the first request is made (libcurl.so.4), so the
+// libcurl does the HTTP, loaded when the first request is made (libcurl.so.4, or its GnuTLS
+// or NSS build), so the
 // harness still starts on a GPU host that has no libcurl: only --otlp-endpoint needs it,
 // and says so in one line. Retries follow the OTLP/HTTP specification: 429, 502, 503 and
 // 504 are retried, after the server's Retry-After when it gives one (at most 30 s), else

@@ -7,7 +7,8 @@ usage: check_docs.py links SOURCE_DIR
 
 links            every relative link in the repository's Markdown files resolves
 readme-commands  every command in README.md's sh blocks that starts with dist/ and needs
-                 neither root nor a GPU (a line's "# needs a GPU" says so) runs and exits
+                 neither root nor a GPU (a line's "# needs a GPU" says so; a line with a
+                 <placeholder> shows a form and is not run) runs and exits
                  0, with dist/ read as BUILD_DIR (the build tree has the installed layout)
 results          docs/results/<gpu>.md regenerates byte for byte from the recorded
                  results folders in docs/results/<gpu>/
@@ -60,7 +61,8 @@ def readme_commands(root):
         for line in block.splitlines():
             command, _, comment = line.partition("#")
             command = command.strip()
-            if command.startswith("dist/") and "needs a GPU" not in comment:
+            # A command with a <placeholder> (results/<run-id>) shows a form, not a runnable line.
+            if command.startswith("dist/") and "needs a GPU" not in comment and not re.search(r"<[a-z-]+>", command):
                 out.append(command)
     return out
 

@@ -12,6 +12,7 @@ events.jsonl: count, names, start and end times, error status, links.
   check_otlp.py DEFS HARNESS WORK links      a run folder with correlated launches and kernels
   check_otlp.py DEFS HARNESS WORK endpoint   --otlp-endpoint against a receiver started here
   check_otlp.py DEFS HARNESS WORK gpu        vecadd under cupti on a GPU: kernels linked
+  check_otlp.py DEFS HARNESS RESULTS existing   a results folder made elsewhere (a command run)
 """
 import base64
 import http.server
@@ -435,14 +436,35 @@ def mode_gpu(otlp, binary, work):
     c.finish(f"{totals['spans']} spans, {totals['links']} of {kernels} kernels linked to their launch")
 
 
+def mode_existing(otlp, binary, results):
+    """Any results folder, e.g. of `harness -- python3 train.py`: exported beside it and checked."""
+    c = Checker()
+    out_file = os.path.join(results, "otlp-check.jsonl")
+    lines, totals = export_and_check(c, otlp, binary, results, out_file)
+    per_run = Counter()
+    for n, line in enumerate(lines, 1):
+        for rs in otlp.decode(line, f"{out_file}:{n}").resource_spans:
+            ra = attrs(rs.resource.attributes)
+            for ss in rs.scope_spans:
+                for span in ss.spans:
+                    per_run[(ra["cudatrace.method"], attrs(span.attributes)["cudatrace.layer"])] += 1
+    for (method, layer), n in sorted(per_run.items()):
+        print(f"  {method:10s} {layer:13s} {n} spans")
+    c.finish(f"{totals['spans']} spans, {totals['links']} kernels linked, {totals['errors']} ERROR, {len(lines)} lines")
+
+
 def main():
     if len(sys.argv) != 5:
         sys.exit(__doc__)
     defs, binary, work, mode = sys.argv[1:]
-    shutil.rmtree(work, ignore_errors=True)  # this test's own folder: results of an earlier run go
-    os.makedirs(work)
+    work = os.path.normpath(work)  # its base name is the run id
+    if mode != "existing":
+        shutil.rmtree(work, ignore_errors=True)  # this test's own folder: results of an earlier run go
+        os.makedirs(work)
     otlp = Otlp(defs)
-    {"export": mode_export, "links": mode_links, "endpoint": mode_endpoint, "gpu": mode_gpu}[mode](otlp, binary, work)
+    modes = {"export": mode_export, "links": mode_links, "endpoint": mode_endpoint, "gpu": mode_gpu,
+             "existing": mode_existing}
+    modes[mode](otlp, binary, work)
 
 
 if __name__ == "__main__":
