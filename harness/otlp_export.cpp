@@ -54,14 +54,19 @@ json kv(const std::string& key, const json& value) { return {{"key", key}, {"val
 // Integers go as decimal strings: OTLP's JSON encoding of 64-bit fields.
 std::string unix_ns(int64_t monotonic, int64_t offset) { return std::to_string(monotonic + offset); }
 
-// Loss counters, flattened: {"ring_full": 3, "per_cpu": {"a": 1}} -> loss.ring_full, loss.per_cpu.a.
-void flatten_counters(const json& j, const std::string& prefix, json& attributes) {
+// Loss counters, flattened: {"ring_full": 3, "per_cpu": {"a": 1}} -> loss.ring_full, loss.per_cpu.a;
+// returns the sum of the integer ones.
+int64_t flatten_counters(const json& j, const std::string& prefix, json& attributes) {
+  int64_t total = 0;
   for (const auto& [k, v] : j.items()) {
-    if (v.is_object())
-      flatten_counters(v, prefix + k + ".", attributes);
-    else if (v.is_number() || v.is_boolean() || v.is_string())
+    if (v.is_object()) {
+      total += flatten_counters(v, prefix + k + ".", attributes);
+    } else if (v.is_number() || v.is_boolean() || v.is_string()) {
       attributes.push_back(kv(prefix + k, v));
+      if (v.is_number_integer()) total += v.get<int64_t>();
+    }
   }
+  return total;
 }
 
 json strings_of(const json& rows) {  // [{"layer": l, "reason": r}] -> ["l: r"]
@@ -116,13 +121,7 @@ RunFacts run_facts(const fs::path& folder, const json& run, const json& manifest
   }
   // What the method lost and could not see: a trace read alone must still say so.
   const json tracer = run.value("tracer", json::object());
-  int64_t total = 0;
-  json loss = json::array();
-  flatten_counters(tracer.value("loss", json::object()), "cudatrace.loss.", loss);
-  for (const auto& row : loss)
-    if (row["value"].contains("intValue")) total += std::stoll(row["value"]["intValue"].get<std::string>());
-  for (auto& row : loss) a.push_back(std::move(row));
-  a.push_back(kv("cudatrace.loss.total", total));
+  a.push_back(kv("cudatrace.loss.total", flatten_counters(tracer.value("loss", json::object()), "cudatrace.loss.", a)));
   if (const json u = strings_of(run.value("unobserved", json::array())); !u.empty())
     a.push_back(kv("cudatrace.layers_not_observed", u));
   if (const json p = strings_of(run.value("partly_observed", json::array())); !p.empty())
@@ -234,6 +233,8 @@ std::string otlp_error_of(const std::string& layer, int64_t ret, const json& arg
 
 std::vector<fs::path> otlp_run_folders(const fs::path& dir) {
   std::error_code ec;
+  // Root may export a folder the user owns: a link there is not followed.
+  if (fs::is_symlink(dir, ec)) throw std::runtime_error(dir.string() + " is a link: give the folder it names");
   if (!fs::is_directory(dir, ec)) throw std::runtime_error("no such folder: " + dir.string());
   if (fs::exists(dir / "run.json", ec)) return {dir};
   std::vector<fs::path> out;
