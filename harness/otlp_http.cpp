@@ -205,7 +205,8 @@ nlohmann::json OtlpRunSender::summary() const {
 }
 
 std::string OtlpRunSender::console_line() const {
-  if (!error_.empty()) return "harness: OTLP: NOT SENT after " + std::to_string(sent_.runs) + " run(s): " + error_;
+  if (!error_.empty())
+    return "harness: OTLP: NOT SENT from the error above on (" + std::to_string(sent_.runs) + " run(s) sent before it)";
   return "harness: OTLP: sent " + std::to_string(sent_.spans) + " spans of " + std::to_string(sent_.runs) + " run(s) to " +
          sender_.url() + " (" + std::to_string(sender_.requests()) + " requests, " + std::to_string(sender_.retries()) +
          " retried)";
