@@ -139,6 +139,9 @@ json run_one(const Combo& combo, int rep, RunContext& ctx, ComboOutcome& outcome
   auto options = ctx.opts.method_options.find(method.name);
   std::unique_ptr<Tracer> tracer =
       method.make(ctx.host, options == ctx.opts.method_options.end() ? MethodOptions{} : options->second);
+  // Where a run's time goes besides the program (the main job has a time budget): the
+  // tracer's set-up, start and stop around the child, its conversion, then scoring.
+  const int64_t t_start = monotonic_ns();
   ChildResult child;
   try {
     tracer->prepare(launch, target, dir);
@@ -148,6 +151,7 @@ json run_one(const Combo& combo, int rep, RunContext& ctx, ComboOutcome& outcome
     child.status = ChildStatus::TracerFailed;
     child.detail = std::string("tracer could not prepare the run: ") + e.what();
   }
+  const int64_t t_ran = monotonic_ns();
   TracerReport report;
   try {
     // The method's converter runs as the program did: it reads what the program's user wrote.
@@ -165,6 +169,7 @@ json run_one(const Combo& combo, int rep, RunContext& ctx, ComboOutcome& outcome
     report.error = e.what();
   }
 
+  const int64_t t_finished = monotonic_ns();
   run["status"] = to_string(child.status);
   run["exit_code"] = child.exit_code;
   run["signal"] = child.signal;
@@ -241,6 +246,11 @@ json run_one(const Combo& combo, int rep, RunContext& ctx, ComboOutcome& outcome
     }
     run["results_removed"] = "out of space: this run's trace files were removed to keep the summary";
   }
+  const auto ms = [](int64_t ns) { return double(ns) / 1e6; };
+  run["harness_ms"] = {{"program", ms(child.wall_ns)},
+                       {"tracer_around_program", ms(t_ran - t_start - child.wall_ns)},
+                       {"conversion_and_finish", ms(t_finished - t_ran)},
+                       {"reading_and_scoring", ms(monotonic_ns() - t_finished)}};
   run["ok"] = failures.empty();
   run["failures"] = failures;
   try {
