@@ -92,8 +92,13 @@ void EventWriter::write(const Event& e) {
   if (e.ret) line += ",\"ret\":" + std::to_string(*e.ret);
   line += ",\"args\":" + (e.args.is_object() ? e.args.dump() : std::string("{}"));
   if (e.corr) line += ",\"corr\":" + std::to_string(*e.corr);
-  line += "}\n";
-  if (std::fwrite(line.data(), 1, line.size(), f_) != line.size()) fail(errno);
+  line += "}";
+  write_line(line);
+}
+
+void EventWriter::write_line(const std::string& json_line) {
+  if (std::fwrite(json_line.data(), 1, json_line.size(), f_) != json_line.size() || std::fputc('\n', f_) == EOF)
+    fail(errno);
   ++written_;
 }
 

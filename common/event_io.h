@@ -29,6 +29,8 @@ class EventWriter {
   EventWriter(const EventWriter&) = delete;
   EventWriter& operator=(const EventWriter&) = delete;
   void write(const Event& e);
+  // A JSON object already serialised (another JSON-lines format, e.g. OTLP's), newline added.
+  void write_line(const std::string& json_line);
   // Flushes and reports a write error (disk full) instead of losing it; a failed write or
   // close removes the partial file.
   void close();

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/event_io.h"
 #include "harness/bench.h"
 #include "harness/catalog.h"
 #include "harness/cli.h"
@@ -54,30 +55,27 @@ int export_otlp(const Options& opts) {
   const std::filesystem::path file = opts.otlp_file.empty() ? opts.export_otlp / "otlp.jsonl" : opts.otlp_file;
   if (opts.otlp_file.empty()) std::filesystem::remove(file);
   const int fd = create_exclusive(file);
-  if (fd < 0)
-    throw std::runtime_error("cannot create " + file.string() + ": " + std::strerror(errno) +
-                             (errno == EEXIST ? " (it exists: not overwritten)" : ""));
+  if (fd < 0) {
+    const int err = errno;
+    throw std::runtime_error("cannot create " + file.string() + ": " + std::strerror(err) +
+                             (err == EEXIST ? " (it exists: not overwritten)" : ""));
+  }
   if (const auto user = invoking_user(); user && fchown(fd, user->uid, user->gid) != 0)
     std::fprintf(stderr, "harness: cannot hand %s to %s: %s\n", file.c_str(), user->user.c_str(), std::strerror(errno));
-  FILE* out = fdopen(fd, "w");
   std::unique_ptr<OtlpHttpSender> sender;
   if (!opts.otlp_endpoint.empty()) sender = std::make_unique<OtlpHttpSender>(opts.otlp_endpoint);
   std::string send_error;
   OtlpStats stats;
   try {
+    EventWriter out(fd, file);  // a failed write removes the partial file
     for (const auto& folder : folders)
       stats.add(otlp_of_run(folder, [&](const std::string& line) {
-        if (std::fwrite(line.data(), 1, line.size(), out) != line.size() || std::fputc('\n', out) == EOF)
-          throw std::runtime_error("cannot write " + file.string() + ": " + std::strerror(errno));
+        out.write_line(line);
         if (sender && send_error.empty()) send_error = sender->send(line);
       }));
-    if (std::fclose(out) != 0) {
-      out = nullptr;
-      throw std::runtime_error("cannot write " + file.string() + ": " + std::strerror(errno));
-    }
+    out.close();
   } catch (...) {
-    if (out) std::fclose(out);
-    std::filesystem::remove(file);  // no half file left behind
+    std::filesystem::remove(file);  // a run it could not read: no half file left behind either
     throw;
   }
   std::printf("harness: wrote %s: %zu spans (%zu linked to their launch) of %zu run(s), %zu lines%s\n", file.c_str(),
