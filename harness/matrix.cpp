@@ -87,6 +87,8 @@ struct RunContext {
   fs::path runs_dir;
   std::optional<Credentials> run_as;
   std::string write_error;  // set when results could not be written: the matrix stops
+  const json* manifest = nullptr;
+  OtlpRunSender* otlp = nullptr;  // --otlp-endpoint: each run is sent once its run.json is written
 };
 
 // A results write that failed for want of space: nothing after it can be kept either.
@@ -261,6 +263,7 @@ json run_one(const Combo& combo, int rep, RunContext& ctx, ComboOutcome& outcome
     run["ok"] = false;
     run["failures"] = failures;
   }
+  if (ctx.otlp) ctx.otlp->send_run(dir.filename().string(), run, *ctx.manifest, events.events);
 
   outcome.statuses.push_back(failures.empty() ? "ok" : to_string(child.status));
   outcome.wall_ns.push_back(child.wall_ns);
@@ -339,7 +342,6 @@ void print_progress(size_t index, size_t total, const Combo& c, int rep, int rep
   std::fprintf(stderr, "%s%s\n", line, extra.c_str());
 }
 
-
 }  // namespace
 
 int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std::string>& command_line) {
@@ -392,6 +394,7 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
                    {"environment", environment_manifest(host, opts.methods)},
                    {"workloads_run_as", ctx.run_as ? json(ctx.run_as->user) : json("the harness's own user")}};
   write_json(root / "manifest.json", manifest);
+  ctx.manifest = &manifest;
   std::fprintf(stderr, "harness: run %s: %zu combination(s) x %d rep(s) to run, %zu skipped; results in %s\n",
                run_id.c_str(), todo.size(), opts.reps, skipped.size(), root.c_str());
   // One line per reason, with how many combinations and which (the full list is in
@@ -411,6 +414,7 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
 
   std::unique_ptr<OtlpRunSender> otlp;
   if (!opts.otlp_endpoint.empty()) otlp = std::make_unique<OtlpRunSender>(opts.otlp_endpoint);
+  ctx.otlp = otlp.get();
   std::vector<ComboOutcome> outcomes;
   const size_t total = todo.size() * size_t(opts.reps);
   size_t index = 0;
@@ -426,7 +430,6 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
         break;
       }
       print_progress(++index, total, c, rep, opts.reps, run);
-      if (otlp) otlp->send_run(runs_dir / (c.label() + ".r" + std::to_string(rep)));
     }
     outcomes.push_back(std::move(o));
     if (g_interrupted) break;

@@ -87,10 +87,10 @@ struct RunFacts {
   int64_t clock_offset = 0;
 };
 
-RunFacts run_facts(const fs::path& folder, const json& run, const json& manifest) {
+RunFacts run_facts(const std::string& folder_name, const json& run, const json& manifest) {
   RunFacts f;
   const std::string run_id = manifest.value("run_id", std::string());
-  f.key = (run_id.empty() ? std::string() : run_id + "/") + folder.filename().string();
+  f.key = (run_id.empty() ? std::string() : run_id + "/") + folder_name;
   f.method = run.value("method", std::string("unknown"));
   json& a = f.attributes;
   a.push_back(kv("service.name", "cudatrace"));
@@ -254,11 +254,14 @@ OtlpStats otlp_of_run(const fs::path& folder, const OtlpSink& sink) {
   const fs::path manifest_path = folder.parent_path().parent_path() / "manifest.json";
   std::error_code ec;
   const json manifest = fs::exists(manifest_path, ec) ? read_json_file(manifest_path) : json::object();
-  const RunFacts facts = run_facts(folder, run, manifest);
-
   EventStream stream;
   if (fs::exists(folder / "events.jsonl", ec)) stream = read_events(folder / "events.jsonl", kMaxEventBytes);
-  const std::vector<Event>& events = stream.events;
+  return otlp_of_run(folder.filename().string(), run, manifest, stream.events, sink);
+}
+
+OtlpStats otlp_of_run(const std::string& folder_name, const json& run, const json& manifest,
+                      const std::vector<Event>& events, const OtlpSink& sink) {
+  const RunFacts facts = run_facts(folder_name, run, manifest);
 
   // Span ids are those of the events' places in events.jsonl; processes in order of appearance.
   std::vector<int64_t> pids;

@@ -32,6 +32,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/event.h"
+
 namespace cudatrace {
 
 // At most this many spans per line (per request when sent): a devhook run of a large grid
@@ -59,6 +61,10 @@ std::vector<std::filesystem::path> otlp_run_folders(const std::filesystem::path&
 // one) and ../../manifest.json, each never through a link and within a bound. Throws on a
 // file it cannot read.
 OtlpStats otlp_of_run(const std::filesystem::path& run_folder, const OtlpSink& sink);
+// The same from what a run already holds in memory (the matrix, as each run finishes):
+// its folder's name, run.json's content, the results' manifest and its events.
+OtlpStats otlp_of_run(const std::string& folder_name, const nlohmann::json& run, const nlohmann::json& manifest,
+                      const std::vector<Event>& events, const OtlpSink& sink);
 
 // Pieces, for the tests.
 nlohmann::json otlp_any_value(const nlohmann::json& v);  // OTLP JSON AnyValue

@@ -181,22 +181,22 @@ std::string OtlpHttpSender::send(const std::string& body) {
 
 OtlpRunSender::OtlpRunSender(const std::string& endpoint) : sender_(endpoint) {}
 
-void OtlpRunSender::send_run(const std::filesystem::path& folder) {
+void OtlpRunSender::send_run(const std::string& folder_name, const nlohmann::json& run, const nlohmann::json& manifest,
+                             const std::vector<Event>& events) {
   if (!error_.empty()) return;
-  OtlpStats run;
+  OtlpStats stats;
   try {
-    run = otlp_of_run(folder, [&](const std::string& line) {
-      if (!error_.empty()) return;
-      error_ = sender_.send(line);
+    stats = otlp_of_run(folder_name, run, manifest, events, [&](const std::string& line) {
+      if (error_.empty()) error_ = sender_.send(line);
     });
   } catch (const std::exception& e) {
-    error_ = folder.filename().string() + ": " + e.what();
+    error_ = folder_name + ": " + e.what();
   }
   if (!error_.empty()) {
     std::fprintf(stderr, "harness: OTLP: %s; results on disk are unaffected; no further run is sent\n", error_.c_str());
     return;
   }
-  sent_.add(run);
+  sent_.add(stats);
 }
 
 nlohmann::json OtlpRunSender::summary() const {

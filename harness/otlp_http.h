@@ -10,9 +10,9 @@
 // after 0.25, 0.5, 1, 2 s; anything else is an error at once. No redirect is followed and
 // only http and https are spoken.
 #include <cstddef>
-#include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -60,7 +60,9 @@ std::string otlp_traces_url(const std::string& endpoint);
 class OtlpRunSender {
  public:
   explicit OtlpRunSender(const std::string& endpoint);  // throws std::invalid_argument
-  void send_run(const std::filesystem::path& folder);
+  // A run as run_one() holds it when it has written run.json (see otlp_of_run).
+  void send_run(const std::string& folder_name, const nlohmann::json& run, const nlohmann::json& manifest,
+                const std::vector<Event>& events);
   nlohmann::json summary() const;  // for summary.json
   std::string console_line() const;
   bool failed() const { return !error_.empty(); }
