@@ -321,10 +321,14 @@ def mode_links(otlp, binary, work):
             c.expect(attrs(s.attributes)["cuda.arg.bytes"] == 1 << 50, "an argument as cuda.arg.*")
         if s is not None and s.name == "orphan":
             c.expect(len(s.links) == 0, "a kernel whose launch was lost has no link")
-    pid100 = {ra["process.pid"]: ra for ra, _, _ in entries}
-    c.expect(pid100[100]["cudatrace.export.events_without_time"] == 1, "events_without_time on its resource")
-    traces = {(attrs_pid, s.trace_id) for (ra, _, s) in entries if s is not None for attrs_pid in [ra["process.pid"]]}
-    c.expect(len({t for _, t in traces}) == 2, "a trace per process")
+    resource_of = {ra["process.pid"]: ra for ra, _, _ in entries}
+    c.expect(resource_of[100]["cudatrace.export.events_without_time"] == 1, "events_without_time on its resource")
+    traces_of = defaultdict(set)
+    for ra, _, s in entries:
+        if s is not None:
+            traces_of[ra["process.pid"]].add(s.trace_id)
+    c.expect(sorted(traces_of) == [100, 200] and all(len(t) == 1 for t in traces_of.values())
+             and traces_of[100] != traces_of[200], f"a trace per process: {dict(traces_of)}")
     bare = by_run.get(f"{os.path.basename(results)}/vecadd.shared.uprobe.r1", [])
     c.expect(len(bare) == 1 and bare[0][2] is None and bare[0][0]["cudatrace.layers_not_observed"] == ["driver: no libcuda"],
              "a run without events still exports its resource with what it did not observe")
