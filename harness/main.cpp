@@ -79,7 +79,7 @@ int export_otlp(const Options& opts) {
     throw;
   }
   std::printf("harness: wrote %s: %zu spans (%zu linked to their launch) of %zu run(s), %zu lines%s\n", file.c_str(),
-              stats.spans, stats.links, stats.runs, stats.lines,
+              stats.spans, stats.linked_spans, stats.runs, stats.lines,
               stats.events_without_time ? (", " + std::to_string(stats.events_without_time) +
                                            " events without a time not exported (counted on their resource)")
                                               .c_str()

@@ -169,7 +169,7 @@ void OtlpStats::add(const OtlpStats& o) {
   runs += o.runs;
   lines += o.lines;
   spans += o.spans;
-  links += o.links;
+  linked_spans += o.linked_spans;
   events_without_time += o.events_without_time;
 }
 
@@ -281,8 +281,9 @@ OtlpStats otlp_of_run(const std::string& folder_name, const json& run, const jso
   const json scope_gpu = {{"name", "cudatrace/" + facts.method + "/gpu"}, {"version", CUDATRACE_VERSION}};
   for (int64_t pid : pids) {
     const std::string trace_id = otlp_hex_id(facts.key + "/process/" + std::to_string(pid), 16);
+    const std::vector<size_t>& indices = of_pid[pid];
     size_t untimed = 0;
-    for (size_t i : of_pid[pid]) untimed += events[i].ts == 0;
+    for (size_t i : indices) untimed += events[i].ts == 0;
     json resource_attributes = facts.attributes;
     resource_attributes.push_back(kv("process.pid", pid));
     resource_attributes.push_back(kv("cudatrace.export.events_without_time", int64_t(untimed)));
@@ -300,7 +301,7 @@ OtlpStats otlp_of_run(const std::string& folder_name, const json& run, const jso
       ++stats.lines;
     };
     size_t in_line = 0;
-    for (size_t i : of_pid[pid]) {
+    for (size_t i : indices) {
       const Event& e = events[i];
       if (e.ts == 0) continue;
       json span = span_of(e, trace_id, span_id(i), facts.clock_offset);
@@ -312,7 +313,7 @@ OtlpStats otlp_of_run(const std::string& folder_name, const json& run, const jso
             links.push_back({{"traceId", trace_id},
                              {"spanId", span_id(call)},
                              {"attributes", json::array({kv("cudatrace.link", "launched by")})}});
-          stats.links += links.size();
+          ++stats.linked_spans;  // a kernel may link to its runtime and its driver launch: counted once
           span["links"] = std::move(links);
         }
       }
@@ -323,7 +324,7 @@ OtlpStats otlp_of_run(const std::string& folder_name, const json& run, const jso
         in_line = 0;
       }
     }
-    if (in_line > 0 || of_pid[pid].size() == untimed) emit_line();  // a process of untimed events still says so
+    if (in_line > 0 || indices.size() == untimed) emit_line();  // a process of untimed events still says so
   }
   if (pids.empty()) {  // no event at all: the resource alone still carries the losses and the unobserved layers
     sink(json{{"resourceSpans", json::array({{{"resource", {{"attributes", facts.attributes}}}, {"scopeSpans", json::array()}}})}}

@@ -44,7 +44,7 @@ struct OtlpStats {
   size_t runs = 0;
   size_t lines = 0;
   size_t spans = 0;
-  size_t links = 0;
+  size_t linked_spans = 0;  // kernel and device spans with a link to their launch
   size_t events_without_time = 0;
   void add(const OtlpStats& o);
 };

@@ -309,6 +309,7 @@ def mode_links(otlp, binary, work):
     spans = [s for _, _, s in entries if s is not None]
     c.expect(len(spans) == len(ev) - 1, f"{len(spans)} spans of {len(ev)} events, one untimed")
     c.expect("1 events without a time" in p.stdout, f"the untimed event is not reported: {p.stdout!r}")
+    c.expect("(4 linked to their launch)" in p.stdout, f"the console counts linked kernels, not links: {p.stdout!r}")
     c.expect(check_links(c, key, entries) == 4, "4 kernels linked (3 in pid 100, 1 in pid 200)")
     for ra, _, s in entries:
         c.expect(ra["cudatrace.gpu.name"] == "Test GPU" and ra["cudatrace.loss.ring_full"] == 3
