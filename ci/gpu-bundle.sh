@@ -12,6 +12,9 @@ rm -rf build-gpu dist-gpu
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build-gpu --parallel "$(nproc)"
 cmake --install build-gpu --prefix dist-gpu >/dev/null
+# The GPU host has no npm: the OTLP tests' definitions are fetched here, into the folder
+# their ctest entries name (tests/otlp/CMakeLists.txt); without them those tests skip there.
+tests/otlp/otlp_definitions.sh build-gpu/otlp-definitions || echo "gpu-bundle: no OTLP definitions: the Otlp tests will skip"
 find build-gpu -name '*.o' -delete
 # Nothing on the GPU machine links or reconfigures: static archives, compiler-identification
 # leftovers and ninja's dependency log only count against the 64 MiB a carried tree may have.

@@ -19,7 +19,12 @@ for p in /usr/bin/python3 python3; do
   if command -v "$p" >/dev/null && "$p" -c "import google.protobuf" 2>/dev/null; then python=$(command -v "$p"); break; fi
 done
 [[ -n $python ]] || skip "no python3 with google.protobuf (Debian: python3-protobuf; ci/install-deps.sh --test installs it)"
-if [[ -f $out/python/opentelemetry/proto/collector/trace/v1/trace_service_pb2.py && -f $out/python3 ]]; then exit 0; fi
+# The interpreter is this host's, chosen every time: a folder fetched on a build host and
+# carried to a GPU host keeps its definitions, not the build host's Python.
+if [[ -f $out/python/opentelemetry/proto/collector/trace/v1/trace_service_pb2.py ]]; then
+  echo "$python" >"$out/python3"
+  exit 0
+fi
 command -v protoc >/dev/null || skip "no protoc (Debian: protobuf-compiler; ci/install-deps.sh --test installs it)"
 command -v npm >/dev/null || skip "no npm to fetch OpenTelemetry's OTLP definitions (Debian: npm)"
 
