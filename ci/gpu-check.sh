@@ -92,6 +92,11 @@ if [[ $phase == otlp ]]; then
     tail -3 | tee -a "$out/console.log"
   python3 tests/otlp/check_otlp.py .otlpkit "$harness" "$(ls -d "$work"/torch/*)" existing 2>&1 |
     tee -a "$out/console.log" | tail -12
+  log "otlp: CuPy as a command under preload and devhook (what they cannot see, on the exported resource)"
+  $harness --method preload,devhook --out "$work/cupy" -- python3 tests/real_programs/cupy_kernels.py 2>&1 |
+    tail -2 | tee -a "$out/console.log"
+  python3 tests/otlp/check_otlp.py .otlpkit "$harness" "$(ls -d "$work"/cupy/*)" existing 2>&1 |
+    tee -a "$out/console.log" | tail -12
   log "otlp: export time of a large run (vecadd under devhook, a span per block)"
   $harness --workload vecadd --linkage shared --method devhook --out "$work/big" 2>&1 | tail -1 | tee -a "$out/console.log"
   big=$(ls -d "$work"/big/*)

@@ -447,14 +447,20 @@ def mode_existing(otlp, binary, results):
     out_file = os.path.join(results, "otlp-check.jsonl")
     lines, totals = export_and_check(c, otlp, binary, results, out_file)
     per_run = Counter()
+    said = {}  # method -> what its exported resource says it could not see
     for n, line in enumerate(lines, 1):
         for rs in otlp.decode(line, f"{out_file}:{n}").resource_spans:
             ra = attrs(rs.resource.attributes)
+            said[ra["cudatrace.method"]] = (ra.get("cudatrace.layers_not_observed", []) +
+                                            ra.get("cudatrace.layers_partly_observed", []))
             for ss in rs.scope_spans:
                 for span in ss.spans:
                     per_run[(ra["cudatrace.method"], attrs(span.attributes)["cudatrace.layer"])] += 1
     for (method, layer), n in sorted(per_run.items()):
         print(f"  {method:10s} {layer:13s} {n} spans")
+    for method, reasons in sorted(said.items()):
+        for r in reasons:
+            print(f"  {method:10s} resource says: {r[:300]}")
     c.finish(f"{totals['spans']} spans, {totals['links']} kernels linked, {totals['errors']} ERROR, {len(lines)} lines")
 
 
