@@ -62,11 +62,7 @@ extern "C" CUresult CUDAAPI cuEventElapsedTime(float*, CUevent, CUevent);
   static std::atomic<void*> real_##NAME{nullptr};                                        \
   extern "C" CUresult CUDAAPI NAME PARAMS {                                              \
     const auto real = real_driver<CUresult(*) PARAMS>(real_##NAME, #NAME);                \
-    if (!hooks_live()) return real ARGS;                                                  \
-    const int64_t t0 = now_ns();                                                          \
-    const CUresult r = real ARGS;                                                         \
-    emit(k_##NAME, int32_t(r), t0, now_ns(), ##__VA_ARGS__);                             \
-    return r;                                                                             \
+    CUDATRACE_RECORDED_CALL(k_##NAME, CUresult, real, ARGS, ##__VA_ARGS__);              \
   }
 
 #define OK (r == CUDA_SUCCESS)

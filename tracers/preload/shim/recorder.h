@@ -101,6 +101,16 @@ inline void emit(HookId hook, int32_t ret, int64_t t0, int64_t t1, uint64_t a0 =
   __asm__ volatile("prefetchw %0\n\tprefetchw %1" ::"m"(r[1]), "m"(r[2]));
 }
 
+// What a listed hook does once its real function is known (DRIVER_HOOK, RUNTIME_HOOK):
+// paused, forward; live, time the call and append its record. bench/record_cost times this
+// same body against the generic forwarder, so that the comparison is with what ships.
+#define CUDATRACE_RECORDED_CALL(HOOK, RESULT, REAL, ARGS, ...)                 \
+  if (!::cudatrace::preload::hooks_live()) return REAL ARGS;                  \
+  const int64_t t0 = ::cudatrace::preload::now_ns();                          \
+  const RESULT r = REAL ARGS;                                                 \
+  ::cudatrace::preload::emit(HOOK, int32_t(r), t0, ::cudatrace::preload::now_ns(), ##__VA_ARGS__); \
+  return r
+
 // Kernel names for the converter: a handle (host stub, cudaKernel_t, CUfunction) -> name.
 void note_kernel(uint64_t handle, const char* name);
 void note_stub(uint64_t host_stub, const char* name);  // __cudaRegisterFunction: stub -> name

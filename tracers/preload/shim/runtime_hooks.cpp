@@ -49,11 +49,7 @@ void __cudaRegisterFunction(void**, const char*, char*, const char*, int, uint3*
   extern "C" cudaError_t NAME PARAMS {                                                   \
     const auto real = next_symbol_once<cudaError_t(*) PARAMS>(real_##NAME, #NAME,         \
                                                               __builtin_return_address(0)); \
-    if (!hooks_live()) return real ARGS;                                                  \
-    const int64_t t0 = now_ns();                                                          \
-    const cudaError_t r = real ARGS;                                                      \
-    emit(k_##NAME, int32_t(r), t0, now_ns(), ##__VA_ARGS__);                             \
-    return r;                                                                             \
+    CUDATRACE_RECORDED_CALL(k_##NAME, cudaError_t, real, ARGS, ##__VA_ARGS__);           \
   }
 
 #define OK (r == cudaSuccess)
