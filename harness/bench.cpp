@@ -1,5 +1,6 @@
 #include "harness/bench.h"
 
+#include "common/clock.h"
 #include "common/untrusted_file.h"
 #include "harness/safe_files.h"
 
@@ -58,6 +59,7 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
   std::map<std::pair<std::string, std::string>, std::map<std::string, int64_t>> run_loss;  // (linkage, method), all rounds
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> ab_controls;  // paused - paused
   std::vector<std::pair<std::string, std::string>> plan;  // (linkage, method) that can run
+  json process_seconds = json::array();  // where a bench's wall time goes, process by process
   for (const auto& linkage : opts.linkages)
     for (const auto& method : opts.methods) {
       const Availability a = availability(*find_method(method), host);
@@ -87,6 +89,7 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
       auto options = opts.method_options.find(method);
       auto tracer = find_method(method)->make(host, options == opts.method_options.end() ? MethodOptions{} : options->second);
       ChildResult child;
+      const int64_t started_ns = monotonic_ns();
       try {
         tracer->prepare(launch, target, dir);
         child = run_child(ChildSpec{launch, dir, opts.timeout_s, invoking_user()}, *tracer);
@@ -100,6 +103,9 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
         for (const auto& [counter, n] : *loss)
           if (n > 0) run_loss[{linkage, method}][counter] += n;
       tracer->abandon(dir);  // millions of calls: the overhead is the point, not the events
+      const double seconds = double(monotonic_ns() - started_ns) / 1e9;
+      process_seconds.push_back({{"linkage", linkage}, {"method", method}, {"rep", rep}, {"seconds", seconds}});
+      std::fprintf(stderr, "harness: bench round %d/%d %s %s: %.1f s\n", rep, reps, linkage.c_str(), method.c_str(), seconds);
       if (child.status != ChildStatus::Exited || child.exit_code != 0 || !fs::exists(bench_json)) {
         failures.push_back({{"linkage", linkage}, {"method", method}, {"rep", rep}, {"detail", child.detail}});
         std::fprintf(stderr, "harness: bench %s/%s round %d FAILED: %s (see %s)\n", linkage.c_str(), method.c_str(), rep,
@@ -202,6 +208,7 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
   }
   write_json(root / "bench_summary.json", {{"v", 1}, {"run_id", run_id}, {"repetitions", reps}, {"rows", rows},
                                             {"skipped", skipped}, {"failures", failures},
+                                            {"process_seconds", process_seconds},
                                             {"finished", utc_now("%Y-%m-%dT%H:%M:%SZ")}});
   write_report(host.prefix, root);
   if (auto who = invoking_user()) chown_tree(root, who->uid, who->gid);
