@@ -11,11 +11,16 @@
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 
+#include <regex.h>
+
 #include <algorithm>
+#include <array>
 #include <cstdio>
-#include <vector>
 #include <cstdlib>
+#include <cstring>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "bench/pause_client.h"
 #include "common/clock.h"
@@ -46,11 +51,6 @@ void must(cudaError_t e, const char* what) {
   }
 }
 
-// Times `body` kBatch times per iteration; `after` runs untimed after each batch. Before
-// timing, the same loop runs untimed (GPU and caches awake). Besides Google Benchmark's
-// mean, each repetition reports the median batch as counter median_ns: one preempted batch
-// (this runs in a VM) moves a mean by hundreds of ns, a median not.
-//
 // In-process A/B: under a tracer that can pause itself (the preload shim exports
 // cudatrace_preload_pause; the devhook agent cudatrace_devhook_pause, which runs the
 // original kernels), every timed batch is followed by the same batch with the
@@ -68,18 +68,15 @@ void must(cudaError_t e, const char* what) {
 // -1 when it cannot pause.
 using PauseFn = int (*)(int);
 PauseFn g_pause = nullptr;
-// A tracer that pauses itself flips a flag: every iteration is a pair. One that pauses from
-// outside (uprobe: a round trip to the harness, which detaches every call probe and
-// attaches it again) pairs every 10th, 40 pairs of 400 iterations: each pause and resume
-// re-registers every call probe. H100 host, nine methods, one linkage: at every 5th one
-// round took 191 s (the run folders' times put ~170 s of it on uprobe); at every 10th,
-// two rounds took 220 s.
-int64_t g_pair_every = 1;
-// After a pause from outside, the first batch in either state runs slow: the kernel has
-// just rewritten the probed pages (H100 host, uprobe, cudaGetDevice: a control pair whose
-// first half followed a detach read +444 ns per call against an A/B of +1871). Such a
-// tracer gets one untimed batch after every change, so that each timed half is settled.
-bool g_settle = false;
+// A tracer that pauses itself flips a flag: every iteration of a benchmark is a pair. One
+// that pauses from outside (uprobe: a round trip to the harness, which detaches every call
+// probe and attaches it again, ~95 ms on the H100 host) would spend the run pausing that
+// way: at a pair every 10th iteration of each call, 40 pairs a call, one uprobe process
+// took 88 s of a bench round's 470 (H100 host, both linkages, every method). For such a
+// tracer the pairs come from sweeps instead (sweep() below): one pause and resume serves a
+// batch of every call, so the same number of pairs per call costs a tenth of the requests,
+// and each benchmark then times live batches only.
+bool g_pause_from_outside = false;
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0.0;
@@ -96,53 +93,83 @@ void pause_or_exit(int paused) {
   }
 }
 
-template <class Body, class After>
-void batched(benchmark::State& state, Body&& body, After&& after, int batch = kBatch) {
-  auto timed = [&] {
-    const int64_t t0 = cudatrace::monotonic_ns();
-    for (int i = 0; i < batch; ++i) body();
-    const int64_t t1 = cudatrace::monotonic_ns();
-    after();
-    return double(t1 - t0) / batch;
-  };
-  for (int64_t w = 0; w < std::max<int64_t>(1, state.max_iterations / 4); ++w) timed();
-  std::vector<double> per_call, paused, differences, control;
-  per_call.reserve(size_t(state.max_iterations));
-  int64_t iteration = 0;
-  for (auto _ : state) {
-    // Every g_pair_every-th iteration is a pair: A/B and control in turn.
-    const bool pair = g_pause && iteration % g_pair_every == 0;
-    const bool control_pair = pair && (iteration / g_pair_every) % 2 == 1;
-    ++iteration;
-    if (control_pair) {
-      pause_or_exit(1);
-      if (g_settle) timed();
-    }
-    const double first = timed();
-    state.SetIterationTime(first / 1e9);
-    if (!pair) {
-      per_call.push_back(first);
+// A call's batch, timed: kBatch calls (Call::kCalls), then Call::after() untimed; ns per call.
+template <class Call>
+double timed_batch() {
+  const int64_t t0 = cudatrace::monotonic_ns();
+  for (int i = 0; i < Call::kCalls; ++i) Call::body();
+  const int64_t t1 = cudatrace::monotonic_ns();
+  Call::after();
+  return double(t1 - t0) / Call::kCalls;
+}
+
+// What the sweeps measured of one call under a tracer that pauses from outside.
+struct Pairs {
+  std::vector<double> paused, differences, control;
+};
+std::map<std::string, Pairs> g_swept;  // by call (Call::kName)
+
+void report_pairs(benchmark::State& state, const Pairs& p) {
+  state.counters["paused_median_ns"] = median(p.paused);
+  state.counters["ab_delta_ns"] = median(p.differences);
+  state.counters["control_delta_ns"] = median(p.control);
+}
+
+// One pair: `first` timed, then the tracer paused and `second` timed, then resumed. A
+// control pair (every other one) is paused in both halves. After a pause from outside the
+// first batch in either state runs slow (the kernel has just rewritten the probed pages;
+// H100 host, uprobe, cudaGetDevice: a control pair whose first half followed a detach read
+// +444 ns per call against an A/B of +1871), so `settle` runs once after every change.
+template <class Timed, class Settle>
+void pair(bool control, Timed&& timed, Settle&& settle, std::vector<Pairs>& into, std::vector<double>* live) {
+  if (control) {
+    pause_or_exit(1);
+    settle();
+  }
+  const auto first = timed();
+  pause_or_exit(1);  // in a control pair already paused: asked again, so that both pairs do the same between halves
+  settle();
+  const auto second = timed();
+  pause_or_exit(0);
+  settle();
+  for (size_t i = 0; i < into.size(); ++i) {
+    const double d = first[i] - second[i];
+    if (control) {
+      into[i].control.push_back(d);
       continue;
     }
-    pause_or_exit(1);  // in a control pair already paused: asked again, so that both pairs do the same between halves
-    if (g_settle) timed();
-    const double second = timed();
-    pause_or_exit(0);
-    if (g_settle) timed();
-    if (control_pair) {
-      control.push_back(first - second);
-    } else {
-      per_call.push_back(first);
-      paused.push_back(second);
-      differences.push_back(first - second);
+    into[i].paused.push_back(second[i]);
+    into[i].differences.push_back(d);
+    if (live) live->push_back(first[i]);
+  }
+}
+
+// Before timing, the same loop runs untimed (GPU and caches awake). Besides Google
+// Benchmark's mean, each repetition reports the median batch as counter median_ns: one
+// preempted batch (this runs in a VM) moves a mean by hundreds of ns, a median not.
+template <class Call>
+void batched(benchmark::State& state) {
+  for (int64_t w = 0; w < std::max<int64_t>(1, state.max_iterations / 4); ++w) timed_batch<Call>();
+  std::vector<double> per_call;
+  per_call.reserve(size_t(state.max_iterations));
+  std::vector<Pairs> pairs(1);
+  const bool paired = g_pause && !g_pause_from_outside;
+  int64_t iteration = 0;
+  for (auto _ : state) {
+    if (!paired) {
+      per_call.push_back(timed_batch<Call>());
+      state.SetIterationTime(per_call.back() / 1e9);
+      continue;
     }
+    // Every iteration is a pair: A/B and control in turn.
+    const bool control = iteration++ % 2 == 1;
+    double first = 0;
+    pair(control, [&] { return std::array<double, 1>{first = timed_batch<Call>()}; }, [] {}, pairs, &per_call);
+    state.SetIterationTime(first / 1e9);
   }
   state.counters["median_ns"] = median(per_call);
-  if (g_pause) {
-    state.counters["paused_median_ns"] = median(paused);
-    state.counters["ab_delta_ns"] = median(differences);
-    state.counters["control_delta_ns"] = median(control);
-  }
+  if (paired) report_pairs(state, pairs[0]);
+  if (g_pause_from_outside) report_pairs(state, g_swept[Call::kName]);
 }
 
 // vecadd launched and waited for, at two sizes: the cost a device-side tracer adds to a
@@ -160,7 +187,6 @@ CUresult (*g_cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned,
                              void**, void**);
 
 void sync() { must(cudaStreamSynchronize(g_stream), "cudaStreamSynchronize"); }
-void nothing() {}
 
 void setup() {
   must(cudaSetDevice(0), "cudaSetDevice");
@@ -183,48 +209,128 @@ void setup() {
   sync();
 }
 
-void register_all(const std::string& suffix) {
-  auto add = [&](const std::string& call, void (*fn)(benchmark::State&)) {
-    benchmark::RegisterBenchmark((call + suffix).c_str(), fn)
-        ->UseManualTime()
-        ->Iterations(kIterations)
-        ->Unit(benchmark::kNanosecond);
-  };
-  add("launch<<<>>>", [](benchmark::State& s) { batched(s, [] { empty_kernel<<<1, 1, 0, g_stream>>>(); }, sync); });
-  add("cudaLaunchKernel", [](benchmark::State& s) {
-    batched(s, [] { cudaLaunchKernel(reinterpret_cast<const void*>(&empty_kernel), dim3(1), dim3(1), nullptr, 0, g_stream); },
-            sync);
-  });
-  add("cuLaunchKernel", [](benchmark::State& s) {
-    batched(s, [] { g_cuLaunchKernel(g_function, 1, 1, 1, 1, 1, 1, 0, g_stream, nullptr, nullptr); }, sync);
-  });
-  add("cudaMemcpyAsync_4B_HtoD", [](benchmark::State& s) {
-    batched(s, [] { cudaMemcpyAsync(g_device, g_pinned, 4, cudaMemcpyHostToDevice, g_stream); }, sync);
-  });
-  add("cudaMalloc+cudaFree_1MiB", [](benchmark::State& s) {
-    batched(s, [] {
-      void* p = nullptr;
-      cudaMalloc(&p, 1 << 20);
-      cudaFree(p);
-    }, nothing);
-  });
-  add("cudaEventRecord", [](benchmark::State& s) { batched(s, [] { cudaEventRecord(g_event, g_stream); }, sync); });
-  add("cudaStreamSynchronize_idle", [](benchmark::State& s) { batched(s, [] { cudaStreamSynchronize(g_stream); }, nothing); });
-  for (const int n : {kVecaddSmall, kVecaddLarge}) {
-    const std::string name = "vecadd_n" + std::to_string(n) + "+sync";
-    benchmark::RegisterBenchmark((name + suffix).c_str(), [n](benchmark::State& s) {
-      batched(s, [n] {
-        vecadd_kernel<<<(n + 255) / 256, 256, 0, g_stream>>>(g_vec[0], g_vec[1], g_vec[2], n);
-        sync();
-      }, nothing, 1);
-    })->UseManualTime()->Iterations(kVecaddIterations)->Unit(benchmark::kNanosecond);
+// The calls. Asynchronous ones are followed by a sync after each batch, outside the timed
+// region: the per-call time is the batch time / kBatch, without the launch queue ever
+// filling up and without a sync inside the measurement.
+struct Async {
+  static constexpr int kCalls = kBatch, kIterationsPerRep = kIterations;
+  static void after() { sync(); }
+};
+struct Sync {
+  static constexpr int kCalls = kBatch, kIterationsPerRep = kIterations;
+  static void after() {}
+};
+struct LaunchChevrons : Async {
+  static constexpr const char* kName = "launch<<<>>>";
+  static void body() { empty_kernel<<<1, 1, 0, g_stream>>>(); }
+};
+struct LaunchRuntime : Async {
+  static constexpr const char* kName = "cudaLaunchKernel";
+  static void body() {
+    cudaLaunchKernel(reinterpret_cast<const void*>(&empty_kernel), dim3(1), dim3(1), nullptr, 0, g_stream);
   }
-  add("cudaGetDevice", [](benchmark::State& s) {
-    batched(s, [] {
-      int d;
-      cudaGetDevice(&d);
-    }, nothing);
-  });
+};
+struct LaunchDriver : Async {
+  static constexpr const char* kName = "cuLaunchKernel";
+  static void body() { g_cuLaunchKernel(g_function, 1, 1, 1, 1, 1, 1, 0, g_stream, nullptr, nullptr); }
+};
+struct CopyAsync : Async {
+  static constexpr const char* kName = "cudaMemcpyAsync_4B_HtoD";
+  static void body() { cudaMemcpyAsync(g_device, g_pinned, 4, cudaMemcpyHostToDevice, g_stream); }
+};
+struct MallocFree : Sync {
+  static constexpr const char* kName = "cudaMalloc+cudaFree_1MiB";
+  static void body() {
+    void* p = nullptr;
+    cudaMalloc(&p, 1 << 20);
+    cudaFree(p);
+  }
+};
+struct EventRecord : Async {
+  static constexpr const char* kName = "cudaEventRecord";
+  static void body() { cudaEventRecord(g_event, g_stream); }
+};
+struct StreamSyncIdle : Sync {
+  static constexpr const char* kName = "cudaStreamSynchronize_idle";
+  static void body() { cudaStreamSynchronize(g_stream); }
+};
+template <int kN>
+struct VecaddSync {
+  static constexpr int kCalls = 1, kIterationsPerRep = kVecaddIterations;
+  static constexpr const char* kName = kN == kVecaddSmall ? "vecadd_n65536+sync" : "vecadd_n524288+sync";
+  static_assert(kN == kVecaddSmall || kN == kVecaddLarge);
+  static void body() {
+    vecadd_kernel<<<(kN + 255) / 256, 256, 0, g_stream>>>(g_vec[0], g_vec[1], g_vec[2], kN);
+    sync();
+  }
+  static void after() {}
+};
+struct GetDevice : Sync {
+  static constexpr const char* kName = "cudaGetDevice";
+  static void body() {
+    int d;
+    cudaGetDevice(&d);
+  }
+};
+
+// A registered call: its benchmark's full name and its batch, for the sweeps.
+struct Registered {
+  std::string call, name;
+  double (*timed)();
+};
+
+template <class... Calls>
+std::vector<Registered> register_all(const std::string& suffix) {
+  std::vector<Registered> all;
+  (
+      [&] {
+        benchmark::RegisterBenchmark((std::string(Calls::kName) + suffix).c_str(), batched<Calls>)
+            ->UseManualTime()
+            ->Iterations(Calls::kIterationsPerRep)
+            ->Unit(benchmark::kNanosecond);
+        all.push_back({Calls::kName, std::string(Calls::kName) + suffix, &timed_batch<Calls>});
+      }(),
+      ...);
+  return all;
+}
+
+// The calls Google Benchmark will run: --benchmark_filter, as it reads it (an extended
+// regular expression, a leading '-' negates; empty, "all" or "." is every one).
+std::vector<Registered> selected(std::vector<Registered> calls, int argc, char** argv) {
+  std::string filter;
+  for (int i = 1; i < argc; ++i)
+    if (std::strncmp(argv[i], "--benchmark_filter=", 19) == 0) filter = argv[i] + 19;
+  if (filter.empty() || filter == "all" || filter == ".") return calls;
+  const bool negated = filter[0] == '-';
+  regex_t re;
+  if (regcomp(&re, filter.c_str() + (negated ? 1 : 0), REG_EXTENDED | REG_NOSUB) != 0) return calls;
+  calls.erase(std::remove_if(calls.begin(), calls.end(),
+                             [&](const Registered& c) {
+                               return (regexec(&re, c.name.c_str(), 0, nullptr, 0) == 0) == negated;
+                             }),
+              calls.end());
+  regfree(&re);
+  return calls;
+}
+
+// The pairs for a tracer that pauses from outside, before the benchmarks run: every sweep
+// times one batch of each call live and one paused (A/B and control sweeps in turn), each
+// pass after a settling pass in its state. kSweeps is what a benchmark got from pairing
+// every 10th of its 400 iterations: 20 A/B and 20 control pairs (the vecadd ones, 3, now
+// get as many).
+constexpr int kSweeps = 40;
+void sweep(const std::vector<Registered>& calls) {
+  if (calls.empty()) return;
+  std::vector<Pairs> pairs(calls.size());
+  auto pass = [&] {
+    std::vector<double> ns;
+    for (const auto& c : calls) ns.push_back(c.timed());
+    return ns;
+  };
+  auto settle = [&] { (void)pass(); };
+  settle();
+  for (int k = 0; k < kSweeps; ++k) pair(k % 2 == 1, pass, settle, pairs, nullptr);
+  for (size_t i = 0; i < calls.size(); ++i) g_swept[calls[i].call] = std::move(pairs[i]);
 }
 
 }  // namespace
@@ -240,8 +346,7 @@ int main(int argc, char** argv) {
   // A tracer outside the process (uprobe) pauses through the channel it handed us.
   if (!g_pause && cudatrace::pause_channel_fd() >= 0) {
     g_pause = &cudatrace::pause_through_channel;
-    g_pair_every = 10;
-    g_settle = true;
+    g_pause_from_outside = true;
   }
   // One pause and resume before anything is timed: a tracer that cannot pause here (the
   // kernel lacks what it needs) measures without the A/B, and says why on stderr.
@@ -250,9 +355,12 @@ int main(int argc, char** argv) {
     g_pause = nullptr;
   }
   if (g_pause) pause_or_exit(0);
-  register_all(std::string("/") + CUDATRACE_CUDART + "/method:" + (method && *method ? method : "unknown"));
+  const auto calls = register_all<LaunchChevrons, LaunchRuntime, LaunchDriver, CopyAsync, MallocFree, EventRecord,
+                                  StreamSyncIdle, VecaddSync<kVecaddSmall>, VecaddSync<kVecaddLarge>, GetDevice>(
+      std::string("/") + CUDATRACE_CUDART + "/method:" + (method && *method ? method : "unknown"));
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+  if (g_pause && g_pause_from_outside) sweep(selected(calls, argc, argv));
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;
