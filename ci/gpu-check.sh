@@ -23,6 +23,9 @@
 #                                                linkage, takes ~110 s (768d402), so the
 #                                                default 5 rounds x 2 linkages x 2 runs is ~37
 #                                                minutes, more than a session's device time
+#          ci/gpu-check.sh main                  the main job's run (ci/main-run.sh) over the
+#                                                carried tree, timed step by step: matrix,
+#                                                benchmark, report (issue 19: <= 10 minutes)
 #          ci/gpu-check.sh otlp                  the OpenTelemetry export on the GPU: vecadd under
 #                                                cupti (kernels linked to launches), then a
 #                                                PyTorch step as a command, exported and decoded
@@ -58,6 +61,18 @@ if [[ $phase == cost ]]; then
     tee -a "$out/console.log" | tail -40
   for run in "$results"/*/; do cp "$run/bench_summary.json" "$out/" 2>/dev/null; done
   rm -rf "$results"
+  exit 0
+fi
+
+if [[ $phase == main ]]; then
+  log "main job: ci/main-run.sh build-gpu"
+  work=$(mktemp -d /tmp/main-gpu.XXXXXX)
+  MAIN_RESULTS=$work/results MAIN_REPORT=$out/overhead.html ci/main-run.sh build-gpu 2>&1 | tee "$out/main.log" |
+    grep -E '^main:|bench round [0-9]+/[0-9]+$|run\(s\) ok' | tee -a "$out/console.log"
+  for f in "$work"/results/*/summary.json "$work"/results/*/bench_summary.json; do
+    [[ -f $f ]] && cp "$f" "$out/$(basename "$(dirname "$f")").$(basename "$f")"
+  done
+  rm -rf "$work"
   exit 0
 fi
 
