@@ -19,10 +19,9 @@
 #                                                bar), every method by default, nsys included
 #                                                where installed; then nsys and cupti on vecadd
 #                                                and errors against the ledger. Plan for it: on
-#                                                the H100 host one round of nine methods, one
-#                                                linkage, takes ~110 s (768d402), so the
-#                                                default 5 rounds x 2 linkages x 2 runs is ~37
-#                                                minutes, more than a session's device time
+#                                                the H100 host one round of every method, both
+#                                                linkages, takes ~100 s (cbb1a80), so the
+#                                                default 5 rounds x 2 runs is ~17 minutes
 #          ci/gpu-check.sh main                  the main job's run (ci/main-run.sh) over the
 #                                                carried tree, timed step by step: matrix,
 #                                                benchmark, report (issue 19: <= 10 minutes)
