@@ -70,7 +70,7 @@ using PauseFn = int (*)(int);
 PauseFn g_pause = nullptr;
 // A tracer that pauses itself flips a flag: every iteration of a benchmark is a pair. One
 // that pauses from outside (uprobe: a round trip to the harness, which detaches every call
-// probe and attaches it again, ~95 ms on the H100 host) would spend the run pausing that
+// probe and attaches it again: ~0.1 s on the H100 host) would spend the run pausing that
 // way: at a pair every 10th iteration of each call, 40 pairs a call, one uprobe process
 // took 88 s of a bench round's 470 (H100 host, both linkages, every method). For such a
 // tracer the pairs come from sweeps instead (sweep() below): one pause and resume serves a
