@@ -43,6 +43,9 @@ TEST(Bench, PerCallOverheadUnderNoneAndPreload) {
     }
   }
   EXPECT_EQ(calls.size(), 10u) << s.dump(2);
+  // Where the time went: one entry per process (2 methods x 3 rounds), each a positive time.
+  ASSERT_EQ(s["process_seconds"].size(), 6u) << s.dump(2);
+  for (const auto& p : s["process_seconds"]) EXPECT_GT(p["seconds"].get<double>(), 0) << p.dump();
   std::ifstream g(r.root / "bench.json");
   nlohmann::json merged = nlohmann::json::parse(g);
   // <call>/<linkage>/method:<method>, then whatever Google Benchmark appends of its own.
