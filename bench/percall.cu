@@ -11,13 +11,10 @@
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 
-#include <regex.h>
-
 #include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -70,12 +67,12 @@ using PauseFn = int (*)(int);
 PauseFn g_pause = nullptr;
 // A tracer that pauses itself flips a flag: every iteration of a benchmark is a pair. One
 // that pauses from outside (uprobe: a round trip to the harness, which detaches every call
-// probe and attaches it again: ~0.1 s on the H100 host) would spend the run pausing that
-// way: at a pair every 10th iteration of each call, 40 pairs a call, one uprobe process
+// probe and attaches it again) would spend the run pausing that way: at a pair every 10th
+// iteration of each call, 40 pairs a call, ~820 requests a process, one uprobe process
 // took 88 s of a bench round's 470 (H100 host, both linkages, every method). For such a
 // tracer the pairs come from sweeps instead (sweep() below): one pause and resume serves a
-// batch of every call, so the same number of pairs per call costs a tenth of the requests,
-// and each benchmark then times live batches only.
+// batch of every call, so the same number of pairs per call costs ~100 requests, and each
+// benchmark then times live batches only.
 bool g_pause_from_outside = false;
 
 double median(std::vector<double> v) {
@@ -169,7 +166,7 @@ void batched(benchmark::State& state) {
   }
   state.counters["median_ns"] = median(per_call);
   if (paired) report_pairs(state, pairs[0]);
-  if (g_pause_from_outside) report_pairs(state, g_swept[Call::kName]);
+  if (g_pause_from_outside) report_pairs(state, g_swept.at(Call::kName));
 }
 
 // vecadd launched and waited for, at two sizes: the cost a device-side tracer adds to a
@@ -273,9 +270,9 @@ struct GetDevice : Sync {
   }
 };
 
-// A registered call: its benchmark's full name and its batch, for the sweeps.
+// A registered call, for the sweeps: its name and its batch.
 struct Registered {
-  std::string call, name;
+  std::string call;
   double (*timed)();
 };
 
@@ -288,36 +285,19 @@ std::vector<Registered> register_all(const std::string& suffix) {
             ->UseManualTime()
             ->Iterations(Calls::kIterationsPerRep)
             ->Unit(benchmark::kNanosecond);
-        all.push_back({Calls::kName, std::string(Calls::kName) + suffix, &timed_batch<Calls>});
+        all.push_back({Calls::kName, &timed_batch<Calls>});
       }(),
       ...);
   return all;
-}
-
-// The calls Google Benchmark will run: --benchmark_filter, as it reads it (an extended
-// regular expression, a leading '-' negates; empty, "all" or "." is every one).
-std::vector<Registered> selected(std::vector<Registered> calls, int argc, char** argv) {
-  std::string filter;
-  for (int i = 1; i < argc; ++i)
-    if (std::strncmp(argv[i], "--benchmark_filter=", 19) == 0) filter = argv[i] + 19;
-  if (filter.empty() || filter == "all" || filter == ".") return calls;
-  const bool negated = filter[0] == '-';
-  regex_t re;
-  if (regcomp(&re, filter.c_str() + (negated ? 1 : 0), REG_EXTENDED | REG_NOSUB) != 0) return calls;
-  calls.erase(std::remove_if(calls.begin(), calls.end(),
-                             [&](const Registered& c) {
-                               return (regexec(&re, c.name.c_str(), 0, nullptr, 0) == 0) == negated;
-                             }),
-              calls.end());
-  regfree(&re);
-  return calls;
 }
 
 // The pairs for a tracer that pauses from outside, before the benchmarks run: every sweep
 // times one batch of each call live and one paused (A/B and control sweeps in turn), each
 // pass after a settling pass in its state. kSweeps is what a benchmark got from pairing
 // every 10th of its 400 iterations: 20 A/B and 20 control pairs (the vecadd ones, 3, now
-// get as many).
+// get as many). Every registered call is swept, whatever --benchmark_filter keeps: a few
+// seconds more on a filtered run, and no second reading of the filter that could leave a
+// benchmark without pairs.
 constexpr int kSweeps = 40;
 void sweep(const std::vector<Registered>& calls) {
   if (calls.empty()) return;
@@ -360,7 +340,7 @@ int main(int argc, char** argv) {
       std::string("/") + CUDATRACE_CUDART + "/method:" + (method && *method ? method : "unknown"));
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
-  if (g_pause && g_pause_from_outside) sweep(selected(calls, argc, argv));
+  if (g_pause && g_pause_from_outside) sweep(calls);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;
