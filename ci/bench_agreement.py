@@ -4,40 +4,64 @@
 The cost compared is the in-process A/B where the method pauses in process (the figure
 the report leads with), else the difference to `none` between processes. Two runs that
 both read "no measurable cost" (bench_stats: noise, shown as such) agree on it.
+
+Beside the verdict, for every cost that disagrees: whether the call itself, untraced,
+moved between the two runs (the median of none's processes and the method's paused
+halves, harness/bench.cpp), which is the machine moving rather than the tracer; and how
+many costs are at least consistent with their own intervals (the intervals overlap).
     usage: ci/bench_agreement.py RUN_A/bench_summary.json RUN_B/bench_summary.json
 Exit status 0 when every compared cost agrees, 1 otherwise."""
 import json
+import statistics
 import sys
 
 
 def costs(path):
-    out = {}
-    for r in json.load(open(path))["rows"]:
+    out, baseline = {}, {}
+    rows = json.load(open(path))["rows"]
+    for r in rows:
+        if r["method"] == "none":
+            baseline[r["call"], r["linkage"]] = r["median_ns"]
+    for r in rows:
         if r["method"] == "none":
             continue
         key = (r["call"], r["linkage"], r["method"])
+        # The call with nothing recording, as this method's processes ran it.
+        untraced = (statistics.median(r["in_process_paused_values_ns"]) if r.get("in_process_paused_values_ns")
+                    else baseline.get((r["call"], r["linkage"])))
         if "in_process_delta_ns" in r:
             out[key] = ("in-process", r["in_process_delta_ns"], r["in_process_delta_ci95_ns"],
-                        r.get("in_process_no_measurable_cost", False))
+                        r.get("in_process_no_measurable_cost", False), untraced)
         elif "delta_ns" in r:
-            out[key] = ("between", r["delta_ns"], r["delta_ci95_ns"], r.get("no_measurable_cost", False))
+            out[key] = ("between", r["delta_ns"], r["delta_ci95_ns"], r.get("no_measurable_cost", False), untraced)
     return out
 
 
 a, b = costs(sys.argv[1]), costs(sys.argv[2])
-bad = compared = 0
+bad = compared = overlapping = moved = 0
 print(f"{'call':28} {'cudart':7} {'method':13} {'kind':10} {'run A':>9} {'run B':>9} {'diff':>7}  verdict")
 for key in sorted(set(a) & set(b)):
-    kind, va, ia, noise_a = a[key]
-    _, vb, ib, noise_b = b[key]
+    kind, va, ia, noise_a, base_a = a[key]
+    _, vb, ib, noise_b, base_b = b[key]
     if max(va, vb) <= 100:
         continue
     compared += 1
     rel = abs(va - vb) / max(abs(va), abs(vb))
     overlap = ia[0] <= ib[1] and ib[0] <= ia[1]
+    overlapping += overlap or (noise_a and noise_b)
     narrow = max(ia[1] - ia[0], ib[1] - ib[0]) < 0.1 * max(abs(va), abs(vb))
     ok = (noise_a and noise_b) or (rel <= 0.10 and (overlap or not narrow))
     bad += not ok
-    print(f"{key[0]:28} {key[1]:7} {key[2]:13} {kind:10} {va:+9.1f} {vb:+9.1f} {rel:6.1%}  {'ok' if ok else 'DISAGREE'}")
+    why = ""
+    if not ok and base_a and base_b:
+        base_rel = abs(base_a - base_b) / max(base_a, base_b)
+        if base_rel > 0.10:
+            moved += 1
+            why = f"  untraced call moved too: {base_a:.0f} -> {base_b:.0f} ns"
+    print(f"{key[0]:28} {key[1]:7} {key[2]:13} {kind:10} {va:+9.1f} {vb:+9.1f} {rel:6.1%}  "
+          f"{'ok' if ok else 'DISAGREE'}{why}")
 print(f"{compared - bad} of {compared} costs above 100 ns agree")
+print(f"{overlapping} of {compared} are consistent with their own 95% intervals (the two intervals overlap)")
+if bad:
+    print(f"{moved} of the {bad} that disagree: the call itself, untraced, moved by more than 10% between the runs")
 sys.exit(1 if bad else 0)

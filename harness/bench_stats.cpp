@@ -59,4 +59,21 @@ bool in_process_no_measurable_cost(double paired_delta, double control_delta) {
   return paired_delta < 0 || paired_delta <= std::abs(control_delta);
 }
 
+std::map<std::pair<std::string, std::string>, Spread> untraced_spread(const PerProcess& live, const PerProcess& paused) {
+  std::map<std::pair<std::string, std::string>, std::vector<double>> pooled;
+  for (const auto& [key, v] : live)
+    if (std::get<2>(key) == "none") pooled[{std::get<0>(key), std::get<1>(key)}] = v;
+  for (const auto& [key, v] : paused) {
+    auto& into = pooled[{std::get<0>(key), std::get<1>(key)}];
+    into.insert(into.end(), v.begin(), v.end());
+  }
+  std::map<std::pair<std::string, std::string>, Spread> out;
+  for (const auto& [call_linkage, v] : pooled) {
+    if (v.size() < 2) continue;
+    const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+    out[call_linkage] = Spread{v.size(), *lo, median_of(v), *hi};
+  }
+  return out;
+}
+
 }  // namespace cudatrace

@@ -2,6 +2,9 @@
 // Statistics for per-call overhead: medians of repetitions, and the difference of two
 // medians with a bootstrap 95% interval (timings are skewed; no normality assumed).
 #include <cstdint>
+#include <map>
+#include <string>
+#include <tuple>
 #include <vector>
 
 namespace cudatrace {
@@ -30,5 +33,16 @@ Difference median_ratio(const std::vector<double>& a, const std::vector<double>&
 // control (both halves paused: what the pairing reads when nothing differs).
 bool between_processes_no_measurable_cost(const Difference& d);
 bool in_process_no_measurable_cost(double paired_delta, double control_delta);
+
+// One value per process, by (call, linkage, method).
+using PerProcess = std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>>;
+struct Spread {
+  size_t processes = 0;
+  double min = 0, median = 0, max = 0;
+};
+// How far each call moved between the processes of a run with nothing recording, by (call,
+// linkage): `none`'s per-process times (from `live`) pooled with every pausing method's
+// paused halves (`paused`). A call seen in fewer than two processes has no spread.
+std::map<std::pair<std::string, std::string>, Spread> untraced_spread(const PerProcess& live, const PerProcess& paused);
 
 }  // namespace cudatrace

@@ -114,6 +114,28 @@ def per_call_section(bench_rows):
                          "in-process A/B Δ ns [95%]", "pairing control ns", "reps", "bench run"], rows, "per-call-table")
 
 
+def untraced_section(benches):
+    """How far each untraced call moved between the processes of a bench run: the floor
+    under every per-call cost above (harness/bench.cpp says where it comes from)."""
+    rows = []
+    for b in benches:
+        for u in sorted(b.get("untraced_between_processes", []), key=lambda u: -u["max_over_min"]):
+            spread = f'{u["max_over_min"]:.2f}×'
+            if u["max_over_min"] >= 1.2:
+                spread = f'<b class="bad">{spread}</b>'
+            rows.append([esc(u["call"]), esc(u["linkage"]), u["processes"], f'{u["min_ns"]:.0f}',
+                         f'{u["median_ns"]:.0f}', f'{u["max_ns"]:.0f}', spread, esc(b.get("run_id", ""))])
+    if not rows:
+        return ""
+    return ("<h3>How far the untraced calls moved between processes</h3>"
+            "<p>The same call with nothing recording (<code>none</code>'s processes and every pausing "
+            "method's paused halves), process by process. Where it moved by 1.2× or more (red), the machine "
+            "itself moved between processes, and every cost of that call moves with it: read the 95% "
+            "intervals above, not the medians alone, and add <code>--reps</code> to narrow them.</p>"
+            + table(["call", "cudart", "processes", "min ns", "median ns", "max ns", "max / min", "bench run"],
+                    rows, "untraced-spread"))
+
+
 def completeness_section(combos):
     cells = {}
     for c in combos:
@@ -316,6 +338,7 @@ img{{max-width:100%}}.good{{color:#070}}.bad{{color:#b00}}#unobserved td,#comman
 <h1>CUDA tracing methods: what each one sees, and what it costs</h1>
 <p>Runs: {esc(", ".join(ids))}. {failed} failed run(s).</p>
 <h2>Per-call overhead</h2>{chart}{per_call}
+{untraced_section(benches)}
 <h2>Completeness</h2>{completeness_section(combos)}{unobserved_table(combos)}{fidelity_table(combos)}
 <h2>What each method saw of the command</h2>{command_section(summaries)}
 <h2>Loss</h2><p>Every counter a tracer reports about events it could not keep; 0 is the only good value.</p>{loss_table(combos)}

@@ -40,9 +40,18 @@ TEST(Bench, PerCallOverheadUnderNoneAndPreload) {
     if (row["method"] == "preload") {
       ASSERT_TRUE(row.contains("delta_ns")) << row.dump();
       EXPECT_LE(row["delta_ci95_ns"][0].get<double>(), row["delta_ns"].get<double>());
+      EXPECT_EQ(row["in_process_paused_values_ns"].size(), 3u) << row.dump();
     }
   }
   EXPECT_EQ(calls.size(), 10u) << s.dump(2);
+  // How far each untraced call moved between processes: none's 3 and preload's 3 paused halves.
+  ASSERT_EQ(s["untraced_between_processes"].size(), 10u) << s.dump(2);
+  for (const auto& u : s["untraced_between_processes"]) {
+    EXPECT_EQ(u["processes"], 6) << u.dump();
+    EXPECT_LE(u["min_ns"].get<double>(), u["median_ns"].get<double>()) << u.dump();
+    EXPECT_LE(u["median_ns"].get<double>(), u["max_ns"].get<double>()) << u.dump();
+    EXPECT_GE(u["max_over_min"].get<double>(), 1.0) << u.dump();
+  }
   // Where the time went: one entry per process (2 methods x 3 rounds), each a positive time.
   ASSERT_EQ(s["process_seconds"].size(), 6u) << s.dump(2);
   for (const auto& p : s["process_seconds"]) EXPECT_GT(p["seconds"].get<double>(), 0) << p.dump();

@@ -79,3 +79,20 @@ TEST(BenchStats, NoMeasurableCostIsNoiseNeverASpeedUp) {
   EXPECT_FALSE(in_process_no_measurable_cost(135, 49));
   EXPECT_FALSE(in_process_no_measurable_cost(91, 0));
 }
+
+// The untraced call per process: none's live times pooled with every pausing method's
+// paused halves; a traced method's live times never count, nor a call seen once.
+TEST(BenchStats, UntracedSpreadPoolsNoneWithPausedHalves) {
+  const PerProcess live{{{"cudaGetDevice", "shared", "none"}, {40, 70}},
+                        {{"cudaGetDevice", "shared", "preload"}, {500, 900}},
+                        {{"cudaMalloc", "static", "none"}, {2000}}};
+  const PerProcess paused{{{"cudaGetDevice", "shared", "preload"}, {45}},
+                          {{"cudaGetDevice", "shared", "cupti"}, {60, 80}}};
+  const auto spread = untraced_spread(live, paused);
+  ASSERT_EQ(spread.size(), 1u) << "cudaMalloc: one process, no spread";
+  const Spread& s = spread.at({"cudaGetDevice", "shared"});
+  EXPECT_EQ(s.processes, 5u);
+  EXPECT_DOUBLE_EQ(s.min, 40);
+  EXPECT_DOUBLE_EQ(s.median, 60);
+  EXPECT_DOUBLE_EQ(s.max, 80) << "preload's live 900 is a traced time, not the machine";
+}

@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""ci/bench_agreement.py on runs built here: it passes what agrees, fails what does not,
+and says when the untraced call moved between the runs (the machine, not the tracer).
+    usage: check_agreement.py PATH/TO/bench_agreement.py"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+script = sys.argv[1]
+
+
+def row(call, method, delta, ci, paused=None, noise=False, none_ns=100.0):
+    if method == "none":
+        return {"call": call, "linkage": "shared", "method": "none", "median_ns": none_ns}
+    r = {"call": call, "linkage": "shared", "method": method, "median_ns": none_ns + delta,
+         "in_process_delta_ns": delta, "in_process_delta_ci95_ns": ci}
+    if paused:
+        r["in_process_paused_values_ns"] = paused
+    if noise:
+        r["in_process_no_measurable_cost"] = True
+    return r
+
+
+def agreement(rows_a, rows_b):
+    with tempfile.TemporaryDirectory() as d:
+        paths = []
+        for name, rows in (("a", rows_a), ("b", rows_b)):
+            paths.append(os.path.join(d, name + ".json"))
+            with open(paths[-1], "w") as f:
+                json.dump({"rows": rows}, f)
+        p = subprocess.run([sys.executable, script] + paths, capture_output=True, text=True)
+        return p.returncode, p.stdout
+
+
+failures = []
+
+
+def check(cond, what, out):
+    if not cond:
+        failures.append(f"{what}\n{out}")
+
+
+base = [row("cudaGetDevice", "none", 0, None), row("cudaGetDevice", "cupti", 400, [300, 500], [50, 52, 51])]
+code, out = agreement(base, base)
+check(code == 0 and "1 of 1 costs above 100 ns agree" in out, "identical runs must agree", out)
+
+# 25% apart, the untraced call 1.6x slower in run B: disagrees, and says the machine moved.
+moved = [row("cudaGetDevice", "none", 0, None), row("cudaGetDevice", "cupti", 300, [250, 350], [80, 82, 81])]
+code, out = agreement(base, moved)
+check(code == 1 and "DISAGREE" in out, "25% apart must disagree", out)
+check("untraced call moved too: 51 -> 81 ns" in out, "the untraced call's move must be named", out)
+check("1 of 1 are consistent with their own 95% intervals" in out, "overlapping intervals are counted", out)
+
+# Both runs read no measurable cost (noise): they agree on it, whatever the numbers.
+noise_a = [row("cudaMalloc", "strace", 150, [-50, 300], noise=True)]
+noise_b = [row("cudaMalloc", "strace", 400, [-20, 800], noise=True)]
+code, out = agreement(noise_a, noise_b)
+check(code == 0, "two readings of no measurable cost agree", out)
+
+# A cost of 100 ns or less in both runs is not compared.
+small = [row("cudaGetDevice", "preload", 60, [50, 70])]
+code, out = agreement(small, [row("cudaGetDevice", "preload", 95, [90, 99])])
+check(code == 0 and "0 of 0" in out, "costs at or below 100 ns are not compared", out)
+
+for f in failures:
+    print("FAIL:", f)
+print(f"{len(failures)} check(s) failed" if failures else "every check passed")
+sys.exit(1 if failures else 0)
