@@ -143,12 +143,23 @@ def bench_section(bench, manifest):
         ab_ci = r.get("in_process_delta_ci95_ns")
         ratio = r.get("ratio")
         delta = ns(r.get("delta_ns"))
-        if r.get("delta_ns", 0) < 0:  # tracing never speeds a call up: noise between processes
+        # Tracing never speeds a call up: a Δ below zero, or whose interval reaches zero, is
+        # noise between processes (harness/bench_stats.h), as the report shows it too.
+        if "delta_ns" in r and (r.get("no_measurable_cost") or r["delta_ns"] < 0 or (ci and ci[0] <= 0)):
             delta, ratio = "no measurable cost", None
         interval = "" if not ci else f"[{ci[0]:+.0f}, {ci[1]:+.0f}]"
         in_process = "" if ab is None else f"{ab:+.1f}" + (f" [{ab_ci[0]:+.1f}, {ab_ci[1]:+.1f}]" if ab_ci else "")
+        if ab is not None and r.get("in_process_no_measurable_cost"):  # within its pairing control
+            in_process = "no measurable cost" + (f" [{ab_ci[0]:+.1f}, {ab_ci[1]:+.1f}]" if ab_ci else "")
         out.append(f'| {r["call"]} | {r["linkage"]} | {r["method"]} | {r["median_ns"]:.0f} | '
                    f'{delta} | {interval} | {"" if ratio is None else f"{ratio:.2f}"} | {in_process} |')
+    spread = sorted(bench.get("untraced_between_processes", []), key=lambda u: -u["max_over_min"])
+    if spread:
+        out += ["", "How far each call moved between this run's processes with nothing recording (`none`'s "
+                "processes and every pausing method's paused halves): every cost of that call moves with it.", "",
+                "| call | linkage | processes | min ns | median ns | max ns | max / min |", "|---|---|---|---|---|---|---|"]
+        out += [f'| {u["call"]} | {u["linkage"]} | {u["processes"]} | {u["min_ns"]:.0f} | {u["median_ns"]:.0f} | '
+                f'{u["max_ns"]:.0f} | {u["max_over_min"]:.2f} |' for u in spread]
     return "\n".join(out)
 
 

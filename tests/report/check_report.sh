@@ -27,7 +27,11 @@ fail=0
 expect() { grep -Eq "$1" <<<"$title" || { echo "FAIL: $2"; fail=1; }; }
 expect 'per-call-chart=[0-9]{3,}x[0-9]{3,}' "per-call chart did not render"
 expect 'completeness-heatmap=[0-9]{3,}x[0-9]{3,}' "completeness heatmap did not render"
-expect 'per-call-table:rows=50' "per-call table should have 50 rows (10 calls x 2 linkages x preload; 10 x shared x preload, devhook, devhook-thread)"
+expect 'per-call-table:rows=250' "per-call table should have 250 rows (10 calls x 2 linkages x 11 methods and references; 10 x shared x preload, devhook, devhook-thread)"
+# How far each untraced call moved between processes: 10 calls x 2 linkages of the full bench
+# run (the devhook one predates the measure), the widest flagged.
+expect 'untraced-spread:rows=20' "untraced-spread table should have 20 rows"
+grep -q 'How far the untraced calls moved' "$out/overhead.html" || { echo "FAIL: no untraced-spread section"; fail=1; }
 grep -q 'in-process A/B' "$out/overhead.html" || { echo "FAIL: no in-process A/B column"; fail=1; }
 # The fixtures have differences below zero and intervals reaching it: never a speed-up.
 grep -q 'no measurable cost' "$out/overhead.html" || { echo "FAIL: noise not shown as no measurable cost"; fail=1; }
