@@ -333,6 +333,7 @@ int main(int argc, char** argv) {
   if (g_pause && g_pause(1) < 0) {
     std::fprintf(stderr, "percall: the tracer refused to pause: no in-process A/B in this run\n");
     g_pause = nullptr;
+    g_pause_from_outside = false;  // no sweeps either: every benchmark times live batches
   }
   if (g_pause) pause_or_exit(0);
   const auto calls = register_all<LaunchChevrons, LaunchRuntime, LaunchDriver, CopyAsync, MallocFree, EventRecord,
