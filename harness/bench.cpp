@@ -222,7 +222,7 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
         std::snprintf(buf, sizeof buf, " (control %+.1f)", control.delta);
         control_text = buf;
       }
-      if (in_process_no_measurable_cost(d.delta, control_ns)) {
+      if (in_process_no_measurable_cost(d, control_ns)) {
         row["in_process_no_measurable_cost"] = true;
         in_process += " no measurable cost";
       }

@@ -55,8 +55,8 @@ Difference median_ratio(const std::vector<double>& a, const std::vector<double>&
 
 bool between_processes_no_measurable_cost(const Difference& d) { return d.delta < 0 || d.lo <= 0; }
 
-bool in_process_no_measurable_cost(double paired_delta, double control_delta) {
-  return paired_delta < 0 || paired_delta <= std::abs(control_delta);
+bool in_process_no_measurable_cost(const Difference& paired, double control_delta) {
+  return between_processes_no_measurable_cost(paired) || paired.delta <= std::abs(control_delta);
 }
 
 std::map<std::pair<std::string, std::string>, Spread> untraced_spread(const PerProcess& live, const PerProcess& paused) {

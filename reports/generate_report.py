@@ -93,13 +93,14 @@ def per_call_section(bench_rows):
         ratio = f'{r["ratio"]:.2f}×' if "ratio" in r else "—"
         # What is noise, as harness/bench_stats.h says (older summaries lack the flags):
         # tracing never speeds a call up, so a difference whose interval reaches zero, or a
-        # paired one no larger than its pairing control, is no measurable cost.
+        # paired one whose interval does or that is no larger than its pairing control, is no
+        # measurable cost.
         if "delta_ns" in r and (r.get("no_measurable_cost") or r["delta_ns"] < 0 or ci[0] <= 0):
             delta, ratio = "no measurable cost", "—"
         ab = r.get("in_process_delta_ci95_ns")
         in_process = (f'{r["in_process_delta_ns"]:+.1f} [{ab[0]:+.1f}, {ab[1]:+.1f}]' if ab else "—")
         paired, control_ns = r.get("in_process_delta_ns", 0), r.get("in_process_control_ns", 0)
-        if ab and (r.get("in_process_no_measurable_cost") or paired < 0 or paired <= abs(control_ns)):
+        if ab and (r.get("in_process_no_measurable_cost") or paired < 0 or ab[0] <= 0 or paired <= abs(control_ns)):
             in_process = f"no measurable cost [{ab[0]:+.1f}, {ab[1]:+.1f}]"
         # The pairing control: both halves paused, what the pairing reads when nothing differs.
         control = f'{r["in_process_control_ns"]:+.1f}' if "in_process_control_ns" in r else "—"

@@ -73,11 +73,14 @@ TEST(BenchStats, NoMeasurableCostIsNoiseNeverASpeedUp) {
   EXPECT_TRUE(between_processes_no_measurable_cost({-610, -900, -300}));
   EXPECT_TRUE(between_processes_no_measurable_cost({72, -200, 300}));
   EXPECT_FALSE(between_processes_no_measurable_cost({3229, 2900, 3500}));
-  EXPECT_TRUE(in_process_no_measurable_cost(-4, 2));
-  EXPECT_TRUE(in_process_no_measurable_cost(59, 70));   // preload cuLaunchKernel within its control
-  EXPECT_TRUE(in_process_no_measurable_cost(59, -70));  // a control reads noise either way
-  EXPECT_FALSE(in_process_no_measurable_cost(135, 49));
-  EXPECT_FALSE(in_process_no_measurable_cost(91, 0));
+  EXPECT_TRUE(in_process_no_measurable_cost({-4, -6, -1}, 2));
+  EXPECT_TRUE(in_process_no_measurable_cost({59, 50, 66}, 70));   // preload cuLaunchKernel within its control
+  EXPECT_TRUE(in_process_no_measurable_cost({59, 50, 66}, -70));  // a control reads noise either way
+  // Above its control, but its interval reaches zero (preload, vecadd + sync, H100 host).
+  EXPECT_TRUE(in_process_no_measurable_cost({188.5, -32, 249}, -172.5));
+  EXPECT_TRUE(in_process_no_measurable_cost({40, 0, 80}, 5));
+  EXPECT_FALSE(in_process_no_measurable_cost({135, 120, 150}, 49));
+  EXPECT_FALSE(in_process_no_measurable_cost({91, 80, 100}, 0));
 }
 
 // The untraced call per process: none's live times pooled with every pausing method's
