@@ -149,9 +149,11 @@ def bench_section(bench, manifest):
             delta, ratio = "no measurable cost", None
         interval = "" if not ci else f"[{ci[0]:+.0f}, {ci[1]:+.0f}]"
         in_process = "" if ab is None else f"{ab:+.1f}" + (f" [{ab_ci[0]:+.1f}, {ab_ci[1]:+.1f}]" if ab_ci else "")
-        if ab is not None and r.get("in_process_no_measurable_cost"):  # within its pairing control
+        # The same for the in-process A/B, or one within its pairing control (bench_stats.h).
+        if ab is not None and (r.get("in_process_no_measurable_cost") or ab < 0 or (ab_ci and ab_ci[0] <= 0)):
             in_process = "no measurable cost" + (f" [{ab_ci[0]:+.1f}, {ab_ci[1]:+.1f}]" if ab_ci else "")
-        out.append(f'| {r["call"]} | {r["linkage"]} | {r["method"]} | {r["median_ns"]:.0f} | '
+        method = r["method"] + "".join(f" (without its {l} layer)" for l in sorted(r.get("layers_not_covered", {})))
+        out.append(f'| {r["call"]} | {r["linkage"]} | {method} | {r["median_ns"]:.0f} | '
                    f'{delta} | {interval} | {"" if ratio is None else f"{ratio:.2f}"} | {in_process} |')
     spread = sorted(bench.get("untraced_between_processes", []), key=lambda u: -u["max_over_min"])
     if spread:
