@@ -88,6 +88,9 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> ab_samples;  // in-process A/B
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> ab_ratios;   // live / paused, per round
   std::map<std::pair<std::string, std::string>, std::map<std::string, int64_t>> run_loss;  // (linkage, method), all rounds
+  // (linkage, method) -> layer -> why: what a method's processes ran without (a stripped
+  // static cudart, a shim that static cudart never reaches), any round.
+  std::map<std::pair<std::string, std::string>, std::map<std::string, std::string>> run_uncovered;
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> ab_controls;  // paused - paused
   // The call with the tracer paused, process by process: what the machine did to the call itself.
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> paused_samples;
@@ -135,6 +138,9 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
       if (auto loss = tracer->loss_without_events(dir))
         for (const auto& [counter, n] : *loss)
           if (n > 0) run_loss[{linkage, method}][counter] += n;
+      // Nor is a cost measured without one of the method's layers: the probes of a layer
+      // that was not there cost nothing, and the figure would read low without saying so.
+      for (const auto& [l, why] : tracer->uncovered_without_events()) run_uncovered[{linkage, method}][l] = why;
       tracer->abandon(dir);  // millions of calls: the overhead is the point, not the events
       const double seconds = double(monotonic_ns() - started_ns) / 1e9;
       process_seconds.push_back({{"linkage", linkage}, {"method", method}, {"rep", rep}, {"seconds", seconds}});
@@ -169,6 +175,10 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
     }
   }
   write_json(root / "bench.json", merged);
+  for (const auto& [linkage_method, layers] : run_uncovered)
+    for (const auto& [l, why] : layers)
+      std::fprintf(stderr, "harness: bench %s on %s cudart ran without its %s layer (%s): its costs leave that out\n",
+                   linkage_method.second.c_str(), linkage_method.first.c_str(), l.c_str(), why.c_str());
   const json untraced = untraced_between_processes(samples, paused_samples);
 
   json rows = json::array();
@@ -233,6 +243,11 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
         std::snprintf(buf, sizeof buf, " %.2fx", row["in_process_ratio"].get<double>());
         in_process += buf;
       }
+    }
+    if (auto missing = run_uncovered.find({linkage, method}); missing != run_uncovered.end()) {
+      row["layers_not_covered"] = missing->second;
+      in_process += "  WITHOUT LAYER:";
+      for (const auto& [l, why] : missing->second) in_process += " " + l;
     }
     if (auto lost = run_loss.find({linkage, method}); lost != run_loss.end()) {
       row["loss_during_runs"] = lost->second;

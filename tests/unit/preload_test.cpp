@@ -400,3 +400,22 @@ TEST(PreloadShim, PauseSwitchesTheHooksToForwardOnly) {
   EXPECT_FALSE(hooks_live());
   g_shim.live = live;
 }
+
+// The per-call benchmark keeps no events, yet must say when preload ran without a layer:
+// on static cudart the shim never sees a runtime call, so its cost there is the driver's.
+TEST(PreloadTracer, SaysWithoutEventsThatStaticCudartLeavesTheRuntimeOut) {
+  const auto dir = testsupport::temp_dir("preload-uncovered");
+  std::ofstream(dir / "libcudatrace_preload.so") << "";  // prepare() checks that the shim exists
+  for (const char* linkage : {"static", "shared"}) {
+    PreloadTracer tracer(dir / "libcudatrace_preload.so");
+    Launch launch{{"/bin/true"}, {}};
+    tracer.prepare(launch, Target{launch.argv, linkage, dir}, dir);
+    const auto uncovered = tracer.uncovered_without_events();
+    if (std::string(linkage) == "static") {
+      ASSERT_EQ(uncovered.size(), 1u);
+      EXPECT_NE(uncovered.at("runtime").find("linked statically"), std::string::npos) << uncovered.at("runtime");
+    } else {
+      EXPECT_TRUE(uncovered.empty()) << uncovered.begin()->first;
+    }
+  }
+}

@@ -96,8 +96,14 @@ TEST(Privileged, UprobePauseDetachesAndReattachesTheCallProbes) {
   tracer.prepare(launch, Target{launch.argv, "shared"}, dir);
   ASSERT_TRUE(launch.env.count("CUDATRACE_PAUSE_FD"));
   const ChildResult child = run_child(ChildSpec{launch, dir, 60}, tracer);
+  // What the benchmark learns without events (it abandons them) is what finish() reports.
+  const auto uncovered = tracer.uncovered_without_events();
   const TracerReport report = tracer.finish(dir);
   ASSERT_EQ(child.status, ChildStatus::Exited) << child.detail;
+  std::map<std::string, std::string> expected = report.unobserved;
+  for (const auto& [l, why] : report.partly_unobserved) expected[l] = "partly: " + why;
+  EXPECT_EQ(uncovered, expected);
+  EXPECT_EQ(uncovered.count("runtime"), 0u) << uncovered.at("runtime");
   std::ifstream out(dir / "stdout.txt");
   std::stringstream printed;
   printed << out.rdbuf();

@@ -302,14 +302,18 @@ TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_
   return report;
 }
 
+namespace {
+const char* const kStaticRuntime =
+    "cudart is linked statically into the executable: its calls never reach the libcudart.so exports the shim "
+    "replaces";
+}  // namespace
+
 TracerReport PreloadTracer::finish(const fs::path& run_dir) {
   TracerReport report = convert_preload_output(spool_, run_dir / "events.jsonl");
   if (cudart_ != "static")
     report.layers.push_back(layer::kRuntime);
   else
-    report.unobserved[layer::kRuntime] =
-        "cudart is linked statically into the executable: its calls never reach the libcudart.so exports the shim "
-        "replaces";
+    report.unobserved[layer::kRuntime] = kStaticRuntime;
   // Without a driver, cudart never loads libcuda: no driver call can happen, so there is
   // nothing to score the driver layer on (rather than a 0% the tracer did not earn).
   if (report.notes["driver_entry_points_resolved"].get<int64_t>() > 0 || report.notes["driver_records"].get<int64_t>() > 0)
@@ -343,6 +347,11 @@ TracerReport PreloadTracer::finish(const fs::path& run_dir) {
   }
   report.notes["shim"] = shim_.string();
   return report;
+}
+
+std::map<std::string, std::string> PreloadTracer::uncovered_without_events() {
+  if (cudart_ == "static") return {{layer::kRuntime, kStaticRuntime}};
+  return {};
 }
 
 void PreloadTracer::abandon(const fs::path&) {

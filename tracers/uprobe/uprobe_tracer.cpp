@@ -215,36 +215,7 @@ TracerReport UprobeTracer::finish(const fs::path& run_dir) {
   for (const auto& e : events) out.write(e);
   out.close();
 
-  if (mode_ != UPROBE_MODE_EMPTY) {
-    // What was not probed says why in the plan's notes (a string where nothing was found).
-    auto why = [&](const char* key, const char* fallback) {
-      return plan_.notes.contains(key) && plan_.notes[key].is_string() ? plan_.notes[key].get<std::string>()
-                                                                         : std::string(fallback);
-    };
-    const std::string not_followed = loader_why_not_.empty() ? "" : "; " + loader_why_not_;
-    const std::string mapped = "no process of the program mapped one (" + std::to_string(files_examined_) +
-                               " files examined as they were loaded)";
-    // Per layer: observed when a file of it has probes; what could not be probed is named,
-    // making the layer partly observed, or the reason it is not observed at all.
-    for (const char* l : {layer::kRuntime, layer::kDriver}) {
-      std::string unprobed;
-      for (const auto& [file, what] : plan_.not_probeable)
-        if (what.first == l)
-          unprobed += (unprobed.empty() ? "" : "; ") + (std::string(l) + " calls from " + file + " not observable: " + what.second);
-      if (plan_.probed(l)) {
-        report.layers.push_back(l);
-        if (!unprobed.empty()) report.partly_unobserved[l] = unprobed;
-      } else if (!unprobed.empty()) {
-        report.unobserved[l] = unprobed;
-      } else if (l == std::string(layer::kRuntime)) {
-        report.unobserved[l] = loader_.empty() ? why("runtime", "no cudart found to probe before the program ran") + not_followed
-                                               : "no cudart to probe: " + mapped;
-      } else {
-        report.unobserved[l] = loader_.empty() ? why("driver", "no libcuda.so.1 found to probe") + not_followed
-                                               : "no libcuda to probe: " + mapped;
-      }
-    }
-  }
+  if (mode_ != UPROBE_MODE_EMPTY) judge_layers(report);
   report.notes = plan_.notes;
   report.notes["files_probed"] = plan_.files_json();
   report.notes["following"] = following;
@@ -262,6 +233,37 @@ TracerReport UprobeTracer::finish(const fs::path& run_dir) {
     report.notes["limits"] = "entry only: no return codes, no durations, no out-parameters; calls nested in calls of "
                              "the same layer cannot be told apart";
   return report;
+}
+
+void UprobeTracer::judge_layers(TracerReport& report) const {
+  // What was not probed says why in the plan's notes (a string where nothing was found).
+  auto why = [&](const char* key, const char* fallback) {
+    return plan_.notes.contains(key) && plan_.notes[key].is_string() ? plan_.notes[key].get<std::string>()
+                                                                       : std::string(fallback);
+  };
+  const std::string not_followed = loader_why_not_.empty() ? "" : "; " + loader_why_not_;
+  const std::string mapped = "no process of the program mapped one (" + std::to_string(files_examined_) +
+                             " files examined as they were loaded)";
+  // Per layer: observed when a file of it has probes; what could not be probed is named,
+  // making the layer partly observed, or the reason it is not observed at all.
+  for (const char* l : {layer::kRuntime, layer::kDriver}) {
+    std::string unprobed;
+    for (const auto& [file, what] : plan_.not_probeable)
+      if (what.first == l)
+        unprobed += (unprobed.empty() ? "" : "; ") + (std::string(l) + " calls from " + file + " not observable: " + what.second);
+    if (plan_.probed(l)) {
+      report.layers.push_back(l);
+      if (!unprobed.empty()) report.partly_unobserved[l] = unprobed;
+    } else if (!unprobed.empty()) {
+      report.unobserved[l] = unprobed;
+    } else if (l == std::string(layer::kRuntime)) {
+      report.unobserved[l] = loader_.empty() ? why("runtime", "no cudart found to probe before the program ran") + not_followed
+                                             : "no cudart to probe: " + mapped;
+    } else {
+      report.unobserved[l] = loader_.empty() ? why("driver", "no libcuda.so.1 found to probe") + not_followed
+                                             : "no libcuda to probe: " + mapped;
+    }
+  }
 }
 
 // The files that held a process longest (examined, and probed if they had CUDA in them).
@@ -303,6 +305,16 @@ json UprobeTracer::stop_pausing() {
   if (std::string why = pause_->first_refusal(); !why.empty()) j["first_refusal"] = why;
   pause_.reset();
   return j;
+}
+
+// The empty programs' reference (uprobe-empty) probes the same functions as uprobe: its
+// cost is uprobe's on the same layers, so it is judged here as well.
+std::map<std::string, std::string> UprobeTracer::uncovered_without_events() {
+  TracerReport report;
+  judge_layers(report);
+  std::map<std::string, std::string> out = report.unobserved;
+  for (const auto& [l, why] : report.partly_unobserved) out[l] = "partly: " + why;
+  return out;
 }
 
 void UprobeTracer::abandon(const fs::path& run_dir) {

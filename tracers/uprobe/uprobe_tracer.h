@@ -26,12 +26,15 @@ class UprobeTracer final : public Tracer {
   void attach(pid_t child) override;
   TracerReport finish(const std::filesystem::path& run_dir) override;
   void abandon(const std::filesystem::path& run_dir) override;
+  std::map<std::string, std::string> uncovered_without_events() override;
 
  private:
   void find_loader();
   void on_load(const uprobe_load_notice& n);
   size_t attach_file(ProbedFile& f, const std::string& path, nlohmann::json& failures);
   nlohmann::json stop_following();
+  // Which layers have probes, which in part, and why not: from the plan, not the events.
+  void judge_layers(TracerReport& report) const;
   void note_file_time(const std::string& path, int64_t ns);
   uprobe_mode mode_;
   uint64_t ring_bytes_;
