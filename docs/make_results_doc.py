@@ -152,7 +152,9 @@ def bench_section(bench, manifest):
         # The same for the in-process A/B, or one within its pairing control (bench_stats.h).
         if ab is not None and (r.get("in_process_no_measurable_cost") or ab < 0 or (ab_ci and ab_ci[0] <= 0)):
             in_process = "no measurable cost" + (f" [{ab_ci[0]:+.1f}, {ab_ci[1]:+.1f}]" if ab_ci else "")
-        method = r["method"] + "".join(f" (without its {l} layer)" for l in sorted(r.get("layers_not_covered", {})))
+        method = r["method"] + "".join(f" (without {part}its {l} layer)"
+                                       for key, part in (("layers_not_covered", ""), ("layers_partly_covered", "part of "))
+                                       for l in sorted(r.get(key, {})))
         out.append(f'| {r["call"]} | {r["linkage"]} | {method} | {r["median_ns"]:.0f} | '
                    f'{delta} | {interval} | {"" if ratio is None else f"{ratio:.2f}"} | {in_process} |')
     spread = sorted(bench.get("untraced_between_processes", []), key=lambda u: -u["max_over_min"])

@@ -88,9 +88,12 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> ab_samples;  // in-process A/B
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> ab_ratios;   // live / paused, per round
   std::map<std::pair<std::string, std::string>, std::map<std::string, int64_t>> run_loss;  // (linkage, method), all rounds
-  // (linkage, method) -> layer -> why: what a method's processes ran without (a stripped
-  // static cudart, a shim that static cudart never reaches), any round.
-  std::map<std::pair<std::string, std::string>, std::map<std::string, std::string>> run_uncovered;
+  // (linkage, method) -> what its processes ran without, any round: layer -> why, whole
+  // (a shim that static cudart never reaches) or in part (a stripped cudart in a library).
+  struct LayerGaps {
+    std::map<std::string, std::string> missing, partly;
+  };
+  std::map<std::pair<std::string, std::string>, LayerGaps> run_gaps;
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> ab_controls;  // paused - paused
   // The call with the tracer paused, process by process: what the machine did to the call itself.
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> paused_samples;
@@ -140,7 +143,9 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
           if (n > 0) run_loss[{linkage, method}][counter] += n;
       // Nor is a cost measured without one of the method's layers: the probes of a layer
       // that was not there cost nothing, and the figure would read low without saying so.
-      for (const auto& [l, why] : tracer->uncovered_without_events()) run_uncovered[{linkage, method}][l] = why;
+      const TracerReport layers = tracer->layers_without_events();
+      for (const auto& [l, why] : layers.unobserved) run_gaps[{linkage, method}].missing[l] = why;
+      for (const auto& [l, why] : layers.partly_unobserved) run_gaps[{linkage, method}].partly[l] = why;
       tracer->abandon(dir);  // millions of calls: the overhead is the point, not the events
       const double seconds = double(monotonic_ns() - started_ns) / 1e9;
       process_seconds.push_back({{"linkage", linkage}, {"method", method}, {"rep", rep}, {"seconds", seconds}});
@@ -175,10 +180,11 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
     }
   }
   write_json(root / "bench.json", merged);
-  for (const auto& [linkage_method, layers] : run_uncovered)
-    for (const auto& [l, why] : layers)
-      std::fprintf(stderr, "harness: bench %s on %s cudart ran without its %s layer (%s): its costs leave that out\n",
-                   linkage_method.second.c_str(), linkage_method.first.c_str(), l.c_str(), why.c_str());
+  for (const auto& [linkage_method, gaps] : run_gaps)
+    for (const auto& [which, layers] : {std::pair{"", &gaps.missing}, std::pair{"part of ", &gaps.partly}})
+      for (const auto& [l, why] : *layers)
+        std::fprintf(stderr, "harness: bench %s on %s cudart ran without %sits %s layer (%s): its costs leave that out\n",
+                     linkage_method.second.c_str(), linkage_method.first.c_str(), which, l.c_str(), why.c_str());
   const json untraced = untraced_between_processes(samples, paused_samples);
 
   json rows = json::array();
@@ -244,10 +250,17 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
         in_process += buf;
       }
     }
-    if (auto missing = run_uncovered.find({linkage, method}); missing != run_uncovered.end()) {
-      row["layers_not_covered"] = missing->second;
-      in_process += "  WITHOUT LAYER:";
-      for (const auto& [l, why] : missing->second) in_process += " " + l;
+    if (auto gaps = run_gaps.find({linkage, method}); gaps != run_gaps.end()) {
+      if (!gaps->second.missing.empty()) {
+        row["layers_not_covered"] = gaps->second.missing;
+        in_process += "  WITHOUT LAYER:";
+        for (const auto& [l, why] : gaps->second.missing) in_process += " " + l;
+      }
+      if (!gaps->second.partly.empty()) {
+        row["layers_partly_covered"] = gaps->second.partly;
+        in_process += "  WITHOUT PART OF LAYER:";
+        for (const auto& [l, why] : gaps->second.partly) in_process += " " + l;
+      }
     }
     if (auto lost = run_loss.find({linkage, method}); lost != run_loss.end()) {
       row["loss_during_runs"] = lost->second;

@@ -106,9 +106,11 @@ def per_call_section(bench_rows):
         control = f'{r["in_process_control_ns"]:+.1f}' if "in_process_control_ns" in r else "—"
         # Measured while the tracer dropped records: not the cost of tracing, and said so.
         method = esc(r["method"])
-        # Measured without one of the method's layers (bench.cpp): the cost of the rest only.
-        for layer, why in sorted(r.get("layers_not_covered", {}).items()):
-            method += f'<br><b class="bad" title="{esc(why)}">without its {esc(layer)} layer</b>'
+        # Measured without one of the method's layers, or part of one (bench.cpp): the cost
+        # of the rest only.
+        for key, part in (("layers_not_covered", ""), ("layers_partly_covered", "part of ")):
+            for layer, why in sorted(r.get(key, {}).items()):
+                method += f'<br><b class="bad" title="{esc(why)}">without {part}its {esc(layer)} layer</b>'
         if r.get("loss_during_runs"):
             lost = ", ".join(f"{k}={v}" for k, v in sorted(r["loss_during_runs"].items()))
             method += f'<br><b class="bad">measured under loss: {esc(lost)}</b>'

@@ -92,11 +92,12 @@ class Tracer {
     (void)run_dir;
     return std::nullopt;
   }
-  // Before abandon(): the layers of the method this run did not cover, or covered in part,
-  // with why, as far as the tracer knows without its events (what it probed, how the
-  // program links cudart). A per-call cost measured without a layer is not the method's
-  // whole cost and must say so. Empty: nothing known to be missing.
-  virtual std::map<std::string, std::string> uncovered_without_events() { return {}; }
+  // Before abandon(): the layer judgement of finish() (layers, unobserved,
+  // partly_unobserved, nothing else filled in), as far as the tracer can make it without
+  // its events (what it probed, how the program links cudart). A per-call cost measured
+  // without a layer is not the method's whole cost and must say so. Default: nothing known
+  // to be missing.
+  virtual TracerReport layers_without_events() { return {}; }
 };
 
 // Per-method settings from the command line (`--set uprobe.ring_mb=16`): key -> value.

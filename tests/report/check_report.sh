@@ -6,7 +6,8 @@ set -euo pipefail
 generator=$1 fixtures=$2 out=$3
 /usr/bin/python3 -c "import matplotlib" 2>/dev/null || { echo "SKIP: python3-matplotlib missing"; exit 77; }
 # A cost measured without one of the method's layers is marked in red with the reason
-# (bench.cpp, layers_not_covered): the recorded run, with preload's static rows so marked.
+# (bench.cpp, layers_not_covered and layers_partly_covered): the recorded run, with
+# preload's static rows and uprobe's shared ones so marked.
 mkdir -p "$out/uncovered/bench"
 /usr/bin/python3 - "$fixtures/bench" "$out/uncovered/bench" <<'PY'
 import json, os, shutil, sys
@@ -18,12 +19,17 @@ summary = json.load(open(path))
 for r in summary["rows"]:
     if r["method"] == "preload" and r["linkage"] == "static":
         r["layers_not_covered"] = {"runtime": "cudart is linked statically <into> the executable"}
+    if r["method"] == "uprobe" and r["linkage"] == "shared":
+        r["layers_partly_covered"] = {"runtime": "a stripped cudart in libfoo.so"}
 json.dump(summary, open(path, "w"))
 PY
 /usr/bin/python3 "$generator" "$out/uncovered/bench" -o "$out/uncovered.html" >/dev/null
 marked=$(grep -o 'class="bad" title="cudart is linked statically &lt;into&gt; the executable">without its runtime layer' \
   "$out/uncovered.html" | wc -l || true)
 [[ $marked == 10 ]] || { echo "FAIL: $marked of preload's 10 static rows marked without their runtime layer"; exit 1; }
+partly=$(grep -o 'class="bad" title="a stripped cudart in libfoo.so">without part of its runtime layer' \
+  "$out/uncovered.html" | wc -l || true)
+[[ $partly == 10 ]] || { echo "FAIL: $partly of uprobe's 10 shared rows marked without part of their runtime layer"; exit 1; }
 
 browser=$(command -v chromium || command -v chromium-browser || true)
 [[ -n "$browser" ]] || { echo "SKIP: chromium missing (ci/install-deps.sh --test installs it)"; exit 77; }

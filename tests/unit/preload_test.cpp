@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <csignal>
 #include <fstream>
 #include <map>
@@ -403,19 +404,31 @@ TEST(PreloadShim, PauseSwitchesTheHooksToForwardOnly) {
 
 // The per-call benchmark keeps no events, yet must say when preload ran without a layer:
 // on static cudart the shim never sees a runtime call, so its cost there is the driver's.
+// What it is told of the runtime layer is what finish() reports of it.
 TEST(PreloadTracer, SaysWithoutEventsThatStaticCudartLeavesTheRuntimeOut) {
   const auto dir = testsupport::temp_dir("preload-uncovered");
   std::ofstream(dir / "libcudatrace_preload.so") << "";  // prepare() checks that the shim exists
-  for (const char* linkage : {"static", "shared"}) {
+  for (const std::string linkage : {"static", "shared"}) {
+    const auto run_dir = dir / linkage;  // finish() creates its events file exclusively
+    std::filesystem::create_directory(run_dir);
     PreloadTracer tracer(dir / "libcudatrace_preload.so");
     Launch launch{{"/bin/true"}, {}};
-    tracer.prepare(launch, Target{launch.argv, linkage, dir}, dir);
-    const auto uncovered = tracer.uncovered_without_events();
-    if (std::string(linkage) == "static") {
-      ASSERT_EQ(uncovered.size(), 1u);
-      EXPECT_NE(uncovered.at("runtime").find("linked statically"), std::string::npos) << uncovered.at("runtime");
+    tracer.prepare(launch, Target{launch.argv, linkage, run_dir}, run_dir);
+    const TracerReport layers = tracer.layers_without_events();
+    const TracerReport report = tracer.finish(run_dir);  // no records: nothing ran
+    const auto has_runtime = [](const TracerReport& r) {
+      return std::count(r.layers.begin(), r.layers.end(), "runtime") == 1;
+    };
+    EXPECT_EQ(has_runtime(layers), has_runtime(report)) << linkage;
+    EXPECT_EQ(layers.unobserved.count("runtime"), report.unobserved.count("runtime")) << linkage;
+    EXPECT_TRUE(layers.partly_unobserved.empty()) << linkage;
+    if (linkage == "static") {
+      ASSERT_EQ(layers.unobserved.count("runtime"), 1u);
+      EXPECT_EQ(layers.unobserved.at("runtime"), report.unobserved.at("runtime"));
+      EXPECT_NE(layers.unobserved.at("runtime").find("linked statically"), std::string::npos);
     } else {
-      EXPECT_TRUE(uncovered.empty()) << uncovered.begin()->first;
+      EXPECT_TRUE(has_runtime(layers));
+      EXPECT_TRUE(layers.unobserved.empty()) << layers.unobserved.begin()->first;
     }
   }
 }

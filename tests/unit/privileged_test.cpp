@@ -97,13 +97,13 @@ TEST(Privileged, UprobePauseDetachesAndReattachesTheCallProbes) {
   ASSERT_TRUE(launch.env.count("CUDATRACE_PAUSE_FD"));
   const ChildResult child = run_child(ChildSpec{launch, dir, 60}, tracer);
   // What the benchmark learns without events (it abandons them) is what finish() reports.
-  const auto uncovered = tracer.uncovered_without_events();
+  const TracerReport layers = tracer.layers_without_events();
   const TracerReport report = tracer.finish(dir);
   ASSERT_EQ(child.status, ChildStatus::Exited) << child.detail;
-  std::map<std::string, std::string> expected = report.unobserved;
-  for (const auto& [l, why] : report.partly_unobserved) expected[l] = "partly: " + why;
-  EXPECT_EQ(uncovered, expected);
-  EXPECT_EQ(uncovered.count("runtime"), 0u) << uncovered.at("runtime");
+  EXPECT_EQ(layers.layers, report.layers);
+  EXPECT_EQ(layers.unobserved, report.unobserved);
+  EXPECT_EQ(layers.partly_unobserved, report.partly_unobserved);
+  EXPECT_EQ(layers.unobserved.count("runtime"), 0u) << layers.unobserved.at("runtime");
   std::ifstream out(dir / "stdout.txt");
   std::stringstream printed;
   printed << out.rdbuf();

@@ -349,9 +349,15 @@ TracerReport PreloadTracer::finish(const fs::path& run_dir) {
   return report;
 }
 
-std::map<std::string, std::string> PreloadTracer::uncovered_without_events() {
-  if (cudart_ == "static") return {{layer::kRuntime, kStaticRuntime}};
-  return {};
+// Only the linkage is known without the records: the driver layer and the cudart copies
+// inside libraries are judged from what the shim wrote.
+TracerReport PreloadTracer::layers_without_events() {
+  TracerReport report;
+  if (cudart_ == "static")
+    report.unobserved[layer::kRuntime] = kStaticRuntime;
+  else
+    report.layers.push_back(layer::kRuntime);
+  return report;
 }
 
 void PreloadTracer::abandon(const fs::path&) {

@@ -13,7 +13,7 @@ class PreloadTracer final : public Tracer {
   void prepare(Launch& launch, const Target& target, const std::filesystem::path& run_dir) override;
   TracerReport finish(const std::filesystem::path& run_dir) override;
   void abandon(const std::filesystem::path& run_dir) override;
-  std::map<std::string, std::string> uncovered_without_events() override;
+  TracerReport layers_without_events() override;
 
  private:
   std::filesystem::path shim_;

@@ -309,12 +309,10 @@ json UprobeTracer::stop_pausing() {
 
 // The empty programs' reference (uprobe-empty) probes the same functions as uprobe: its
 // cost is uprobe's on the same layers, so it is judged here as well.
-std::map<std::string, std::string> UprobeTracer::uncovered_without_events() {
+TracerReport UprobeTracer::layers_without_events() {
   TracerReport report;
   judge_layers(report);
-  std::map<std::string, std::string> out = report.unobserved;
-  for (const auto& [l, why] : report.partly_unobserved) out[l] = "partly: " + why;
-  return out;
+  return report;
 }
 
 void UprobeTracer::abandon(const fs::path& run_dir) {

@@ -26,7 +26,7 @@ class UprobeTracer final : public Tracer {
   void attach(pid_t child) override;
   TracerReport finish(const std::filesystem::path& run_dir) override;
   void abandon(const std::filesystem::path& run_dir) override;
-  std::map<std::string, std::string> uncovered_without_events() override;
+  TracerReport layers_without_events() override;
 
  private:
   void find_loader();
