@@ -11,7 +11,7 @@ moved between the two runs (the median of none's processes and the method's paus
 halves, harness/bench.cpp), which is the machine moving rather than the tracer; and how
 many costs are at least consistent with their own intervals (the intervals overlap).
     usage: ci/bench_agreement.py RUN_A/bench_summary.json RUN_B/bench_summary.json
-Exit status 0 when every compared cost agrees, 1 otherwise."""
+Exit status 0 when every compared cost agrees, 1 otherwise, 2 when not given two runs."""
 import json
 import statistics
 import sys
@@ -43,6 +43,9 @@ def costs(path):
     return out
 
 
+if len(sys.argv) != 3 or sys.argv[1] in ("-h", "--help"):
+    print(__doc__)
+    sys.exit(0 if sys.argv[1:2] in (["-h"], ["--help"]) else 2)
 a, b = costs(sys.argv[1]), costs(sys.argv[2])
 bad = compared = overlapping = moved = 0
 print(f"{'call':28} {'cudart':7} {'method':13} {'kind':10} {'run A':>9} {'run B':>9} {'diff':>7}  verdict")

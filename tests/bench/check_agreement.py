@@ -73,6 +73,12 @@ small = [row("cudaGetDevice", "preload", 60, [50, 70])]
 code, out = agreement(small, [row("cudaGetDevice", "preload", 95, [90, 99])])
 check(code == 0 and "0 of 0" in out, "costs at or below 100 ns are not compared", out)
 
+# Called without two runs, it says how to call it and does not read a verdict into nothing.
+p = subprocess.run([sys.executable, script, "only-one.json"], capture_output=True, text=True)
+check(p.returncode == 2 and "usage:" in p.stdout, "one argument is a usage error (exit 2)", p.stdout + p.stderr)
+p = subprocess.run([sys.executable, script, "--help"], capture_output=True, text=True)
+check(p.returncode == 0 and "usage:" in p.stdout, "--help prints the usage", p.stdout + p.stderr)
+
 for f in failures:
     print("FAIL:", f)
 print(f"{len(failures)} check(s) failed" if failures else "every check passed")
