@@ -302,18 +302,12 @@ TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_
   return report;
 }
 
-namespace {
-const char* const kStaticRuntime =
-    "cudart is linked statically into the executable: its calls never reach the libcudart.so exports the shim "
-    "replaces";
-}  // namespace
-
 TracerReport PreloadTracer::finish(const fs::path& run_dir) {
   TracerReport report = convert_preload_output(spool_, run_dir / "events.jsonl");
-  if (cudart_ != "static")
-    report.layers.push_back(layer::kRuntime);
-  else
-    report.unobserved[layer::kRuntime] = kStaticRuntime;
+  // The runtime layer from the linkage, as the benchmark is told it; the rest from the records.
+  const TracerReport by_linkage = layers_without_events();
+  report.layers = by_linkage.layers;
+  report.unobserved.insert(by_linkage.unobserved.begin(), by_linkage.unobserved.end());
   // Without a driver, cudart never loads libcuda: no driver call can happen, so there is
   // nothing to score the driver layer on (rather than a 0% the tracer did not earn).
   if (report.notes["driver_entry_points_resolved"].get<int64_t>() > 0 || report.notes["driver_records"].get<int64_t>() > 0)
@@ -354,7 +348,9 @@ TracerReport PreloadTracer::finish(const fs::path& run_dir) {
 TracerReport PreloadTracer::layers_without_events() {
   TracerReport report;
   if (cudart_ == "static")
-    report.unobserved[layer::kRuntime] = kStaticRuntime;
+    report.unobserved[layer::kRuntime] =
+        "cudart is linked statically into the executable: its calls never reach the libcudart.so exports the shim "
+        "replaces";
   else
     report.layers.push_back(layer::kRuntime);
   return report;
