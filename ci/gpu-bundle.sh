@@ -9,7 +9,9 @@ cd "$(dirname "$0")/.."
 # dependency log, so a later incremental build would miss header changes (seen: a test
 # binary linked against a stale object).
 rm -rf build-gpu dist-gpu
-cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+# Extra arguments go to CMake, e.g. -DCUDATRACE_SANITIZER_INCLUDE=DIR where this box has no
+# compute-sanitizer headers of its own (they are copied from the GPU host's toolkit).
+cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
 cmake --build build-gpu --parallel "$(nproc)"
 cmake --install build-gpu --prefix dist-gpu >/dev/null
 # The GPU host has no npm: the OTLP tests' definitions are fetched here, into the folder

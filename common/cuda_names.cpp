@@ -1,6 +1,9 @@
 #include "common/cuda_names.h"
 
+#include <cxxabi.h>
+
 #include <array>
+#include <cstdlib>
 #include <cctype>
 
 namespace cudatrace {
@@ -56,6 +59,17 @@ bool is_runtime_launch(std::string_view c) {
 
 bool is_driver_launch(std::string_view c) {
   return c == "cuLaunchKernel" || c == "cuLaunchKernelEx" || c == "cuLaunchCooperativeKernel";
+}
+
+std::string kernel_display_name(const std::string& device_function) {
+  if (device_function.rfind("_Z", 0) != 0) return device_function;
+  int status = 0;
+  char* d = abi::__cxa_demangle(device_function.c_str(), nullptr, nullptr, &status);
+  if (status != 0 || !d) return device_function;
+  std::string name = d;
+  std::free(d);
+  const size_t paren = name.find('(');
+  return paren == std::string::npos ? name : name.substr(0, paren);
 }
 
 }  // namespace cudatrace

@@ -24,4 +24,8 @@ bool is_runtime_internal(std::string_view name);
 bool is_runtime_launch(std::string_view canonical);
 bool is_driver_launch(std::string_view canonical);
 
+// "vecadd_kernel" for "vecadd_kernel"; "scale" for "_Z5scalePfi" (the name without its
+// parameter list, as a person writes it in a ledger). Device-layer methods name kernels so.
+std::string kernel_display_name(const std::string& device_function);
+
 }  // namespace cudatrace

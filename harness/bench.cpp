@@ -101,7 +101,9 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
   json process_seconds = json::array();  // where a bench's wall time goes, process by process
   for (const auto& linkage : opts.linkages)
     for (const auto& method : opts.methods) {
-      const Availability a = availability(*find_method(method), host);
+      const auto options = opts.method_options.find(method);
+      const Availability a = availability(*find_method(method), host,
+                                          options == opts.method_options.end() ? MethodOptions{} : options->second);
       if (a.ok)
         plan.push_back({linkage, method});
       else

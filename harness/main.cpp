@@ -27,7 +27,7 @@ using namespace cudatrace;
 
 namespace {
 
-void print_list(const HostFacts& host) {
+void print_list(const HostFacts& host, const Options& opts) {
   std::printf("workloads (built with static and shared cudart unless said; without a GPU, those that can run\n"
               "their host-side path, the calls made until the driver refuses):\n");
   for (const auto& w : workloads()) {
@@ -38,7 +38,8 @@ void print_list(const HostFacts& host) {
   }
   std::printf("\nmethods:\n");
   for (const auto& m : methods()) {
-    Availability a = availability(m, host);
+    const auto options = opts.method_options.find(m.name);
+    Availability a = availability(m, host, options == opts.method_options.end() ? MethodOptions{} : options->second);
     std::printf("  %-13s %-88s %s\n", m.name.c_str(), m.summary.c_str(), a.ok ? "ok" : ("unavailable: " + a.reason).c_str());
     for (const auto& [key, help] : m.options)
       std::printf("  %-13s   --set %s.%s=VALUE: %s\n", "", m.name.c_str(), key.c_str(), help.c_str());
@@ -171,7 +172,7 @@ int main(int argc, char** argv) {
   }
   HostFacts host = probe_host(self_prefix());
   if (opts.list) {
-    print_list(host);
+    print_list(host, opts);
     return 0;
   }
   try {

@@ -206,7 +206,8 @@ LayerScore score_counts(const std::string& layer, const std::string& expectation
     if (e.layer != layer) continue;
     // An event may stand for several units (the device layer in thread mode: one event per
     // block, args.threads threads seen in it).
-    const int64_t units = weight_arg && e.args.contains(weight_arg) ? e.args[weight_arg].get<int64_t>() : 1;
+    const auto w = weight_arg ? e.args.find(weight_arg) : e.args.end();
+    const int64_t units = w != e.args.end() && w->is_number_integer() ? w->get<int64_t>() : 1;
     score.seen += units;
     std::string kernel = e.args.contains("kernel") ? e.args["kernel"].get<std::string>() : e.name;
     score.by_name[kernel].seen += units;
@@ -329,13 +330,16 @@ std::vector<LayerScore> match(const std::vector<Event>& ledger, const std::vecto
       out.push_back(score_counts(l, "one kernel record per kernel run (launches, and graph replays' executions)",
                                  expected, events, opts));
     } else if (l == layer::kDevice) {
-      const bool per_thread = opts.device_mode == "thread";
+      // An event per block ("block"), per block with args.threads ("thread"), or per launch
+      // with args.blocks, and args.threads too ("launch", "launch-thread").
+      const bool per_thread = opts.device_mode == "thread" || opts.device_mode == "launch-thread";
+      const char* weight = per_thread ? "threads" : opts.device_mode == "launch" ? "blocks" : nullptr;
       std::map<std::string, int64_t> expected;
       for (const auto& [t, times] : runs)
         expected[kernel_of(*t)] += times * dim_product(t->args.value("grid", nlohmann::json())) *
                                    (per_thread ? dim_product(t->args.value("block", nlohmann::json())) : 1);
       out.push_back(score_counts(l, per_thread ? "grid x block threads per kernel run" : "grid blocks per kernel run",
-                                 expected, events, opts, per_thread ? "threads" : nullptr));
+                                 expected, events, opts, weight));
     } else if (l == layer::kSyscall) {
       std::vector<Event> all_calls = calls;
       all_calls.insert(all_calls.end(), driver_calls.begin(), driver_calls.end());

@@ -43,7 +43,9 @@ struct MatchOptions {
   // be the same call. In-process and kernel tracers read the same clock, so the default
   // is exact; a tracer whose clock is converted (strace's wall clock) widens it.
   int64_t slack_ns = 0;
-  std::string device_mode = "block";  // device layer: one event per block, or per "thread"
+  // Device layer: an event per "block", per block with args.threads ("thread"), or per
+  // launch with args.blocks ("launch") and args.threads ("launch-thread").
+  std::string device_mode = "block";
   size_t max_examples = 8;
 };
 

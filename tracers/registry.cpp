@@ -7,6 +7,7 @@
 
 #include "tracers/none/none_tracer.h"
 #include "tracers/preload/preload_tracer.h"
+#include "tracers/sanitizer/sanitizer_method.h"
 #include "tracers/strace/strace_tracer.h"
 #include "bpf/cupti_event.h"
 #include "bpf/uprobe_event.h"
@@ -164,6 +165,7 @@ const std::vector<Method>& methods() {
       throw std::runtime_error("the bpftime method is not implemented yet (issue #6)");
     };
     m.push_back(std::move(bpftime));
+    for (Method& s : sanitizer_methods()) m.push_back(std::move(s));
     m.push_back({.name = "strace",
                  .summary = "the system's strace: syscalls (NVIDIA ioctls decoded) during each call",
                  .built = true,
@@ -239,7 +241,7 @@ void preload_first(Launch& launch, const fs::path& library, const std::string& w
   launch.env["LD_PRELOAD"] = library.string() + (existing && *existing ? std::string(":") + existing : "");
 }
 
-Availability availability(const Method& m, const HostFacts& host) {
+Availability availability(const Method& m, const HostFacts& host, const MethodOptions& options) {
   if (!m.built && !m.not_built_reason.empty()) return {false, "not built: " + m.not_built_reason};
   if (!m.built) return {false, "not built yet (issue #" + std::to_string(m.issue) + ")"};
   if (m.needs_root && !host.root)
@@ -254,6 +256,8 @@ Availability availability(const Method& m, const HostFacts& host) {
   }
   if (m.unavailable_because)
     if (std::string why = m.unavailable_because(); !why.empty()) return {false, why};
+  if (m.unavailable_with)
+    if (std::string why = m.unavailable_with(options); !why.empty()) return {false, why};
   return {true, ""};
 }
 

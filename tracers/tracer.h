@@ -56,8 +56,9 @@ struct TracerReport {
   // How far (ns) this tracer's timestamps may stray from the ledger's clock (a converted
   // clock); the matcher widens each call's window by this much.
   int64_t match_slack_ns = 0;
-  // Device layer: "block" (an event per block) or "thread" (an event per block carrying
-  // args.threads, the threads seen in it).
+  // Device layer: "block" (an event per block), "thread" (an event per block carrying
+  // args.threads, the threads seen in it), "launch" (an event per launch carrying
+  // args.blocks, the blocks counted) or "launch-thread" (args.threads too).
   std::string device_mode = "block";
 };
 
@@ -119,6 +120,9 @@ struct Method {
   std::string not_built_reason;  // when !built although it has an issue (e.g. built without libbpf)
   // A check of its own, after the common ones: empty = can run, else the one-line reason.
   std::function<std::string()> unavailable_because;
+  // The same, for a check that depends on the method's options (a library path the user
+  // may give with --set).
+  std::function<std::string(const MethodOptions&)> unavailable_with;
   // Throws std::invalid_argument for options it cannot take.
   std::function<std::unique_ptr<Tracer>(const HostFacts&, const MethodOptions&)> make;
 };
@@ -130,7 +134,7 @@ struct Availability {
 
 const std::vector<Method>& methods();
 const Method* find_method(const std::string& name);
-Availability availability(const Method& m, const HostFacts& host);
+Availability availability(const Method& m, const HostFacts& host, const MethodOptions& options = {});
 
 // PATH lookup as execvp does it; empty when absent.
 std::filesystem::path find_on_path(const std::string& program);

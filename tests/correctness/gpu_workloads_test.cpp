@@ -379,3 +379,61 @@ TEST(GpuDevhookModes, ThreadModeSeesEveryThread) {
               (long long)(*device)["matched"].get<int64_t>(), (long long)(*device)["expected"].get<int64_t>(),
               (long long)run["tracer"]["notes"]["records"].get<int64_t>());
 }
+
+// The sanitizer method on every workload, both linkages: the device layer complete (the
+// blocks counted on the GPU equal the ledger's grids, launch by launch added up per
+// kernel), nothing lost, and the program ends as it does untraced.
+namespace {
+
+std::vector<Case> every_workload() {
+  std::vector<Case> out;
+  for (const char* wl : {"vecadd", "streams", "memheavy", "burst", "graphs", "driverapi", "dlopen", "privatert",
+                         "multiproc"})
+    for (const char* linkage : {"static", "shared"})
+      if (std::string(wl) != "dlopen" || std::string(linkage) == "shared") out.push_back({wl, linkage});
+  return out;
+}
+
+std::string sanitizer_unavailable() {
+  if (!host().gpu) return "no GPU: " + host().gpu_reason;
+  const cudatrace::Availability a = cudatrace::availability(*cudatrace::find_method("sanitizer"), host());
+  return a.ok ? "" : "sanitizer unavailable: " + a.reason;
+}
+
+void expect_device_complete(const Case& c, const std::string& extra) {
+  HarnessRun r = run_harness("--workload " + c.workload + " --method none,sanitizer --linkage " + c.linkage + extra);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json run = r.run_json(c.workload + "." + c.linkage + ".sanitizer");
+  ASSERT_TRUE(run.contains("match")) << r.output;
+  EXPECT_TRUE(run["ok"].get<bool>()) << run["failures"].dump();
+  EXPECT_EQ(run["untraced_check"]["same"], true) << run["untraced_check"].dump();
+  const nlohmann::json* device = layer_of(run, "device");
+  ASSERT_NE(device, nullptr) << run["unobserved"].dump();
+  EXPECT_GT((*device)["expected"].get<int64_t>(), 0);
+  EXPECT_EQ((*device)["matched"], (*device)["expected"]) << (*device)["examples"].dump();
+  EXPECT_EQ((*device)["phantom"], 0) << (*device)["examples"].dump();
+  EXPECT_TRUE(run["partly_observed"].empty()) << run["partly_observed"].dump();
+  for (const auto& [counter, n] : run["tracer"]["loss"].items()) EXPECT_EQ(n, 0) << counter;
+  EXPECT_GT(run["tracer"]["notes"]["modules_patched"].get<int64_t>(), 0);
+}
+
+}  // namespace
+
+class GpuSanitizer : public ::testing::TestWithParam<Case> {};
+
+TEST_P(GpuSanitizer, BlocksCountedEqualTheLedgersGrids) {
+  if (const std::string why = sanitizer_unavailable(); !why.empty()) GTEST_SKIP() << why;
+  expect_device_complete(GetParam(), "");
+}
+
+// Threads counted too: every thread of every block, against grid x block.
+TEST(GpuSanitizerThreads, ThreadsCountedEqualTheLedgersGridsTimesBlocks) {
+  if (const std::string why = sanitizer_unavailable(); !why.empty()) GTEST_SKIP() << why;
+  for (const char* wl : {"vecadd", "graphs"})
+    for (const char* linkage : {"static", "shared"}) {
+      SCOPED_TRACE(std::string(wl) + " " + linkage);
+      expect_device_complete({wl, linkage}, " --set sanitizer.threads=on");
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Workloads, GpuSanitizer, ::testing::ValuesIn(every_workload()), name_of);

@@ -12,7 +12,7 @@ TEST(Registry, ListsEveryMethodOnce) {
   for (const auto& m : methods()) names.push_back(m.name);
   EXPECT_EQ(names, (std::vector<std::string>{"none", "preload", "uprobe", "uprobe-enter", "uprobe-empty", "cupti",
                                              "cupti-inject", "cupti-bare", "devhook", "devhook-thread",
-                                             "bpftime", "strace", "nsys"}));
+                                             "bpftime", "sanitizer", "strace", "nsys"}));
   EXPECT_EQ(find_method("nope"), nullptr);
 }
 

@@ -1,7 +1,5 @@
 #include "tracers/devhook/devhook_decode.h"
 
-#include <cxxabi.h>
-
 #include <algorithm>
 #include <array>
 #include <cstdlib>
@@ -20,17 +18,6 @@ namespace cudatrace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace cudatrace::devhook;
-
-std::string kernel_display_name(const std::string& device_function) {
-  if (device_function.rfind("_Z", 0) != 0) return device_function;
-  int status = 0;
-  char* d = abi::__cxa_demangle(device_function.c_str(), nullptr, nullptr, &status);
-  if (status != 0 || !d) return device_function;
-  std::string name = d;
-  std::free(d);
-  const size_t paren = name.find('(');
-  return paren == std::string::npos ? name : name.substr(0, paren);
-}
 
 namespace {
 
@@ -274,15 +261,24 @@ TracerReport convert_devhook_output(const fs::path& dir, const fs::path& events_
     unseen = "kernels of the cudart linked into " + unseen + " never reach the agent (not counted)";
   }
   notes["coverage"]["unseen"] = unseen;
+  // The agent counts the launches that reach it, not the program's: a launcher that calls
+  // the driver through a pointer it got from cuGetProcAddress or dlsym (Triton's, XLA's)
+  // launches past it. The reason says so rather than pass the count for the program's.
+  const std::string past_the_agent =
+      "launches made through function pointers (cuGetProcAddress, dlsym: Triton's and XLA's launchers) never reach "
+      "the agent and are not counted; the sanitizer method counts every launch";
   if (seen > 0 && t.launches_instrumented == 0) {
-    report.unobserved[layer::kDevice] = "none of " + std::to_string(seen) + " launches could be instrumented: " +
-                                        top_reasons(t.uninstrumented) + (unseen.empty() ? "" : "; " + unseen);
+    report.unobserved[layer::kDevice] = "none of the " + std::to_string(seen) +
+                                        " launches that reached the agent could be instrumented: " +
+                                        top_reasons(t.uninstrumented) + (unseen.empty() ? "" : "; " + unseen) + "; " +
+                                        past_the_agent;
   } else if (t.launches_instrumented > 0) {
     report.layers = {layer::kDevice};
     std::string partly;
     if (unchanged > 0)
       partly = std::to_string(t.launches_instrumented) + " of " + std::to_string(seen) +
-               " launches instrumented; ran unchanged: " + top_reasons(t.uninstrumented);
+               " launches instrumented (of those that reached the agent); ran unchanged: " +
+               top_reasons(t.uninstrumented);
     if (!unseen.empty()) partly += (partly.empty() ? "" : "; ") + unseen;
     if (!partly.empty()) report.partly_unobserved[layer::kDevice] = partly;
   } else if (t.fatbins > 0 || t.driver_images > 0) {

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "common/cuda_names.h"  // kernel_display_name
 #include "tracers/tracer.h"
 
 namespace cudatrace {
@@ -24,9 +25,5 @@ TracerReport convert_devhook_output(const std::filesystem::path& dir, const std:
 // records: for runs whose events nobody converts (the per-call benchmark). nullopt when
 // no report is there or one cannot be read.
 std::optional<std::map<std::string, int64_t>> devhook_loss_counters(const std::filesystem::path& dir);
-
-// "vecadd_kernel" for "vecadd_kernel"; "scale" for "_Z5scalePfi" (the name without its
-// parameter list, as a person writes it in a ledger).
-std::string kernel_display_name(const std::string& device_function);
 
 }  // namespace cudatrace

@@ -1,0 +1,266 @@
+// The sanitizer method's host half, without a GPU: its options, where it looks for the
+// sanitizer library, how it prepares the program, and the decoder on reports and launch
+// records written here the way the injection library writes them (sanitizer_format.h).
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "common/event_io.h"
+#include "harness/matcher.h"
+#include "test_support.h"
+#include "tracers/sanitizer/sanitizer_decode.h"
+#include "tracers/sanitizer/sanitizer_format.h"
+#include "tracers/sanitizer/sanitizer_tracer.h"
+#include "tracers/tracer.h"
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using namespace cudatrace;
+using namespace cudatrace::sanitizer;
+
+namespace {
+
+LaunchRecord launch(uint32_t kernel, uint32_t gx, uint64_t blocks, uint32_t flags = 0, uint32_t context = 0) {
+  LaunchRecord r{};
+  r.host_ns = 1000 + kernel;
+  r.blocks = blocks;
+  r.kernel = kernel;
+  r.context = context;
+  r.grid[0] = gx, r.grid[1] = 1, r.grid[2] = 1;
+  r.block[0] = 256, r.block[1] = 1, r.block[2] = 1;
+  r.flags = flags;
+  return r;
+}
+
+json report_for(int pid, size_t launches, const std::string& mode = "blocks") {
+  return {{"v", 1},
+          {"pid", pid},
+          {"library", "/usr/local/cuda/compute-sanitizer/libsanitizer-public.so"},
+          {"library_error", ""},
+          {"mode", mode},
+          {"launches", launches},
+          {"modules", {{"patched", 3}, {"failed", 0}, {"without_patches", 0}, {"patch_ns_total", 450000},
+                       {"patch_ns_max", 200000}}},
+          {"kernels", {"_Z6vecaddPKfS0_Pfi", "scale"}},
+          {"contexts", {{{"device", 0}, {"pci_bus_id", "0000:00:06.0"}, {"slots_used", launches}, {"error", ""},
+                         {"read_at", "at exit"}, {"read_error", ""}}}},
+          {"errors", json::array()},
+          {"write_error", ""}};
+}
+
+fs::path write_output(const std::vector<LaunchRecord>& launches, int pid = 4242, json rep = nullptr) {
+  const fs::path dir = testsupport::temp_dir("sanitizer-decode");
+  if (rep.is_null()) rep = report_for(pid, launches.size());
+  std::ofstream(dir / ("sanitizer." + std::to_string(pid) + ".json")) << rep.dump();
+  std::ofstream out(dir / ("sanitizer." + std::to_string(pid) + ".launches"), std::ios::binary);
+  out.write(reinterpret_cast<const char*>(launches.data()), std::streamsize(launches.size() * sizeof(LaunchRecord)));
+  return dir;
+}
+
+}  // namespace
+
+TEST(SanitizerOptions, ParsedAndRejectedWithTheValidRange) {
+  EXPECT_FALSE(sanitizer_options({}).threads);
+  EXPECT_TRUE(sanitizer_options({{"threads", "on"}}).threads);
+  EXPECT_EQ(sanitizer_options({{"slots", "4096"}}).slots, 4096u);
+  EXPECT_EQ(sanitizer_options({{"slots", std::to_string(kMaxSlots)}}).slots, kMaxSlots);
+  EXPECT_EQ(sanitizer_options({{"lib", "/opt/x/libsanitizer-public.so"}}).library, "/opt/x/libsanitizer-public.so");
+  for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
+           {"threads", "yes"}, {"slots", "0"}, {"slots", "-1"}, {"slots", std::to_string(kMaxSlots + 1)},
+           {"slots", "12x"}, {"lib", ""}, {"colour", "red"}}) {
+    try {
+      sanitizer_options({{key, value}});
+      ADD_FAILURE() << key << "=" << value << " was accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("sanitizer"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(SanitizerLibrary, AGivenPathIsUsedOnlyWhenItExists) {
+  const fs::path dir = testsupport::temp_dir("sanitizer-lib");
+  std::string looked;
+  EXPECT_TRUE(find_sanitizer_library(dir / "libsanitizer-public.so", looked).empty());
+  EXPECT_EQ(looked, (dir / "libsanitizer-public.so").string());
+  std::ofstream(dir / "libsanitizer-public.so") << "x";
+  EXPECT_EQ(find_sanitizer_library(dir / "libsanitizer-public.so", looked), dir / "libsanitizer-public.so");
+  // A folder is not a library.
+  EXPECT_TRUE(find_sanitizer_library(dir, looked).empty());
+}
+
+TEST(SanitizerLibrary, FoundUnderCudaHome) {
+  const fs::path root = testsupport::temp_dir("sanitizer-home");
+  fs::create_directories(root / "compute-sanitizer");
+  std::ofstream(root / "compute-sanitizer" / "libsanitizer-public.so") << "x";
+  const char* old = std::getenv("CUDA_HOME");
+  const std::string saved = old ? old : "";
+  setenv("CUDA_HOME", root.c_str(), 1);
+  std::string looked;
+  EXPECT_EQ(find_sanitizer_library({}, looked), root / "compute-sanitizer" / "libsanitizer-public.so");
+  if (old) setenv("CUDA_HOME", saved.c_str(), 1);
+  else unsetenv("CUDA_HOME");
+}
+
+TEST(SanitizerTracer, PreparesTheInjectionAndRefusesToReplaceAnother) {
+  const fs::path dir = testsupport::temp_dir("sanitizer-prepare");
+  std::ofstream(dir / "libcudatrace_sanitizer.so") << "x";
+  SanitizerTracer tracer(dir / "libcudatrace_sanitizer.so", "/x/libsanitizer-public.so", SanitizerOptions{.threads = true, .slots = 64});
+  Launch launch;
+  Target target;
+  target.writable_dir = dir / "target";
+  unsetenv("CUDA_INJECTION64_PATH");
+  tracer.prepare(launch, target, dir);
+  EXPECT_EQ(launch.env["CUDA_INJECTION64_PATH"], (dir / "libcudatrace_sanitizer.so").string());
+  EXPECT_EQ(launch.env[kLibraryEnv], "/x/libsanitizer-public.so");
+  EXPECT_EQ(launch.env[kOutDirEnv], (dir / "target").string());
+  EXPECT_EQ(launch.env[kThreadsEnv], "on");
+  EXPECT_EQ(launch.env[kSlotsEnv], "64");
+  setenv("CUDA_INJECTION64_PATH", "/some/other/tool.so", 1);
+  Launch again;
+  EXPECT_THROW(tracer.prepare(again, target, dir), std::runtime_error);
+  unsetenv("CUDA_INJECTION64_PATH");
+}
+
+TEST(SanitizerDecode, OneEventPerLaunchWithTheBlocksCounted) {
+  const fs::path dir = write_output({launch(0, 256, 256), launch(1, 4, 4, kGraphNode), launch(1, 4, 4, kGraphNode)});
+  const TracerReport rep = convert_sanitizer_output(dir, dir / "events.jsonl", 4242);
+  EXPECT_EQ(rep.error, "");
+  EXPECT_EQ(rep.layers, std::vector<std::string>{"device"});
+  EXPECT_EQ(rep.device_mode, "launch");
+  EXPECT_TRUE(rep.partly_unobserved.empty()) << rep.partly_unobserved.begin()->second;
+  EXPECT_EQ(rep.notes["launches"], 3);
+  EXPECT_EQ(rep.notes["graph_node_launches"], 2);
+  EXPECT_EQ(rep.notes["blocks_counted"], 264);
+  EXPECT_EQ(rep.notes["modules_patched"], 3);
+  EXPECT_DOUBLE_EQ(rep.notes["patch_ms_per_module"].get<double>(), 0.15);
+  const auto events = read_events(dir / "events.jsonl").events;
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events[0].layer, "device");
+  EXPECT_EQ(events[0].name, "vecadd");  // demangled, without its parameters
+  EXPECT_EQ(events[0].args["blocks"], 256);
+  EXPECT_EQ(events[0].args["grid"], json({256, 1, 1}));
+  EXPECT_EQ(events[0].args["pci_bus_id"], "0000:00:06.0");
+  EXPECT_EQ(events[0].args["counted"], "exact");
+  EXPECT_EQ(events[1].args["graph_node"], true);
+  EXPECT_EQ(events[2].args["launch"], 2);
+}
+
+// Every way a launch can be counted short is named with its reason and counted as loss;
+// the layer is partly observed, never a clean total.
+TEST(SanitizerDecode, EveryShortfallIsNamedAndCounted) {
+  const fs::path dir = write_output({launch(0, 8, 8), launch(0, 8, 0, kNoSlot), launch(1, 8, 0, kUnpatched),
+                                     launch(1, 8, 0, kUnread), launch(0, 8, 5), launch(0, 8, 9)});
+  const TracerReport rep = convert_sanitizer_output(dir, dir / "events.jsonl", 4242);
+  EXPECT_EQ(rep.layers, std::vector<std::string>{"device"});
+  EXPECT_EQ(rep.loss["launches_without_slot"], 1);
+  EXPECT_EQ(rep.loss["launches_in_unpatched_modules"], 1);
+  EXPECT_EQ(rep.loss["launches_unread"], 1);
+  EXPECT_EQ(rep.loss["launches_short"], 1);
+  EXPECT_EQ(rep.loss["blocks_missing"], 3);
+  EXPECT_EQ(rep.loss["launches_over"], 1);
+  ASSERT_EQ(rep.partly_unobserved.count("device"), 1u);
+  const std::string why = rep.partly_unobserved.at("device");
+  for (const char* part : {"1 launches ran uncounted", "modules that could not be patched", "could not be read back",
+                           "fewer blocks than their grid (3 blocks)", "more blocks than their grid", "vecadd (3)"})
+    EXPECT_NE(why.find(part), std::string::npos) << part << " not in: " << why;
+  const auto events = read_events(dir / "events.jsonl").events;
+  ASSERT_EQ(events.size(), 6u);
+  EXPECT_EQ(events[1].args["counted"], "no slot");
+  EXPECT_EQ(events[4].args["counted"], "short");
+}
+
+TEST(SanitizerDecode, NoReportIsNotObservedWithTheReason) {
+  const fs::path dir = testsupport::temp_dir("sanitizer-empty");
+  const TracerReport rep = convert_sanitizer_output(dir, dir / "events.jsonl", 4242);
+  EXPECT_TRUE(rep.layers.empty());
+  ASSERT_EQ(rep.unobserved.count("device"), 1u);
+  EXPECT_NE(rep.unobserved.at("device").find("never initialised the CUDA driver"), std::string::npos);
+}
+
+TEST(SanitizerDecode, ALibraryThatCouldNotStartIsTheReason) {
+  json rep = report_for(4242, 0);
+  rep["library_error"] = "cannot load /nowhere/libsanitizer-public.so: No such file";
+  rep["contexts"] = json::array();
+  const fs::path dir = write_output({}, 4242, rep);
+  const TracerReport r = convert_sanitizer_output(dir, dir / "events.jsonl", 4242);
+  EXPECT_TRUE(r.layers.empty());
+  ASSERT_EQ(r.unobserved.count("device"), 1u);
+  EXPECT_NE(r.unobserved.at("device").find("could not start: cannot load /nowhere"), std::string::npos);
+}
+
+// The folder is the program's: a report that is not what the library writes costs that
+// report (the run's error names it), never the harness; a launches file shorter or longer
+// than the report says is named.
+TEST(SanitizerDecode, HostileOutputIsNamedNotTrusted) {
+  const fs::path dir = write_output({launch(0, 8, 8)}, 4242, report_for(4242, 5));
+  {
+    std::ofstream(dir / "sanitizer.77.json") << "[1,2";
+    std::ofstream out(dir / "sanitizer.4242.launches", std::ios::binary | std::ios::app);
+    out << "abc";  // a partial record
+  }
+  json odd = report_for(88, 1);
+  odd["kernels"] = 7;        // not a list
+  odd["contexts"] = "none";  // not a list
+  std::ofstream(dir / "sanitizer.88.json") << odd.dump();
+  std::vector<LaunchRecord> bad = {launch(9, 4, 4, 0, 5)};  // kernel and context out of range
+  std::ofstream(dir / "sanitizer.88.launches", std::ios::binary)
+      .write(reinterpret_cast<const char*>(bad.data()), sizeof(LaunchRecord));
+  const TracerReport rep = convert_sanitizer_output(dir, dir / "events.jsonl", 4242);
+  EXPECT_NE(rep.error.find("sanitizer.77.json unreadable"), std::string::npos) << rep.error;
+  EXPECT_EQ(rep.loss["launch_records_truncated"], 1);
+  ASSERT_EQ(rep.partly_unobserved.count("device"), 1u);
+  EXPECT_NE(rep.partly_unobserved.at("device").find("announces 5 launches, the launches file holds 1"), std::string::npos)
+      << rep.partly_unobserved.at("device");
+  const auto events = read_events(dir / "events.jsonl").events;
+  EXPECT_EQ(events.size(), 2u);
+}
+
+// The matcher reads a launch's args.blocks as that many blocks (device mode "launch"), and
+// args.threads as threads ("launch-thread"), against the ledger's grid.
+TEST(SanitizerMatch, BlocksPerLaunchAgainstTheLedgersGrid) {
+  Event ledger_launch;
+  ledger_launch.layer = "runtime";
+  ledger_launch.name = "cudaLaunchKernel";
+  ledger_launch.ret = 0;
+  ledger_launch.args = {{"kernel", "vecadd"}, {"grid", {4, 2, 1}}, {"block", {32, 1, 1}}};
+  Event seen;
+  seen.layer = "device";
+  seen.name = "vecadd";
+  seen.args = {{"kernel", "vecadd"}, {"blocks", 8}, {"threads", 256}};
+  MatchOptions opts;
+  opts.device_mode = "launch";
+  auto scores = match({ledger_launch, ledger_launch}, {seen, seen}, {"device"}, opts);
+  ASSERT_EQ(scores.size(), 1u);
+  EXPECT_EQ(scores[0].expected, 16);
+  EXPECT_EQ(scores[0].matched, 16);
+  EXPECT_EQ(scores[0].missing, 0);
+  seen.args["blocks"] = 7;  // one block short
+  scores = match({ledger_launch, ledger_launch}, {seen, seen}, {"device"}, opts);
+  EXPECT_EQ(scores[0].missing, 2);
+  opts.device_mode = "launch-thread";
+  scores = match({ledger_launch}, {seen}, {"device"}, opts);
+  EXPECT_EQ(scores[0].expected, 256);
+  EXPECT_EQ(scores[0].matched, 256);
+}
+
+// Where the method cannot run, --list and every run say why in one line: not built (no
+// sanitizer headers at build time: CI), or its library not where it was looked for.
+TEST(SanitizerRegistry, SaysInOneLineWhyItCannotRun) {
+  const Method* m = find_method("sanitizer");
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->layers, std::vector<std::string>{"device"});
+  const HostFacts gpu{.root = true, .gpu = true};
+  if (!m->built) {
+    const Availability a = availability(*m, gpu);
+    EXPECT_FALSE(a.ok);
+    EXPECT_NE(a.reason.find("Compute Sanitizer headers"), std::string::npos) << a.reason;
+    EXPECT_EQ(a.reason.find('\n'), std::string::npos);
+    return;
+  }
+  const Availability missing = availability(*m, gpu, {{"lib", "/nonexistent/libsanitizer-public.so"}});
+  EXPECT_FALSE(missing.ok);
+  EXPECT_NE(missing.reason.find("is not at /nonexistent/libsanitizer-public.so"), std::string::npos) << missing.reason;
+  EXPECT_NE(missing.reason.find("--set sanitizer.lib=PATH"), std::string::npos);
+  EXPECT_EQ(missing.reason.find('\n'), std::string::npos);
+  EXPECT_EQ(availability(*m, HostFacts{.root = true, .gpu = false}).reason.rfind("needs a GPU", 0), 0u);
+}
