@@ -70,6 +70,10 @@ Options parse_cli(const std::vector<std::string>& args, const std::vector<std::s
       o.bench = true;
       continue;
     }
+    if (a == "--no-baseline") {
+      o.baseline = false;
+      continue;
+    }
     std::string flag = a, value;
     bool inline_value = false;
     if (auto eq = a.find('='); a.rfind("--", 0) == 0 && eq != std::string::npos) {
@@ -204,7 +208,12 @@ options:
   -h, --help                   this text
   -- COMMAND [ARGS...]         trace any program instead of the workloads. There is no
                                ledger then: results give event counts per method and layer,
-                               and how the methods agree with each other.
+                               and how the methods agree with each other. The command also
+                               runs untraced (method none, first) unless --method has it:
+                               a traced run that ends otherwise than the untraced one (exit
+                               status, signal) is a failed run, with both named
+  --no-baseline                with a command, skip that untraced run (the runs' exits are
+                               then not checked against it, and the summary says so)
 
 examples:
   harness --list

@@ -89,7 +89,26 @@ struct RunContext {
   std::string write_error;  // set when results could not be written: the matrix stops
   const json* manifest = nullptr;
   OtlpRunSender* otlp = nullptr;  // --otlp-endpoint: each run is sent once its run.json is written
+  // How each program ended untraced (method none), by "workload|linkage|rep": a traced run
+  // that ends otherwise changed what the program does, and fails with both named.
+  std::map<std::string, ChildResult> untraced;
 };
+
+// "exit 0", "signal 11", "timed out": how a run ended, in a few words.
+std::string how_it_ended(const ChildResult& c) {
+  if (c.status == ChildStatus::Exited) return "exit " + std::to_string(c.exit_code);
+  if (c.status == ChildStatus::Signaled) return "signal " + std::to_string(c.signal);
+  return to_string(c.status);
+}
+
+// The untraced run's ending to compare a traced run of `combo` against: the same
+// repetition's, else the first's. Null when there is none.
+const ChildResult* untraced_ending(const RunContext& ctx, const Combo& combo, int rep) {
+  for (const int r : {rep, 1})
+    if (auto it = ctx.untraced.find(combo.workload + "|" + combo.linkage + "|" + std::to_string(r)); it != ctx.untraced.end())
+      return &it->second;
+  return nullptr;
+}
 
 // A results write that failed for want of space: nothing after it can be kept either.
 bool out_of_space(const std::string& what) {
@@ -183,6 +202,21 @@ json run_one(const Combo& combo, int rep, RunContext& ctx, ComboOutcome& outcome
     failures.push_back(exit_meaning(combo, child.exit_code));
   else if (child.status != ChildStatus::Exited)
     failures.push_back(std::string(to_string(child.status)) + ": " + child.detail);
+  // A tracer must not change how the program ends: checked against the untraced run.
+  if (combo.method == "none") {
+    if (child.status == ChildStatus::Exited || child.status == ChildStatus::Signaled)
+      ctx.untraced[combo.workload + "|" + combo.linkage + "|" + std::to_string(rep)] = child;
+  } else if (const ChildResult* untraced = untraced_ending(ctx, combo, rep)) {
+    const bool same = how_it_ended(*untraced) == how_it_ended(child);
+    run["untraced_check"] = {{"untraced", how_it_ended(*untraced)}, {"traced", how_it_ended(child)}, {"same", same}};
+    if (!same)
+      failures.insert(failures.begin(), "traced, the program ended otherwise than untraced: " + how_it_ended(child) +
+                                            " where the untraced run ended with " + how_it_ended(*untraced));
+  } else {
+    run["untraced_check"] = {{"untraced", nullptr},
+                             {"why", combo.workload.empty() ? "--no-baseline: the command did not run untraced"
+                                                            : "no untraced run (method none) of this workload in the matrix"}};
+  }
 
   // The ground truth: one ledger per process (ledger.jsonl, ledger.jsonl.<pid>), each
   // checked on its own, their calls matched together.
@@ -349,19 +383,30 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
   std::vector<Combo> todo;
   json skipped = json::array();
   std::vector<Combo> combos;
+  // The untraced run of each program first: every traced run's ending is checked against it.
+  std::vector<std::string> methods_in_order = opts.methods;
+  if (!opts.command.empty() && opts.baseline &&
+      std::find(methods_in_order.begin(), methods_in_order.end(), "none") == methods_in_order.end()) {
+    methods_in_order.insert(methods_in_order.begin(), "none");
+    std::fprintf(stderr, "harness: the command runs untraced first (method none), to check every traced run's "
+                         "exit against it (--no-baseline skips it)\n");
+  }
+  std::stable_partition(methods_in_order.begin(), methods_in_order.end(), [](const std::string& m) { return m == "none"; });
   if (opts.command.empty()) {
     for (const auto& w : opts.workloads)
       for (const auto& l : opts.linkages) {
         const auto& builds = find_workload(w)->linkages;
         if (std::find(builds.begin(), builds.end(), l) == builds.end()) continue;  // dlopen has no static build
-        for (const auto& m : opts.methods) combos.push_back({w, l, m});
+        for (const auto& m : methods_in_order) combos.push_back({w, l, m});
       }
   } else {
-    for (const auto& m : opts.methods) combos.push_back({"", "", m});
+    for (const auto& m : methods_in_order) combos.push_back({"", "", m});
   }
   for (const auto& c : combos) {
     std::string reason;
-    const Availability a = availability(*find_method(c.method), host);
+    const auto options = opts.method_options.find(c.method);
+    const Availability a = availability(*find_method(c.method), host,
+                                        options == opts.method_options.end() ? MethodOptions{} : options->second);
     if (!a.ok) {
       reason = "method " + c.method + ": " + a.reason;
     } else if (!c.workload.empty()) {

@@ -1,0 +1,44 @@
+// A tracer must not change how the program ends: every traced run of a command is checked
+// against the same command run untraced (the harness adds that run unless told not to),
+// and one that ends otherwise is a failed run naming both endings. No GPU needed: the
+// preload method sets LD_PRELOAD, and the command exits 1 when it sees it.
+#include "harness_run.h"
+
+using namespace correctness;
+
+namespace {
+const char* kNoticesPreload = "-- /bin/sh -c 'test -z \"$LD_PRELOAD\"'";
+}
+
+TEST(UntracedCheck, ATracedRunThatEndsOtherwiseFailsNamingBoth) {
+  HarnessRun r = run_harness(std::string("--method preload ") + kNoticesPreload);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("runs untraced first"), std::string::npos) << r.output;
+  const nlohmann::json untraced = r.run_json("cmd.none");
+  ASSERT_TRUE(untraced.contains("ok")) << r.output;
+  EXPECT_TRUE(untraced["ok"].get<bool>());
+  const nlohmann::json traced = r.run_json("cmd.preload");
+  EXPECT_FALSE(traced["ok"].get<bool>());
+  EXPECT_EQ(traced["untraced_check"]["same"], false);
+  EXPECT_EQ(traced["untraced_check"]["untraced"], "exit 0");
+  EXPECT_EQ(traced["untraced_check"]["traced"], "exit 1");
+  EXPECT_NE(traced["failures"][0].get<std::string>().find("ended otherwise than untraced: exit 1 where the untraced "
+                                                          "run ended with exit 0"),
+            std::string::npos)
+      << traced["failures"].dump();
+}
+
+TEST(UntracedCheck, TheSameEndingPasses) {
+  HarnessRun r = run_harness("--method preload -- /bin/true");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.run_json("cmd.preload")["untraced_check"]["same"], true);
+}
+
+TEST(UntracedCheck, WithoutABaselineTheRunSaysItWasNotChecked) {
+  HarnessRun r = run_harness(std::string("--no-baseline --method preload ") + kNoticesPreload);
+  const nlohmann::json traced = r.run_json("cmd.preload");
+  ASSERT_TRUE(traced.contains("untraced_check")) << r.output;
+  EXPECT_TRUE(traced["untraced_check"]["untraced"].is_null());
+  EXPECT_NE(traced["untraced_check"]["why"].get<std::string>().find("--no-baseline"), std::string::npos);
+  EXPECT_FALSE(r.run_json("cmd.none").contains("ok")) << "no untraced run was made";
+}
