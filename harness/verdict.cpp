@@ -3,6 +3,7 @@
 #include <cxxabi.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <memory>
 
@@ -25,8 +26,37 @@ json unobserved_layers(const Method& m, const TracerReport& report) {
   return out;
 }
 
+namespace {
+
+// The nested name at the start of an Itanium-mangled symbol ("_ZN2at6native6kernelI..." ->
+// "at::native::kernel"), read as far as the text goes: it works on a symbol cut short, as
+// one method's collector hands them over (cupti's, in 64-byte fields). Empty when the text
+// is not of that shape.
+std::string mangled_prefix(const std::string& s) {
+  size_t i = 2;  // past "_Z"
+  const bool nested = i < s.size() && s[i] == 'N';
+  if (nested) ++i;
+  std::string out;
+  if (s.compare(i, 2, "St") == 0) out = "std", i += 2;
+  while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) {
+    size_t len = 0;
+    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) len = len * 10 + size_t(s[i++] - '0');
+    if (len == 0 || len > 4096) return "";
+    out += (out.empty() ? "" : "::") + s.substr(i, len);
+    i += len;
+    if (!nested) break;
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string kernel_family(const std::string& name) {
-  std::string s = name;
+  // Compared on the first kFamilyChars characters: a reference that cuts names there
+  // (cupti's 64-byte fields) and a method that does not must name one kernel alike.
+  std::string s = name.substr(0, kFamilyChars);
+  if (s.rfind("_Z", 0) == 0)
+    if (std::string prefix = mangled_prefix(s); !prefix.empty()) return prefix;
   if (s.rfind("_Z", 0) == 0) {
     int status = 0;
     std::unique_ptr<char, decltype(&std::free)> d(abi::__cxa_demangle(s.c_str(), nullptr, nullptr, &status), &std::free);
@@ -38,6 +68,15 @@ std::string kernel_family(const std::string& name) {
   return s;
 }
 
+namespace {
+// The kernel's own symbol where the method kept it (args.symbol), else its name.
+std::string kernel_symbol(const Event& e) {
+  for (const char* key : {"symbol", "kernel"})
+    if (auto it = e.args.find(key); it != e.args.end() && it->is_string()) return it->get<std::string>();
+  return e.name;
+}
+}  // namespace
+
 void count_families(const std::vector<Event>& events, FamilyCounts& into) {
   std::set<std::tuple<int64_t, int64_t, int64_t, std::string>> device_runs;  // (pid, launch, execution, kernel)
   for (const auto& e : events) {
@@ -45,11 +84,20 @@ void count_families(const std::vector<Event>& events, FamilyCounts& into) {
       if (is_runtime_internal(e.name)) continue;  // cudart's plumbing: no program calls it
       ++into[e.layer][canonical_name(e.name)];
     } else if (e.layer == layer::kGpuActivity) {
-      ++into[e.layer][kernel_family(e.args.contains("kernel") ? e.args["kernel"].get<std::string>() : e.name)];
+      const std::string k = kernel_family(kernel_symbol(e));
+      ++into[e.layer][k];
+      int64_t blocks = 1;
+      const auto grid = e.args.find("grid");
+      if (grid != e.args.end() && grid->is_array())
+        for (const auto& d : *grid) blocks *= d.is_number_integer() ? d.get<int64_t>() : 0;
+      into[kActivityBlocks][k] += blocks;
     } else if (e.layer == layer::kDevice) {
-      const std::string k = kernel_family(e.args.contains("kernel") ? e.args["kernel"].get<std::string>() : e.name);
+      const std::string k = kernel_family(kernel_symbol(e));
       if (device_runs.insert({e.pid, e.args.value("launch", int64_t(-1)), e.args.value("execution", int64_t(0)), k}).second)
         ++into[e.layer][k];
+      // Blocks: an event per block, or a launch's args.blocks counted on the GPU.
+      const auto b = e.args.find("blocks");
+      into[kDeviceBlocks][k] += b != e.args.end() && b->is_number_integer() ? b->get<int64_t>() : 1;
     } else if (e.layer == layer::kSyscall) {
       ++into[e.layer][e.name];
     }
@@ -152,6 +200,13 @@ json command_verdict(const std::vector<MethodView>& methods) {
         if (!seen.count(f)) fam[f][m.method] = 0;
       row["seen"] = seen_total;
       row["reference"] = total;
+      // The device layer's blocks against the grids of CUPTI's kernel records, where both exist.
+      if (l == layer::kDevice && cupti && cupti->counts.count(kActivityBlocks) && m.counts.count(kDeviceBlocks)) {
+        int64_t ref_blocks = 0, seen_blocks = 0;
+        for (const auto& [f, n] : cupti->counts.at(kActivityBlocks)) ref_blocks += n / std::max(1, cupti->reps);
+        for (const auto& [f, n] : m.counts.at(kDeviceBlocks)) seen_blocks += n / std::max(1, m.reps);
+        row["blocks"] = {{"reference", ref_blocks}, {"seen", seen_blocks}};
+      }
       row["only_it_saw"] = extra;
       row["missed_families"] = missed;
       if (total == 0) {
@@ -211,6 +266,9 @@ std::string verdict_text(const json& verdict) {
                       static_cast<long long>(row["reference"].get<int64_t>()),
                       static_cast<long long>(row["only_it_saw"].get<int64_t>()));
       detail = buf;
+      if (row.contains("blocks"))
+        detail += "; blocks " + std::to_string(row["blocks"]["seen"].get<int64_t>()) + " of " +
+                  std::to_string(row["blocks"]["reference"].get<int64_t>()) + " in CUPTI's kernel records";
       if (!row["missed_families"].empty()) {
         detail += "; missed entirely:";
         size_t shown = 0;

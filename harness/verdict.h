@@ -21,10 +21,17 @@ nlohmann::json unobserved_layers(const Method& m, const TracerReport& report);
 // family (runtime, driver: cuMemAlloc_v2 and cuMemAlloc are one family, __cudaLaunchKernel
 // is cudaLaunchKernel), kernel runs per kernel (gpu-activity: one record each; device:
 // distinct launches with at least one block seen), syscalls per name.
+// Besides the layers, two block tallies per kernel family: the blocks a device-layer method
+// counted, and the grids of kernel activity records (CUPTI's), so that a device method's
+// blocks can be checked against the reference, not only its kernel runs.
 using FamilyCounts = std::map<std::string, std::map<std::string, int64_t>>;
+inline constexpr const char* kDeviceBlocks = "device.blocks";
+inline constexpr const char* kActivityBlocks = "gpu-activity.blocks";
 void count_families(const std::vector<Event>& events, FamilyCounts& into);
 
 // "_Z6kernelPfi" and "kernel(float*, int)" -> "kernel": methods name kernels differently.
+// Names are compared on their first kFamilyChars characters (see verdict.cpp).
+inline constexpr size_t kFamilyChars = 63;
 std::string kernel_family(const std::string& name);
 
 struct MethodView {

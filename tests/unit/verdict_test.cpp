@@ -43,6 +43,13 @@ TEST(Verdict, KernelNamesFoldIntoOneFamily) {
   EXPECT_EQ(kernel_family("vecadd(float const*, float const*, float*, int)"), "vecadd");
   EXPECT_EQ(kernel_family("void scale<float>(float*, int)"), "scale");
   EXPECT_EQ(kernel_family("ptx_fill"), "ptx_fill");
+  // A symbol cut at 63 characters (cupti's collector) names the same family as the whole one.
+  const std::string whole = "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_";
+  EXPECT_EQ(kernel_family(whole), "at::native::vectorized_elementwise_kernel");
+  EXPECT_EQ(kernel_family(whole.substr(0, 63)), kernel_family(whole));
+  EXPECT_EQ(kernel_family("_ZNSt6vector4sizeEv"), "std::vector::size");
+  const std::string anon = "_ZN15stream_executor3gpu56_GLOBAL__N__0adca48f_23_delay_kernel_implEPVNS1_9GpuSemaphoreE";
+  EXPECT_EQ(kernel_family(anon), kernel_family(anon.substr(0, 63)));
 }
 
 TEST(Verdict, CallsFoldIntoFamiliesAndKernelRunsAreCountedOncePerLaunch) {
