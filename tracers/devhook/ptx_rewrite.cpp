@@ -293,6 +293,27 @@ std::string probe(ProbeMode mode, RecordKind kind, uint32_t subrings, const std:
 
 }  // namespace
 
+namespace {
+
+// `text` with its comments (// to the end of the line, /* ... */) replaced by spaces, so
+// that positions in it are positions in `text`.
+std::string without_comments(std::string text) {
+  for (size_t i = 0; i + 1 < text.size(); ++i) {
+    if (text[i] == '/' && text[i + 1] == '/') {
+      while (i < text.size() && text[i] != '\n') text[i++] = ' ';
+    } else if (text[i] == '/' && text[i + 1] == '*') {
+      const size_t end = text.find("*/", i + 2);
+      const size_t stop = end == std::string::npos ? text.size() : end + 2;
+      for (; i < stop; ++i)
+        if (text[i] != '\n') text[i] = ' ';
+      --i;
+    }
+  }
+  return text;
+}
+
+}  // namespace
+
 RewrittenPtx rewrite_ptx(const std::string& ptx, ProbeMode mode, uint32_t subrings) {
   if (subrings == 0 || subrings > kMaxSubrings || (subrings & (subrings - 1)) != 0)
     throw std::invalid_argument("sub-rings: a power of two from 1 to " + std::to_string(kMaxSubrings));
@@ -309,7 +330,6 @@ RewrittenPtx rewrite_ptx(const std::string& ptx, ProbeMode mode, uint32_t subrin
   edits.push_back({header == std::string::npos ? code.size() : header + 1, 0,
                    probe_functions(mode) + kExecutionFunction});
 
-  static const std::regex return_stmt(R"(^(\s*)(@!?%[\w$]+\s+)?(ret|exit)(\.uni)?\s*;\s*$)");
   int depth = 0;
   for (size_t i = 0; i < code.size(); ++i) {
     if (code[i] == '{') ++depth;
@@ -347,23 +367,22 @@ RewrittenPtx rewrite_ptx(const std::string& ptx, ProbeMode mode, uint32_t subrin
     const std::string exit_label = "$__dh_exit_" + id;
 
     std::vector<Edit> body;
-    // Every return point becomes a branch to the exit probe.
-    for (size_t line = open + 1; line < close;) {
-      size_t eol = code.find('\n', line);
-      if (eol == std::string::npos || eol > close) eol = close;
-      std::smatch m;
-      const std::string text = code.substr(line, eol - line);
-      if (std::regex_match(text, m, return_stmt)) {
-        body.push_back({line, eol - line, m[1].str() + m[2].str() + "bra " + exit_label + ";"});
-        ++k.exits;
-      }
-      line = eol + 1;
-    }
-    if (k.exits == 0) {
-      k.why_not = "no ret or exit statement found in its body (not PTX as nvcc writes it)";
-      out.kernels.push_back(k);
-      i = close;
-      continue;
+    // Every return point becomes a branch to the exit probe: each `ret` or `exit`
+    // statement (guarded or not, after a label, several to a line, a comment after it),
+    // found in the body with its comments blanked out. A body that ends without one falls
+    // through into the exit probe, which is placed last.
+    const std::string masked = without_comments(code.substr(open + 1, close - open - 1));
+    static const std::regex return_stmt(R"((@!?%[\w$]+\s+)?\b(ret|exit)(\.uni)?\s*;)");
+    for (auto it = std::sregex_iterator(masked.begin(), masked.end(), return_stmt); it != std::sregex_iterator(); ++it) {
+      const std::smatch& m = *it;
+      const size_t at = size_t(m.position(0));
+      // Only an instruction: what comes before is the start of a statement (the body's
+      // start, a `;`, a brace or a label's `:`), never an operand (`bra exit;`).
+      size_t before = at;
+      while (before > 0 && std::isspace(static_cast<unsigned char>(masked[before - 1]))) --before;
+      if (before > 0 && std::string(";{}:").find(masked[before - 1]) == std::string::npos) continue;
+      body.push_back({open + 1 + at, size_t(m.length(0)), m[1].str() + "bra " + exit_label + ";"});
+      ++k.exits;
     }
     edits.push_back(params);
     edits.push_back({open + 1, 0,
