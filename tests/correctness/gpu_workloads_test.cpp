@@ -275,7 +275,9 @@ TEST_P(GpuDevhook, EveryBlockSeenWithSharedCudart) {
   EXPECT_EQ((*device)["matched"], (*device)["expected"]) << (*device)["examples"].dump();
   EXPECT_EQ((*device)["phantom"], 0) << (*device)["examples"].dump();
   if (c.workload == "vecadd" || c.workload == "streams" || c.workload == "memheavy") {
-    EXPECT_GT((*device)["expected"].get<int64_t>(), 0);
+    // burst makes no kernel: its device layer is an empty truth, nothing to patch.
+  const bool kernels = c.workload != "burst";
+  if (kernels) EXPECT_GT((*device)["expected"].get<int64_t>(), 0);
     EXPECT_EQ(failing, 0) << tracer["notes"]["uninstrumented_launches"].dump();
     EXPECT_EQ(tracer["notes"]["launches_instrumented"], kernel_launches);
   }
@@ -342,7 +344,9 @@ TEST(GpuDevhookModes, GraphReplaysAndDriverApiModulesEveryBlockOfEveryExecution)
     const auto& tracer = run["tracer"];
     const auto* device = layer_of(run, "device");
     ASSERT_NE(device, nullptr) << tracer.dump();
-    EXPECT_GT((*device)["expected"].get<int64_t>(), 0);
+    // burst makes no kernel: its device layer is an empty truth, nothing to patch.
+  const bool kernels = c.workload != "burst";
+  if (kernels) EXPECT_GT((*device)["expected"].get<int64_t>(), 0);
     EXPECT_EQ((*device)["matched"], (*device)["expected"]) << (*device)["examples"].dump();
     EXPECT_EQ((*device)["phantom"], 0) << (*device)["examples"].dump();
     for (const auto& [counter, n] : tracer["loss"].items()) EXPECT_EQ(n, 0) << counter;
@@ -409,12 +413,14 @@ void expect_device_complete(const Case& c, const std::string& extra) {
   EXPECT_EQ(run["untraced_check"]["same"], true) << run["untraced_check"].dump();
   const nlohmann::json* device = layer_of(run, "device");
   ASSERT_NE(device, nullptr) << run["unobserved"].dump();
-  EXPECT_GT((*device)["expected"].get<int64_t>(), 0);
+  // burst makes no kernel: its device layer is an empty truth, nothing to patch.
+  const bool kernels = c.workload != "burst";
+  if (kernels) EXPECT_GT((*device)["expected"].get<int64_t>(), 0);
   EXPECT_EQ((*device)["matched"], (*device)["expected"]) << (*device)["examples"].dump();
   EXPECT_EQ((*device)["phantom"], 0) << (*device)["examples"].dump();
   EXPECT_TRUE(run["partly_observed"].empty()) << run["partly_observed"].dump();
   for (const auto& [counter, n] : run["tracer"]["loss"].items()) EXPECT_EQ(n, 0) << counter;
-  EXPECT_GT(run["tracer"]["notes"]["modules_patched"].get<int64_t>(), 0);
+  if (kernels) EXPECT_GT(run["tracer"]["notes"]["modules_patched"].get<int64_t>(), 0);
 }
 
 }  // namespace
