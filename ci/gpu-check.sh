@@ -9,7 +9,7 @@
 #          ci/gpu-check.sh cost [METHODS]        record_cost, then --bench under none and
 #                                                METHODS (default preload), both linkages
 #          ci/gpu-check.sh cupti-split [ROUNDS]  percall run by hand under each of the CUPTI
-#                                                library's modes (cupti/injection.cpp) and
+#                                                library's modes (tracers/cupti/injection/injection.cpp) and
 #                                                nsys, interleaved: where cupti's cost goes
 #          ci/gpu-check.sh devhook-cost [SUBRINGS]  --bench of devhook and devhook-thread (vecadd
 #                                                + sync, both sizes, in-process A/B) with the

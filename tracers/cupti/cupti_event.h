@@ -1,6 +1,6 @@
 /* The record the cupti method's BPF programs hand to user space, one per USDT probe hit
- * of the injection library (cupti/usdt_probes.h says what each probe carries). Shared by
- * bpf/cupti.bpf.c and tracers/cupti/, so both sides agree byte for byte. */
+ * of the injection library (tracers/cupti/injection/usdt_probes.h says what each probe carries). Shared by
+ * tracers/cupti/cupti.bpf.c and tracers/cupti/, so both sides agree byte for byte. */
 #ifndef CUDATRACE_CUPTI_EVENT_H
 #define CUDATRACE_CUPTI_EVENT_H
 

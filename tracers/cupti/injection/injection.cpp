@@ -17,10 +17,10 @@
 #include <cstring>
 #include <ctime>
 
-#include "bpf/cupti_event.h"
+#include "tracers/cupti/cupti_event.h"
 #include "common/dim3_pack.h"
-#include "cupti/call_slots.h"
-#include "cupti/usdt_probes.h"
+#include "tracers/cupti/injection/call_slots.h"
+#include "tracers/cupti/injection/usdt_probes.h"
 
 // The probes' semaphores: the kernel adds one per attached collector.
 extern "C" {
