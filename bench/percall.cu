@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "bench/pause_client.h"
+#include "tracers/pause_hook.h"
 #include "common/clock.h"
 
 #ifndef CUDATRACE_CUDART
@@ -48,14 +49,13 @@ void must(cudaError_t e, const char* what) {
   }
 }
 
-// In-process A/B: under a tracer that can pause itself (the preload shim exports
-// cudatrace_preload_pause; the devhook agent cudatrace_devhook_pause, which runs the
-// original kernels), every timed batch is followed by the same batch with the
-// tracer paused. Counter ab_delta_ns is the median of the pairwise differences: the cost of
-// recording, free of everything that varies between processes (a launch's ~4 us moves by
-// ±15% from one process to the next, far more than the shim adds). The cupti library
-// (cudatrace_cupti_pause) is loaded by the driver, not the program: it is looked up in its
-// own handle once CUDA is initialised.
+// In-process A/B: under a tracer that can pause itself (it exports cudatrace_pause, the
+// convention of tracers/pause_hook.h), every timed batch is followed by the same batch with
+// the tracer paused. Counter ab_delta_ns is the median of the pairwise differences: the cost
+// of recording, free of everything that varies between processes (a launch's time moves
+// from one process to the next by more than a shim adds: the method cards show by how much).
+// A library the driver loads (CUDA_INJECTION64_PATH) is outside the program's global scope:
+// the symbol is looked up in its own handle once CUDA is initialised.
 //
 // The pairing control: every other pair times the same two batches with the tracer
 // paused in both halves. Counter control_delta_ns, the median of those
@@ -330,12 +330,11 @@ void sweep(const std::vector<Registered>& calls) {
 
 int main(int argc, char** argv) {
   const char* method = std::getenv("CUDATRACE_METHOD");
-  for (const char* pause : {"cudatrace_preload_pause", "cudatrace_devhook_pause"})
-    if (!g_pause) g_pause = reinterpret_cast<PauseFn>(dlsym(RTLD_DEFAULT, pause));
+  g_pause = reinterpret_cast<PauseFn>(dlsym(RTLD_DEFAULT, CUDATRACE_PAUSE_SYMBOL));
   setup();
   if (const char* injected = std::getenv("CUDA_INJECTION64_PATH"); !g_pause && injected && *injected)
     if (void* library = dlopen(injected, RTLD_NOW | RTLD_NOLOAD))
-      g_pause = reinterpret_cast<PauseFn>(dlsym(library, "cudatrace_cupti_pause"));
+      g_pause = reinterpret_cast<PauseFn>(dlsym(library, CUDATRACE_PAUSE_SYMBOL));
   // A tracer outside the process (uprobe) pauses through the channel it handed us.
   if (!g_pause && cudatrace::pause_channel_fd() >= 0) {
     g_pause = &cudatrace::pause_through_channel;

@@ -7,10 +7,11 @@
 # results), MAIN_REPORT (default reports/overhead.html).
 #
 # What it runs, and why, on the budget of 10 minutes for the whole job on one GPU:
-# - the matrix: every workload x both cudart linkages x the tracing methods, once. The cost
-#   references (uprobe-enter/-empty, cupti-inject/-bare, devhook-thread) see what their
-#   method sees at a different price: they are measured by the benchmark, not scored again.
-#   `--method all` after PREFIX adds them (the harness adds repeated lists up).
+# - the matrix: every workload x both cudart linkages x the methods a user compares
+#   (`--method compared`: the registry's methods, references and placeholders). The cost
+#   references (`harness --list` names their kind) see what their method sees at a different
+#   price: they are measured by the benchmark, not scored again. `--method all` after PREFIX
+#   adds them (the harness adds repeated lists up).
 # - the benchmark: every method and cost reference, both linkages, MAIN_BENCH_REPS rounds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,7 +21,6 @@ harness=$prefix/bin/harness
 results=${MAIN_RESULTS:-results}
 report=${MAIN_REPORT:-reports/overhead.html}
 bench_reps=${MAIN_BENCH_REPS:-3}
-methods=none,preload,uprobe,cupti,devhook,strace,nsys,bpftime
 status=0
 newest() { ls -td "$results"/*/ 2>/dev/null | head -n 1; }
 job_start=$SECONDS
@@ -32,7 +32,7 @@ step() {  # step NAME COMMAND...: run it, keep its wall time, carry on past a fa
   timings+=("$name $((SECONDS - start)) s")
 }
 
-step matrix "$harness" --workload all --method "$methods" --linkage both --reps 1 --out "$results" "$@"
+step matrix "$harness" --workload all --method compared --linkage both --reps 1 --out "$results" "$@"
 folders=("$(newest)")
 echo "main: results in ${folders[0]} (summary.json; per-run folders under runs/)"
 

@@ -91,7 +91,7 @@ TEST(CuptiLibrary, ExportsOnlyItsEntryPoints) {
   EXPECT_TRUE(exported.count("InitializeInjection")) << error;
   EXPECT_TRUE(exported.count("cudatrace_cupti_on_api"));
   EXPECT_TRUE(exported.count("cudatrace_cupti_on_kernel"));
-  EXPECT_TRUE(exported.count("cudatrace_cupti_pause"));
+  EXPECT_TRUE(exported.count("cudatrace_pause"));
   EXPECT_EQ(exported.size(), 4u) << "hidden visibility keeps the rest (and static libstdc++) out";
 }
 

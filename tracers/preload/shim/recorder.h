@@ -24,7 +24,7 @@ inline constexpr uint32_t kBufferRecords = 1 << 13;
 
 // What every hook reads, on one cache line.
 struct alignas(64) ShimState {
-  // Recording and not paused by cudatrace_preload_pause(): the hooks only forward when
+  // Recording and not paused by cudatrace_pause(): the hooks only forward when
   // false, so that a paused hook costs what an unrecorded forward costs.
   std::atomic<bool> live{false};
   // A thread's buffer belongs to the current generation or must be (re)attached first.
