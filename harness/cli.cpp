@@ -73,6 +73,10 @@ Options parse_cli(const std::vector<std::string>& args, const std::vector<std::s
       o.list = true;
       continue;
     }
+    if (a == "--no-report") {
+      o.no_report = true;
+      continue;
+    }
     if (a == "--json") {
       o.json = true;
       continue;
@@ -90,7 +94,8 @@ Options parse_cli(const std::vector<std::string>& args, const std::vector<std::s
     }
     static const std::vector<std::string> with_value{"--workload", "--method",       "--linkage",     "--reps",
                                                      "--out",      "--timeout",      "--set",         "--export-trace",
-                                                     "--export-otlp", "--otlp-endpoint", "-o"};
+                                                     "--export-otlp", "--otlp-endpoint", "-o",
+                                                     "--run-id-file"};
     if (std::find(with_value.begin(), with_value.end(), flag) == with_value.end())
       throw UsageError("unknown option '" + a + "'");
     if (!inline_value) {
@@ -120,6 +125,9 @@ Options parse_cli(const std::vector<std::string>& args, const std::vector<std::s
     } else if (flag == "--export-otlp") {
       if (value.empty()) throw UsageError("--export-otlp needs a results folder (results/<run-id>) or one of its runs");
       o.export_otlp = value;
+    } else if (flag == "--run-id-file") {
+      if (value.empty()) throw UsageError("--run-id-file needs a file name");
+      o.run_id_file = value;
     } else if (flag == "-o") {
       if (value.empty()) throw UsageError("-o needs a file name");
       o.otlp_file = value;
@@ -216,6 +224,10 @@ options:
                                cannot be reached gets one line; results on disk are unaffected
   --list [--json]              list workloads and methods (kind, layers, settings), and
                                whether each can run here; --json: as one JSON object
+  --no-report                  write no overhead.html into the run folder (a caller that
+                               draws one report over several runs)
+  --run-id-file FILE           write the path of this run's results folder to FILE (one
+                               line), so that a script need not guess which folder is new
   -h, --help                   this text
   -- COMMAND [ARGS...]         trace any program instead of the workloads. There is no
                                ledger then: results give event counts per method and layer,

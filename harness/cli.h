@@ -29,6 +29,7 @@ struct Options {
   bool list = false;
   bool json = false;
   bool no_report = false;  // --no-report: the caller draws one report over several runs  // --list --json: the same, as one JSON object (for scripts and tests)
+  std::filesystem::path run_id_file;  // --run-id-file: where to write the run folder's path
   bool help = false;
   std::vector<std::string> command;  // after "--": trace this program instead of the workloads
   // --set WORKLOAD.FLAG=VALUE -> extra "--FLAG=VALUE" for that workload

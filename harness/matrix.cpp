@@ -385,6 +385,8 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
   const std::string run_id = create_run_folder(opts.out, "", root);
   const fs::path runs_dir = root / "runs";
   make_dir_exclusive(runs_dir);
+  // The caller learns which folder is this run's without guessing from the newest one.
+  if (!opts.run_id_file.empty()) write_file_atomic(opts.run_id_file, fs::absolute(root).string() + "\n");
   RunContext ctx{opts, host, runs_dir, invoking_user()};
 
   json manifest = {{"v", 1},
@@ -446,7 +448,10 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
     failed += o.failed;
     combos_json.push_back(combo_json(o, outcomes));
   }
+  // schema_version: the shape of this file (schema/summary.v1.schema.json), which the
+  // analysis package checks before reading anything.
   json summary = {{"v", 1},
+                  {"schema_version", 1},
                   {"run_id", run_id},
                   {"started", manifest["started"]},
                   {"finished", utc_now("%Y-%m-%dT%H:%M:%SZ")},
@@ -477,7 +482,7 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
     if (ctx.run_as) chown_tree(root, ctx.run_as->uid, ctx.run_as->gid);
     return 1;
   }
-  write_report(host.prefix, root);
+  if (!opts.no_report) write_report(host.prefix, root);
   if (ctx.run_as) chown_tree(root, ctx.run_as->uid, ctx.run_as->gid);
 
   const std::string not_observed =

@@ -4,16 +4,25 @@
 usage: generate_report.py RESULTS_DIR [RESULTS_DIR ...] [-o reports/overhead.html]
 
 Each RESULTS_DIR is a results/<run-id>/ folder: a matrix run (summary.json) and/or a
-per-call benchmark run (bench_summary.json); manifest.json gives the environment.
+per-call benchmark run (bench_summary.json); manifest.json gives the environment. They are
+read by the analysis package (cudatrace_results), which refuses a version it does not know.
 Needs Debian's python3-matplotlib.
 """
 import argparse
 import base64
 import html
 import io
-import json
 import os
 import sys
+
+# The analysis package: beside this script where installed (share/cudatrace/report/), in
+# analysis/ of the source tree otherwise.
+_here = os.path.dirname(os.path.abspath(__file__))
+for _p in (_here, os.path.join(_here, "..", "analysis")):
+    if os.path.isdir(os.path.join(_p, "cudatrace_results")):
+        sys.path.insert(0, _p)
+        break
+import cudatrace_results as results  # noqa: E402
 
 try:
     import matplotlib
@@ -21,14 +30,6 @@ try:
     import matplotlib.pyplot as plt
 except ImportError:
     sys.exit("generate_report: python3-matplotlib is missing (apt-get install python3-matplotlib)")
-
-
-def load(folder, name):
-    path = os.path.join(folder, name)
-    if not os.path.exists(path):
-        return None
-    with open(path) as f:
-        return json.load(f)
 
 
 def png(fig):
@@ -91,16 +92,12 @@ def per_call_section(bench_rows):
         delta = f'{r["delta_ns"]:+.1f}' if "delta_ns" in r else "—"
         interval = f"[{ci[0]:+.1f}, {ci[1]:+.1f}]" if ci[0] is not None else "—"
         ratio = f'{r["ratio"]:.2f}×' if "ratio" in r else "—"
-        # What is noise, as harness/bench_stats.h says (older summaries lack the flags):
-        # tracing never speeds a call up, so a difference whose interval reaches zero, or a
-        # paired one whose interval does or that is no larger than its pairing control, is no
-        # measurable cost.
-        if "delta_ns" in r and (r.get("no_measurable_cost") or r["delta_ns"] < 0 or ci[0] <= 0):
+        # "No measurable cost" is the harness's decision (harness/bench_stats.h), as written.
+        if "delta_ns" in r and results.between_is_noise(r):
             delta, ratio = "no measurable cost", "—"
         ab = r.get("in_process_delta_ci95_ns")
         in_process = (f'{r["in_process_delta_ns"]:+.1f} [{ab[0]:+.1f}, {ab[1]:+.1f}]' if ab else "—")
-        paired, control_ns = r.get("in_process_delta_ns", 0), r.get("in_process_control_ns", 0)
-        if ab and (r.get("in_process_no_measurable_cost") or paired < 0 or ab[0] <= 0 or paired <= abs(control_ns)):
+        if ab and results.in_process_is_noise(r):
             in_process = f"no measurable cost [{ab[0]:+.1f}, {ab[1]:+.1f}]"
         # The pairing control: both halves paused, what the pairing reads when nothing differs.
         control = f'{r["in_process_control_ns"]:+.1f}' if "in_process_control_ns" in r else "—"
@@ -323,17 +320,16 @@ def main():
     ap.add_argument("results", nargs="+", help="results/<run-id> folders")
     ap.add_argument("-o", "--output", default="reports/overhead.html")
     args = ap.parse_args()
-    summaries, benches, manifests, ids = [], [], [], []
-    for folder in args.results:
-        s, b, m = load(folder, "summary.json"), load(folder, "bench_summary.json"), load(folder, "manifest.json")
-        if not s and not b:
-            sys.exit(f"generate_report: {folder} has neither summary.json nor bench_summary.json")
-        summaries += [s] if s else []
-        benches += [b] if b else []
-        manifests.append(m)
-        ids.append((s or b)["run_id"])
-    combos = [c for s in summaries for c in s.get("combos", [])]
-    bench_rows = [dict(r, run=b.get("run_id", "")) for b in benches for r in b.get("rows", [])]
+    try:
+        runs = results.load_runs(args.results)
+    except results.SchemaError as e:
+        sys.exit(f"generate_report: {e}")
+    summaries = [r.summary for r in runs if r.summary]
+    benches = [r.bench for r in runs if r.bench]
+    manifests = [r.manifest for r in runs]
+    ids = [r.run_id for r in runs]
+    combos = [c for r in runs for c in r.combos]
+    bench_rows = [row for r in runs for row in r.bench_rows()]
     chart, per_call = per_call_section(bench_rows)
     failed = sum(s["counts"]["failed"] for s in summaries)
     page = f"""<!doctype html>

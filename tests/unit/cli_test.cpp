@@ -123,8 +123,10 @@ TEST(Cli, MethodGroupsExpand) {
   }
 }
 
-TEST(Cli, ListJson) {
+TEST(Cli, ListJsonAndRunIdFile) {
   Options o = parse({"--list", "--json"});
   EXPECT_TRUE(o.list && o.json);
   EXPECT_EQ(usage_error({"--json"}), "--json goes with --list");
+  EXPECT_EQ(parse({"--run-id-file", "/tmp/x"}).run_id_file, "/tmp/x");
+  EXPECT_EQ(usage_error({"--run-id-file="}), "--run-id-file needs a file name");
 }
