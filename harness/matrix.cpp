@@ -232,6 +232,14 @@ json run_one(const Combo& combo, int rep, RunContext& ctx, ComboOutcome& outcome
     for (const auto& s : match(ledger.events, events.events, report.layers, match_opts)) {
       scores.push_back(to_json(s));
       outcome.layers[s.layer].add(s);
+      // A layer seen in part always says why: the tracer's account, its loss, or the
+      // method's stated limit (partial_reason), never a bare number.
+      if (s.matched < s.expected && !outcome.partly_unobserved.count(s.layer)) {
+        const std::string why = partial_reason(report.partly_unobserved, report.loss, method.limits, s.layer);
+        const std::string reason = why.empty() ? "the method names no limit for this layer (Method::limits)" : why;
+        run["partly_observed"].push_back({{"layer", s.layer}, {"reason", reason}});
+        outcome.partly_unobserved[s.layer] = reason;
+      }
     }
     run["match"] = scores;
   }
@@ -470,7 +478,7 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
     for (const auto& o : outcomes) {
       const Method& m = *find_method(o.combo.method);
       views.push_back({o.combo.method, o.ok > 0, m.layers, o.observed, o.unobserved, o.families,
-                       int(o.statuses.size()), o.partly_unobserved});
+                       int(o.statuses.size()), o.partly_unobserved, m.limits, o.loss});
     }
     summary["verdict"] = command_verdict(views);
     std::fputs(verdict_text(summary["verdict"]).c_str(), stderr);

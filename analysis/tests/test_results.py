@@ -218,5 +218,47 @@ class Schemas(unittest.TestCase):
         self.assertTrue(validate({"schema_version": 2, "run_id": "x", "counts": {}, "combos": [{}]}, schema, schema))
 
 
+class Report(unittest.TestCase):
+    """The report, drawn with Debian's python3 (matplotlib): the package's output as a reader sees it."""
+
+    @classmethod
+    def setUpClass(cls):
+        python = "/usr/bin/python3"
+        if subprocess.run([python, "-c", "import matplotlib"], stderr=subprocess.DEVNULL).returncode != 0:
+            raise unittest.SkipTest("python3-matplotlib missing")
+        cls.dir = tempfile.TemporaryDirectory()
+        cls.html = os.path.join(cls.dir.name, "r.html")
+        subprocess.run([python, os.path.join(SOURCE, "reports", "generate_report.py"), fixture("matrix"),
+                        fixture("bench"), fixture("command"), "-o", cls.html], check=True, stdout=subprocess.DEVNULL)
+        with open(cls.html) as f:
+            cls.text = f.read()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.dir.cleanup()
+
+    def test_never_an_empty_table(self):
+        for body in re.findall(r"<tbody>(.*?)</tbody>", self.text, flags=re.S):
+            self.assertIn("<tr>", body)
+
+    def test_coverage_never_reads_above_all_of_the_reference(self):
+        self.assertIn("100.0% (6657 of 6657)", self.text)
+        self.assertNotIn("7140 of 6657", self.text)
+        self.assertRegex(self.text, r"<td>483</td>")
+
+    def test_reasons_name_libraries_and_keep_the_full_text_behind_a_disclosure(self):
+        self.assertIn("driver calls from libcublas.so.13, libcublasLt.so.13 not observable: a private table", self.text)
+        self.assertIn("<details class=\"reason\">", self.text)
+        self.assertIn("/opt/x/site-packages/nvidia/cu13/lib/libcublas.so.13", self.text)
+
+    def test_the_flags_as_written(self):
+        self.assertIn("no measurable cost [-1.0, +90.0]", self.text)
+        self.assertIn("<td>-1.0</td>", self.text)  # uprobe's unflagged difference is shown as measured
+
+    def test_fits_1280_pixels(self):
+        self.assertIn("max-width:1240px", self.text)
+        self.assertIn('class="wide"', self.text)
+
+
 if __name__ == "__main__":
     unittest.main()
