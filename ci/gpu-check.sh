@@ -18,10 +18,9 @@
 #          ci/gpu-check.sh overhead [METHODS]    two back-to-back --bench runs (the agreement
 #                                                bar), every method by default, nsys included
 #                                                where installed; then nsys and cupti on vecadd
-#                                                and errors against the ledger. Plan for it: on
-#                                                the H100 host one round of every method, both
-#                                                linkages, takes ~100 s (cbb1a80), so the
-#                                                default 5 rounds x 2 runs is ~17 minutes
+#                                                and errors against the ledger. Plan for it:
+#                                                docs/measured-history.md says how long a
+#                                                round took on the H100 host
 #          ci/gpu-check.sh main                  the main job's run (ci/main-run.sh) over the
 #                                                carried tree, timed step by step: matrix,
 #                                                benchmark, report (issue 19: <= 10 minutes)

@@ -38,10 +38,10 @@ bool split_name(const std::string& name, std::string& call, std::string& linkage
 }
 
 // How far each call moved between the processes of this run with nothing recording
-// (bench_stats.h). On a shared VM this is the floor under every per-call cost: on the H100
-// host the same untraced cudaMalloc+cudaFree took 2.1 us in one process and 4.1 us in the
-// next, and a tracer's in-process cost moves with it (its live/paused ratio holds steadier
-// than its ns). Not the core's clock: probed beside every batch, converting the costs to
+// (bench_stats.h). On a shared VM this is the floor under every per-call cost: the same
+// untraced call can take twice as long in one process as in the next
+// (docs/measured-history.md), and a tracer's in-process cost moves with it (its live/paused
+// ratio holds steadier than its ns). Not the core's clock: probed beside every batch, converting the costs to
 // cycles left the rounds as spread as before. Printed where wide, kept in
 // bench_summary.json for the report and ci/bench_agreement.py.
 json untraced_between_processes(const PerProcess& samples, const PerProcess& paused) {

@@ -3,8 +3,8 @@
 // Buffers go to disk when full, when their thread ends, at exit, before exec and on a
 // fatal signal; whatever cannot be written is counted as dropped in the thread's trailer.
 //
-// What a record costs is not instructions. Measured on the H100 host by compiling parts
-// out (README, "Per-call overhead"): the two TSC reads are most of it, and the rest is
+// What a record costs is not instructions. Measured by compiling parts out (the card,
+// tracers/preload/README.md): the two TSC reads are most of it, and the rest is
 // cache misses, since between two hooked calls the driver runs for microseconds and
 // evicts the shim's data. So the append is inlined into every hook, reads one
 // thread-local line (the buffer's header lives in static TLS, not behind a pointer) and
