@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "bench/pause_client.h"
+#include "tracers/pause_hook.h"
 #include "common/clock.h"
 
 #ifndef CUDATRACE_CUDART
@@ -48,14 +49,13 @@ void must(cudaError_t e, const char* what) {
   }
 }
 
-// In-process A/B: under a tracer that can pause itself (the preload shim exports
-// cudatrace_preload_pause; the devhook agent cudatrace_devhook_pause, which runs the
-// original kernels), every timed batch is followed by the same batch with the
-// tracer paused. Counter ab_delta_ns is the median of the pairwise differences: the cost of
-// recording, free of everything that varies between processes (a launch's ~4 us moves by
-// ±15% from one process to the next, far more than the shim adds). The cupti library
-// (cudatrace_cupti_pause) is loaded by the driver, not the program: it is looked up in its
-// own handle once CUDA is initialised.
+// In-process A/B: under a tracer that can pause itself (it exports cudatrace_pause, the
+// convention of tracers/pause_hook.h), every timed batch is followed by the same batch with
+// the tracer paused. Counter ab_delta_ns is the median of the pairwise differences: the cost
+// of recording, free of everything that varies between processes (a launch's time moves
+// from one process to the next by more than a shim adds: the method cards show by how much).
+// A library the driver loads (CUDA_INJECTION64_PATH) is outside the program's global scope:
+// the symbol is looked up in its own handle once CUDA is initialised.
 //
 // The pairing control: every other pair times the same two batches with the tracer
 // paused in both halves. Counter control_delta_ns, the median of those
@@ -67,12 +67,12 @@ using PauseFn = int (*)(int);
 PauseFn g_pause = nullptr;
 // A tracer that pauses itself flips a flag: every iteration of a benchmark is a pair. One
 // that pauses from outside (uprobe: a round trip to the harness, which detaches every call
-// probe and attaches it again) would spend the run pausing that way: at a pair every 10th
-// iteration of each call, 40 pairs a call, ~820 requests a process, one uprobe process
-// took 88 s of a bench round's 470 (H100 host, both linkages, every method). For such a
-// tracer the pairs come from sweeps instead (sweep() below): one pause and resume serves a
-// batch of every call, so the same number of pairs per call costs ~100 requests, and each
-// benchmark then times live batches only.
+// probe and attaches it again) would spend the run pausing that way: a pair every 10th
+// iteration of each call is hundreds of round trips a process, a large share of a bench
+// round (docs/measured-history.md). For such a tracer the pairs come from sweeps instead
+// (sweep() below): one pause and resume serves a batch of every call, so the same number of
+// pairs per call costs an order of magnitude fewer requests, and each benchmark then times
+// live batches only.
 bool g_pause_from_outside = false;
 
 double median(std::vector<double> v) {
@@ -115,10 +115,9 @@ void report_pairs(benchmark::State& state, const Pairs& p) {
 // One pair: `first` timed, then the tracer paused and `second` timed, then resumed. A
 // control pair (every other one) is paused in both halves. The first batch after a pause
 // or a resume runs slow, so `settle` runs it untimed after every change. From outside: the
-// kernel has just rewritten the probed pages (H100 host, uprobe, cudaGetDevice: a control
-// pair whose first half followed a detach read +444 ns per call against an A/B of +1871).
-// In process: CUPTI's activity switched off or on (H100 host, cupti, vecadd + sync, one
-// kernel a batch: the control read +0.6 to +1.4 us, two runs, both linkages and sizes).
+// kernel has just rewritten the probed pages. In process: CUPTI's activity was just
+// switched off or on. Without the settle batch the pairing control read a sizeable share of
+// the A/B itself (docs/measured-history.md).
 template <class Timed, class Settle>
 void pair(bool control, Timed&& timed, Settle&& settle, std::vector<Pairs>& into, std::vector<double>* live) {
   if (control) {
@@ -308,10 +307,9 @@ void sweep(const std::vector<Registered>& calls) {
   std::vector<Pairs> pairs(calls.size());
   // A batch of one call (vecadd+sync) is timed after an untimed one of its own, as in its
   // benchmark's loop: the first launch of a kernel after another kernel's costs more under
-  // uprobe than a repeated one, and on a batch of one it lands whole, not 1/64th of it (H100
-  // host: vecadd+sync at 2^16, swept after the empty kernel's launches, read an A/B of +9 to
-  // +12 us where its loop read +2 to +5 us over the swept paused time; timed after one of
-  // its own, +4.3 and +4.6 us against its loop's +3.7 and +4.5).
+  // uprobe than a repeated one, and on a batch of one it lands whole, not 1/64th of it
+  // (swept after other kernels, its A/B read far above its own loop's; after one of its own
+  // the two agree: docs/measured-history.md).
   auto pass = [&] {
     std::vector<double> ns;
     for (const auto& c : calls) {
@@ -330,12 +328,11 @@ void sweep(const std::vector<Registered>& calls) {
 
 int main(int argc, char** argv) {
   const char* method = std::getenv("CUDATRACE_METHOD");
-  for (const char* pause : {"cudatrace_preload_pause", "cudatrace_devhook_pause"})
-    if (!g_pause) g_pause = reinterpret_cast<PauseFn>(dlsym(RTLD_DEFAULT, pause));
+  g_pause = reinterpret_cast<PauseFn>(dlsym(RTLD_DEFAULT, CUDATRACE_PAUSE_SYMBOL));
   setup();
   if (const char* injected = std::getenv("CUDA_INJECTION64_PATH"); !g_pause && injected && *injected)
     if (void* library = dlopen(injected, RTLD_NOW | RTLD_NOLOAD))
-      g_pause = reinterpret_cast<PauseFn>(dlsym(library, "cudatrace_cupti_pause"));
+      g_pause = reinterpret_cast<PauseFn>(dlsym(library, CUDATRACE_PAUSE_SYMBOL));
   // A tracer outside the process (uprobe) pauses through the channel it handed us.
   if (!g_pause && cudatrace::pause_channel_fd() >= 0) {
     g_pause = &cudatrace::pause_through_channel;

@@ -31,7 +31,7 @@
 #include "tracers/preload/shim/real_symbols.h"
 #include "tracers/preload/shim/recorder.h"
 
-extern "C" int cudatrace_preload_pause(int paused);
+extern "C" int cudatrace_pause(int paused);
 
 namespace {
 
@@ -102,9 +102,9 @@ void forwarder(benchmark::State& s) {
   std::vector<double> live, paused, diff;
   for (auto _ : s) {
     live.push_back(batch([&](int i) { benchmark::DoNotOptimize(call(uint64_t(i))); }));
-    cudatrace_preload_pause(1);
+    cudatrace_pause(1);
     paused.push_back(batch([&](int i) { benchmark::DoNotOptimize(call(uint64_t(i))); }));
-    cudatrace_preload_pause(0);
+    cudatrace_pause(0);
     diff.push_back(live.back() - paused.back());
   }
   s.counters["median_ns"] = median_of(live);

@@ -4,7 +4,8 @@
 The cost compared is the in-process A/B where the method pauses in process (the figure
 the report leads with), else the difference to `none` between processes. Two runs that
 both read "no measurable cost" (bench_stats: noise, shown as such) agree on it; one
-that reads it beside a measured cost does not.
+that reads it beside a measured cost does not. Whether a cost is "no measurable cost" is
+the harness's decision (harness/bench_stats.h), read from the file, never made here.
 
 Beside the verdict, for every cost that disagrees: whether the call itself, untraced,
 moved between the two runs (the median of none's processes and the method's paused
@@ -12,35 +13,26 @@ halves, harness/bench.cpp), which is the machine moving rather than the tracer; 
 many costs are at least consistent with their own intervals (the intervals overlap).
     usage: ci/bench_agreement.py RUN_A/bench_summary.json RUN_B/bench_summary.json
 Exit status 0 when every compared cost agrees, 1 otherwise, 2 when not given two runs."""
-import json
-import statistics
+import os
 import sys
+
+# The analysis package: beside this script where installed (share/cudatrace/report/), in
+# analysis/ of the source tree otherwise.
+_here = os.path.dirname(os.path.abspath(__file__))
+for _p in (_here, os.path.join(_here, "..", "analysis")):
+    if os.path.isdir(os.path.join(_p, "cudatrace_results")):
+        sys.path.insert(0, _p)
+        break
+import cudatrace_results as results  # noqa: E402
 
 
 def costs(path):
-    out, baseline = {}, {}
-    rows = json.load(open(path))["rows"]
-    for r in rows:
-        if r["method"] == "none":
-            baseline[r["call"], r["linkage"]] = r["median_ns"]
-    for r in rows:
-        if r["method"] == "none":
-            continue
-        key = (r["call"], r["linkage"], r["method"])
-        # The call with nothing recording, as this method's processes ran it.
-        untraced = (statistics.median(r["in_process_paused_values_ns"]) if r.get("in_process_paused_values_ns")
-                    else baseline.get((r["call"], r["linkage"])))
-        # Noise as harness/bench_stats.h reads it (older summaries lack the in-process interval
-        # test): below zero or an interval that reaches zero, whichever kind.
-        if "in_process_delta_ns" in r:
-            ci = r["in_process_delta_ci95_ns"]
-            noise = r.get("in_process_no_measurable_cost", False) or r["in_process_delta_ns"] < 0 or ci[0] <= 0
-            out[key] = ("in-process", r["in_process_delta_ns"], ci, noise, untraced)
-        elif "delta_ns" in r:
-            ci = r["delta_ci95_ns"]
-            noise = r.get("no_measurable_cost", False) or r["delta_ns"] < 0 or ci[0] <= 0
-            out[key] = ("between", r["delta_ns"], ci, noise, untraced)
-    return out
+    """(call, linkage, method) -> (kind, value, ci, noise, untraced), noise as the harness wrote it."""
+    try:
+        bench = results.load_result(path)
+    except results.SchemaError as e:
+        sys.exit(f"bench_agreement: {e}")
+    return {k: tuple(c) for k, c in results.bench.costs(bench).items()}
 
 
 if len(sys.argv) != 3 or sys.argv[1] in ("-h", "--help"):

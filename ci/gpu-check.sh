@@ -9,7 +9,7 @@
 #          ci/gpu-check.sh cost [METHODS]        record_cost, then --bench under none and
 #                                                METHODS (default preload), both linkages
 #          ci/gpu-check.sh cupti-split [ROUNDS]  percall run by hand under each of the CUPTI
-#                                                library's modes (cupti/injection.cpp) and
+#                                                library's modes (tracers/cupti/injection/injection.cpp) and
 #                                                nsys, interleaved: where cupti's cost goes
 #          ci/gpu-check.sh devhook-cost [SUBRINGS]  --bench of devhook and devhook-thread (vecadd
 #                                                + sync, both sizes, in-process A/B) with the
@@ -18,10 +18,9 @@
 #          ci/gpu-check.sh overhead [METHODS]    two back-to-back --bench runs (the agreement
 #                                                bar), every method by default, nsys included
 #                                                where installed; then nsys and cupti on vecadd
-#                                                and errors against the ledger. Plan for it: on
-#                                                the H100 host one round of every method, both
-#                                                linkages, takes ~100 s (cbb1a80), so the
-#                                                default 5 rounds x 2 runs is ~17 minutes
+#                                                and errors against the ledger. Plan for it:
+#                                                docs/measured-history.md says how long a
+#                                                round took on the H100 host
 #          ci/gpu-check.sh main                  the main job's run (ci/main-run.sh) over the
 #                                                carried tree, timed step by step: matrix,
 #                                                benchmark, report (issue 19: <= 10 minutes)
@@ -97,7 +96,7 @@ if [[ $phase == otlp ]]; then
   log "otlp: --otlp-endpoint against a receiver on 127.0.0.1 (this host's libcurl)"
   python3 tests/otlp/check_otlp.py .otlpkit "$harness" "$work/endpoint" endpoint 2>&1 | tee -a "$out/console.log" | tail -5
   log "otlp: vecadd --iters 10 --n 65536 under every method, shared cudart, exported and checked"
-  $harness --workload vecadd --linkage shared --method none,preload,uprobe,cupti,devhook,devhook-thread,strace,nsys \
+  $harness --workload vecadd --linkage shared --method compared,devhook-thread \
     --set vecadd.iters=10 --set vecadd.n=65536 --out "$work/methods" 2>&1 | tail -3 | tee -a "$out/console.log"
   python3 tests/otlp/check_otlp.py .otlpkit "$harness" "$(ls -d "$work"/methods/*)" existing 2>&1 |
     tee -a "$out/console.log" | tail -20
@@ -164,7 +163,7 @@ if [[ $phase == cupti-split ]]; then
 fi
 
 if [[ $phase == overhead ]]; then
-  methods=${2:-none,preload,uprobe,cupti,cupti-inject,cupti-bare,devhook,strace,nsys}
+  methods=${2:-all}
   for round in 1 2; do
     log "bench $round/2: $methods"
     start=$(date +%s)
@@ -191,7 +190,7 @@ $harness --workload graphs,driverapi,dlopen,privatert,multiproc --method all --l
 
 for prog in tests/real_programs/torch_train_step.py tests/real_programs/cupy_kernels.py tests/real_programs/triton_kernel.py tests/real_programs/jax_step.py; do
   log "command: $prog"
-  timeout 300 $harness --method none,preload,uprobe,cupti,devhook,strace --out "$results" -- python3 "$prog" 2>&1 |
+  timeout 300 $harness --method compared --out "$results" -- python3 "$prog" 2>&1 |
     tee -a "$out/console.log" | tail -28
 done
 # What travels back is small: each run's summary and manifest (the events stay behind).

@@ -4,34 +4,21 @@ process, named LABEL.rROUND.json): per call and label, the median over rounds of
 per-call median, its difference to the label `none`, the in-process A/B (where the tracer
 paused) and, where an `nsys` label ran, the ratio of each difference to nsys's.
     usage: ci/percall_table.py DIR"""
-import json
-import pathlib
+import os
 import statistics
 import sys
-from collections import defaultdict
 
-folder = pathlib.Path(sys.argv[1])
-medians = defaultdict(list)   # (call, label) -> per-round medians
-ab = defaultdict(list)        # (call, label) -> per-round in-process deltas
-control = defaultdict(list)
-labels = []
-for path in sorted(folder.glob("*.r*.json")):
-    label = path.name.rsplit(".r", 1)[0]
-    if label not in labels:
-        labels.append(label)
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as e:
-        print(f"{path.name}: unreadable ({e})", file=sys.stderr)
-        continue
-    for b in data.get("benchmarks", []):
-        if b.get("run_type") != "iteration":
-            continue
-        call = b["name"].split("/")[0]
-        medians[call, label].append(b.get("median_ns", b.get("real_time", 0.0)))
-        if "ab_delta_ns" in b:
-            ab[call, label].append(b["ab_delta_ns"])
-            control[call, label].append(b.get("control_delta_ns", 0.0))
+# The analysis package: beside this script where installed (share/cudatrace/report/), in
+# analysis/ of the source tree otherwise.
+_here = os.path.dirname(os.path.abspath(__file__))
+for _p in (_here, os.path.join(_here, "..", "analysis")):
+    if os.path.isdir(os.path.join(_p, "cudatrace_results")):
+        sys.path.insert(0, _p)
+        break
+import cudatrace_results as results  # noqa: E402
+
+labels, medians, ab, control = results.load_percall_folder(
+    sys.argv[1], warn=lambda name, e: print(f"{name}: unreadable ({e})", file=sys.stderr))
 
 calls = sorted({c for c, _ in medians})
 print(f"{'call':28} {'label':16} {'rounds':>6} {'median':>9} {'delta':>9} {'range of deltas':>20} {'/nsys':>6} {'in-process (control)':>22}")

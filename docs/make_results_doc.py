@@ -11,19 +11,18 @@ each table is from: re-run the commands it names, pass the new folders, and ever
 is refreshed. Standard library only; the same inputs always give the same page.
 """
 import argparse
-import json
 import os
 import sys
 
+# The analysis package: analysis/ of the source tree, or beside this script.
+_here = os.path.dirname(os.path.abspath(__file__))
+for _p in (_here, os.path.join(_here, "..", "analysis")):
+    if os.path.isdir(os.path.join(_p, "cudatrace_results")):
+        sys.path.insert(0, _p)
+        break
+import cudatrace_results as results  # noqa: E402
+
 LAYERS = ["runtime", "driver", "gpu-activity", "device", "syscall"]
-
-
-def load(folder, name):
-    path = os.path.join(folder, name)
-    if not os.path.exists(path):
-        return None
-    with open(path) as f:
-        return json.load(f)
 
 
 def command_text(argv):
@@ -143,14 +142,12 @@ def bench_section(bench, manifest):
         ab_ci = r.get("in_process_delta_ci95_ns")
         ratio = r.get("ratio")
         delta = ns(r.get("delta_ns"))
-        # Tracing never speeds a call up: a Δ below zero, or whose interval reaches zero, is
-        # noise between processes (harness/bench_stats.h), as the report shows it too.
-        if "delta_ns" in r and (r.get("no_measurable_cost") or r["delta_ns"] < 0 or (ci and ci[0] <= 0)):
+        # "No measurable cost" is the harness's decision (harness/bench_stats.h), as written.
+        if "delta_ns" in r and results.between_is_noise(r):
             delta, ratio = "no measurable cost", None
         interval = "" if not ci else f"[{ci[0]:+.0f}, {ci[1]:+.0f}]"
         in_process = "" if ab is None else f"{ab:+.1f}" + (f" [{ab_ci[0]:+.1f}, {ab_ci[1]:+.1f}]" if ab_ci else "")
-        # The same for the in-process A/B, or one within its pairing control (bench_stats.h).
-        if ab is not None and (r.get("in_process_no_measurable_cost") or ab < 0 or (ab_ci and ab_ci[0] <= 0)):
+        if ab is not None and results.in_process_is_noise(r):
             in_process = "no measurable cost" + (f" [{ab_ci[0]:+.1f}, {ab_ci[1]:+.1f}]" if ab_ci else "")
         method = r["method"] + "".join(f" (without {part}its {l} layer)"
                                        for key, part in (("layers_not_covered", ""), ("layers_partly_covered", "part of "))
@@ -176,11 +173,11 @@ def main():
     # Completeness first, then commands, then per-call overhead, whatever the folders' order.
     sections, title = {"matrix": [], "verdict": [], "bench": []}, a.title
     for folder in a.folders:
-        manifest = load(folder, "manifest.json")
-        summary = load(folder, "summary.json")
-        bench = load(folder, "bench_summary.json")
-        if summary is None and bench is None:
-            sys.exit(f"make_results_doc: {folder} holds neither summary.json nor bench_summary.json")
+        try:
+            run = results.load_run(folder)
+        except results.SchemaError as e:
+            sys.exit(f"make_results_doc: {e}")
+        manifest, summary, bench = run.manifest, run.summary, run.bench
         if title is None and manifest:
             devices = manifest.get("environment", {}).get("gpu", {}).get("devices") or [{}]
             title = devices[0].get("name")

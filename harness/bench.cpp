@@ -38,10 +38,10 @@ bool split_name(const std::string& name, std::string& call, std::string& linkage
 }
 
 // How far each call moved between the processes of this run with nothing recording
-// (bench_stats.h). On a shared VM this is the floor under every per-call cost: on the H100
-// host the same untraced cudaMalloc+cudaFree took 2.1 us in one process and 4.1 us in the
-// next, and a tracer's in-process cost moves with it (its live/paused ratio holds steadier
-// than its ns). Not the core's clock: probed beside every batch, converting the costs to
+// (bench_stats.h). On a shared VM this is the floor under every per-call cost: the same
+// untraced call can take twice as long in one process as in the next
+// (docs/measured-history.md), and a tracer's in-process cost moves with it (its live/paused
+// ratio holds steadier than its ns). Not the core's clock: probed beside every batch, converting the costs to
 // cycles left the rounds as spread as before. Printed where wide, kept in
 // bench_summary.json for the report and ci/bench_agreement.py.
 json untraced_between_processes(const PerProcess& samples, const PerProcess& paused) {
@@ -79,6 +79,8 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
   fs::path root;
   const std::string run_id = create_run_folder(opts.out, "-bench", root);
   make_dir_exclusive(root / "runs");
+  // The caller learns which folder is this run's without guessing from the newest one.
+  if (!opts.run_id_file.empty()) write_file_atomic(opts.run_id_file, fs::absolute(root).string() + "\n");
   write_json(root / "manifest.json", {{"v", 1}, {"run_id", run_id}, {"started", utc_now("%Y-%m-%dT%H:%M:%SZ")},
                                       {"command_line", command_line}, {"environment", environment_manifest(host, opts.methods)}});
 
@@ -273,12 +275,13 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
                  median_of(values), delta.c_str(), interval.c_str(), ratio.c_str(), in_process.c_str());
     rows.push_back(row);
   }
-  write_json(root / "bench_summary.json", {{"v", 1}, {"run_id", run_id}, {"repetitions", reps}, {"rows", rows},
+  // schema_version: schema/bench_summary.v1.schema.json, checked by the analysis package.
+  write_json(root / "bench_summary.json", {{"v", 1}, {"schema_version", 1}, {"run_id", run_id}, {"repetitions", reps}, {"rows", rows},
                                             {"skipped", skipped}, {"failures", failures},
                                             {"process_seconds", process_seconds},
                                             {"untraced_between_processes", untraced},
                                             {"finished", utc_now("%Y-%m-%dT%H:%M:%SZ")}});
-  write_report(host.prefix, root);
+  if (!opts.no_report) write_report(host.prefix, root);
   if (auto who = invoking_user()) chown_tree(root, who->uid, who->gid);
   std::fprintf(stderr, "harness: bench results in %s (bench.json for compare.py, bench_summary.json)\n", root.c_str());
   if (g_interrupted) return 130;

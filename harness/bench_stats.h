@@ -31,8 +31,8 @@ Difference median_ratio(const std::vector<double>& a, const std::vector<double>&
 // difference between processes that is negative or whose interval reaches zero is noise;
 // so is an in-process (paired) difference that is negative, whose interval reaches zero,
 // or no larger than its pairing control (both halves paused: what the pairing reads when
-// nothing differs). The same test for both kinds: an in-process +188 ns [-32, +249] once
-// read as a cost beside +12 ns from the next run (H100 host, preload, vecadd + sync).
+// nothing differs). The same test for both kinds: an in-process difference whose interval
+// reached zero once read as a cost beside a near-zero one from the next run.
 bool between_processes_no_measurable_cost(const Difference& d);
 bool in_process_no_measurable_cost(const Difference& paired, double control_delta);
 

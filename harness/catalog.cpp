@@ -7,21 +7,26 @@
 
 namespace cudatrace {
 
+namespace {
+
+// The words workloads.def uses, as what the catalog needs of them.
+struct Needs {
+  bool gpu;
+  bool libcuda;
+};
+namespace def {
+constexpr Needs gpu{true, false}, host_path{false, false}, host_path_libcuda{false, true};
+const std::vector<std::string> both{"static", "shared"}, shared{"shared"};
+}  // namespace def
+
+}  // namespace
+
 const std::vector<WorkloadInfo>& workloads() {
   static const std::vector<WorkloadInfo> all{
-      {"vecadd", "allocate, copy in, launch 100 times, copy out, free"},
-      {"streams", "2 host threads x 2 streams: async copies, kernels, events, cross-stream waits"},
-      {"memheavy", "1 GiB on the device, pinned/pageable/async copies, memset, 1000 small allocations"},
-      {"errors", "injected failures (OOM, invalid value, bad pointer, double free, bad launch, bad device)", false},
-      {"burst", "8 host threads x 20000 cudaGetDevice calls, back to back (loss under load)"},
-      // The patterns of real software; each runs its host-side path where there is no GPU.
-      {"graphs", "a captured CUDA graph and a node-by-node one, replayed 20 and 10 times", false},
-      {"driverapi", "a JIT launcher: PTX via cuModuleLoadData/cuLibraryLoadData, cuLaunchKernel(Ex), driver errors",
-       false, true},
-      {"dlopen", "a framework: no cudart linked; a private libcudart.so dlopen'd late, calls via dlsym", false, false,
-       {"shared"}},
-      {"privatert", "the program's calls, then a library's with its own hidden static cudart (as cuBLAS)", false},
-      {"multiproc", "forked workers each doing CUDA work, and a child that execs vecadd", false},
+#define WORKLOAD(name, needs, builds, summary) \
+  WorkloadInfo{#name, summary, def::needs.gpu, def::needs.libcuda, def::builds},
+#include "workloads/workloads.def"
+#undef WORKLOAD
   };
   return all;
 }

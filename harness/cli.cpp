@@ -15,9 +15,15 @@ std::string join(const std::vector<std::string>& v) {
   return s;
 }
 
-// "a,b" or "all" -> names, each checked against `valid`; duplicates dropped, order kept.
+// "a,b", "all" or a group's name -> names, each checked against `valid`; duplicates
+// dropped, order kept.
 std::vector<std::string> name_list(const std::string& what, const std::string& value,
-                                   const std::vector<std::string>& valid) {
+                                   const std::vector<std::string>& valid,
+                                   const std::map<std::string, std::vector<std::string>>& groups = {}) {
+  std::map<std::string, std::vector<std::string>> names_of = groups;
+  names_of.try_emplace("all", valid);
+  std::string group_names;
+  for (const auto& [g, members] : names_of) group_names += ", " + g;
   std::vector<std::string> out;
   size_t start = 0;
   while (start <= value.size()) {
@@ -25,13 +31,13 @@ std::vector<std::string> name_list(const std::string& what, const std::string& v
     if (end == std::string::npos) end = value.size();
     std::string name = value.substr(start, end - start);
     start = end + 1;
-    if (name == "all") {
-      for (const auto& v : valid)
+    if (auto g = names_of.find(name); g != names_of.end()) {
+      for (const auto& v : g->second)
         if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
       continue;
     }
     if (std::find(valid.begin(), valid.end(), name) == valid.end())
-      throw UsageError("unknown " + what + " '" + name + "' (valid: " + join(valid) + ", all)");
+      throw UsageError("unknown " + what + " '" + name + "' (valid: " + join(valid) + group_names + ")");
     if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
   }
   return out;
@@ -47,7 +53,8 @@ double positive_number(const std::string& flag, const std::string& value) {
 }  // namespace
 
 Options parse_cli(const std::vector<std::string>& args, const std::vector<std::string>& workload_names,
-                  const std::vector<std::string>& method_names) {
+                  const std::vector<std::string>& method_names,
+                  const std::map<std::string, std::vector<std::string>>& method_groups) {
   Options o;
   std::string workload_arg = "all", method_arg = "all", linkage_arg = "both";
   bool workload_given = false, linkage_given = false, method_given = false;
@@ -64,6 +71,14 @@ Options parse_cli(const std::vector<std::string>& args, const std::vector<std::s
     }
     if (a == "--list") {
       o.list = true;
+      continue;
+    }
+    if (a == "--no-report") {
+      o.no_report = true;
+      continue;
+    }
+    if (a == "--json") {
+      o.json = true;
       continue;
     }
     if (a == "--bench") {
@@ -83,7 +98,8 @@ Options parse_cli(const std::vector<std::string>& args, const std::vector<std::s
     }
     static const std::vector<std::string> with_value{"--workload", "--method",       "--linkage",     "--reps",
                                                      "--out",      "--timeout",      "--set",         "--export-trace",
-                                                     "--export-otlp", "--otlp-endpoint", "-o"};
+                                                     "--export-otlp", "--otlp-endpoint", "-o",
+                                                     "--run-id-file"};
     if (std::find(with_value.begin(), with_value.end(), flag) == with_value.end())
       throw UsageError("unknown option '" + a + "'");
     if (!inline_value) {
@@ -113,6 +129,9 @@ Options parse_cli(const std::vector<std::string>& args, const std::vector<std::s
     } else if (flag == "--export-otlp") {
       if (value.empty()) throw UsageError("--export-otlp needs a results folder (results/<run-id>) or one of its runs");
       o.export_otlp = value;
+    } else if (flag == "--run-id-file") {
+      if (value.empty()) throw UsageError("--run-id-file needs a file name");
+      o.run_id_file = value;
     } else if (flag == "-o") {
       if (value.empty()) throw UsageError("-o needs a file name");
       o.otlp_file = value;
@@ -142,6 +161,7 @@ Options parse_cli(const std::vector<std::string>& args, const std::vector<std::s
                          join(method_names) + ")");
     }
   }
+  if (o.json && !o.list) throw UsageError("--json goes with --list");
   if (!o.otlp_file.empty() && o.export_otlp.empty())
     throw UsageError("-o names the file of --export-otlp, which was not given");
   if (o.bench && !o.otlp_endpoint.empty())
@@ -151,7 +171,7 @@ Options parse_cli(const std::vector<std::string>& args, const std::vector<std::s
   if (!o.command.empty() && (workload_given || linkage_given))
     throw UsageError("--workload and --linkage do not apply when tracing a command after '--'");
   o.workloads = o.command.empty() ? name_list("workload", workload_arg, workload_names) : std::vector<std::string>{};
-  o.methods = name_list("method", method_arg, method_names);
+  o.methods = name_list("method", method_arg, method_names, method_groups);
   if (linkage_arg == "both")
     o.linkages = {"static", "shared"};
   else if (linkage_arg == "static" || linkage_arg == "shared")
@@ -174,7 +194,9 @@ shared), because several methods can only see one of them.
 
 options:
   --workload NAME[,NAME]|all   workloads to run (default: all; repeated, the lists add up)
-  --method NAME[,NAME]|all     tracing methods (default: all; repeated, the lists add up)
+  --method NAME[,NAME]|GROUP   tracing methods (default: all; repeated, the lists add up).
+                               Groups: all (every method --list shows), compared (the
+                               methods a user compares: all but the cost references)
   --linkage static|shared|both cudart linkage of the workload binaries (default: both)
   --reps N                     repetitions of each combination (default: 1)
   --out DIR                    results go to DIR/<run-id>/ (default: results)
@@ -204,7 +226,12 @@ options:
                                collector (e.g. http://localhost:4318; JSON, retried on 429/503);
                                with --export-otlp, send the exported file. A collector that
                                cannot be reached gets one line; results on disk are unaffected
-  --list                       list workloads and methods, and whether each can run here
+  --list [--json]              list workloads and methods (kind, layers, settings), and
+                               whether each can run here; --json: as one JSON object
+  --no-report                  write no overhead.html into the run folder (a caller that
+                               draws one report over several runs)
+  --run-id-file FILE           write the path of this run's results folder to FILE (one
+                               line), so that a script need not guess which folder is new
   -h, --help                   this text
   -- COMMAND [ARGS...]         trace any program instead of the workloads. There is no
                                ledger then: results give event counts per method and layer,
@@ -218,7 +245,7 @@ options:
 examples:
   harness --list
   harness --workload all --method none --linkage both --reps 3
-  sudo harness --workload vecadd,errors --method all
+  sudo harness --workload vecadd,errors --method compared
   harness --bench --method none,preload --linkage shared --reps 10
   harness --method none -- ./my_cuda_app --size 1024
   harness --export-otlp results/<run-id> -o run.otlp.jsonl

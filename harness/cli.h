@@ -28,6 +28,9 @@ struct Options {
   std::filesystem::path out = "results";
   double timeout_s = 600;
   bool list = false;
+  bool json = false;
+  bool no_report = false;  // --no-report: the caller draws one report over several runs  // --list --json: the same, as one JSON object (for scripts and tests)
+  std::filesystem::path run_id_file;  // --run-id-file: where to write the run folder's path
   bool help = false;
   std::vector<std::string> command;  // after "--": trace this program instead of the workloads
   // --set WORKLOAD.FLAG=VALUE -> extra "--FLAG=VALUE" for that workload
@@ -37,8 +40,11 @@ struct Options {
 };
 
 // `workload_names`, `method_names`: what "all" expands to and what is valid.
+// `method_groups`: other names --method takes for several methods (method_groups() in
+// tracers/tracer.h); "all" there overrides method_names as its meaning.
 Options parse_cli(const std::vector<std::string>& args, const std::vector<std::string>& workload_names,
-                  const std::vector<std::string>& method_names);
+                  const std::vector<std::string>& method_names,
+                  const std::map<std::string, std::vector<std::string>>& method_groups = {});
 
 std::string help_text();
 

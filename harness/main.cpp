@@ -27,6 +27,12 @@ using namespace cudatrace;
 
 namespace {
 
+std::string layer_list(const std::vector<std::string>& layers) {
+  std::string s;
+  for (const auto& l : layers) s += (s.empty() ? "" : ", ") + l;
+  return s.empty() ? "observes nothing" : s;
+}
+
 void print_list(const HostFacts& host, const Options& opts) {
   std::printf("workloads (built with static and shared cudart unless said; without a GPU, those that can run\n"
               "their host-side path, the calls made until the driver refuses):\n");
@@ -36,16 +42,37 @@ void print_list(const HostFacts& host, const Options& opts) {
     std::string builds = w.linkages.size() == 1 ? " [" + w.linkages[0] + " only]" : "";
     std::printf("  %-13s %-88s %s\n", w.name.c_str(), (w.summary + builds).c_str(), state.c_str());
   }
-  std::printf("\nmethods:\n");
+  std::printf("\nmethods (--method compared: all but the cost references):\n");
   for (const auto& m : methods()) {
     const auto options = opts.method_options.find(m.name);
     Availability a = availability(m, host, options == opts.method_options.end() ? MethodOptions{} : options->second);
     std::printf("  %-13s %-88s %s\n", m.name.c_str(), m.summary.c_str(), a.ok ? "ok" : ("unavailable: " + a.reason).c_str());
+    std::printf("  %-13s   %s; %s\n", "", kind_name(m.kind), layer_list(m.layers).c_str());
     for (const auto& [key, help] : m.options)
       std::printf("  %-13s   --set %s.%s=VALUE: %s\n", "", m.name.c_str(), key.c_str(), help.c_str());
   }
   std::printf("\nGPU: %s\n", host.gpu ? "yes" : ("no (" + host.gpu_reason + ")").c_str());
   std::printf("privileges for eBPF: %s\n", host.root ? "yes" : "no (run with sudo)");
+}
+
+// --list --json: what --list prints, for scripts and tests that must not keep their own
+// list of methods or workloads.
+void print_list_json(const HostFacts& host) {
+  nlohmann::json out = {{"v", 1}, {"gpu", host.gpu}, {"root", host.root}};
+  if (!host.gpu) out["gpu_reason"] = host.gpu_reason;
+  for (const auto& w : workloads()) {
+    const std::string why = workload_unavailable(w, host);
+    out["workloads"].push_back({{"name", w.name}, {"summary", w.summary}, {"linkages", w.linkages},
+                                {"available", why.empty()}, {"reason", why}});
+  }
+  for (const auto& m : methods()) {
+    const Availability a = availability(m, host);
+    out["methods"].push_back({{"name", m.name}, {"summary", m.summary}, {"kind", kind_name(m.kind)},
+                              {"layers", m.layers}, {"built", m.built}, {"not_built_reason", m.not_built_reason},
+                              {"options", m.options}, {"available", a.ok}, {"reason", a.reason}});
+  }
+  out["method_groups"] = method_groups();
+  std::printf("%s\n", out.dump(2).c_str());
 }
 
 // --export-otlp DIR [-o FILE] [--otlp-endpoint URL]: every run in DIR as OTLP JSON lines.
@@ -105,7 +132,7 @@ int main(int argc, char** argv) {
 
   Options opts;
   try {
-    opts = parse_cli(args, workload_names, method_names);
+    opts = parse_cli(args, workload_names, method_names, method_groups());
   } catch (const UsageError& e) {
     std::fprintf(stderr, "harness: %s (see --help)\n", e.what());
     return 2;
@@ -172,7 +199,7 @@ int main(int argc, char** argv) {
   }
   HostFacts host = probe_host(self_prefix());
   if (opts.list) {
-    print_list(host, opts);
+    opts.json ? print_list_json(host) : print_list(host, opts);
     return 0;
   }
   try {

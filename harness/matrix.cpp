@@ -266,6 +266,14 @@ json run_one(const Combo& combo, int rep, RunContext& ctx, ComboOutcome& outcome
     for (const auto& s : match(ledger.events, events.events, report.layers, match_opts)) {
       scores.push_back(to_json(s));
       outcome.layers[s.layer].add(s);
+      // A layer seen in part always says why: the tracer's account, its loss, or the
+      // method's stated limit (partial_reason), never a bare number.
+      if (s.matched < s.expected && !outcome.partly_unobserved.count(s.layer)) {
+        const std::string why = partial_reason(report.partly_unobserved, report.loss, method.limits, s.layer);
+        const std::string reason = why.empty() ? "the method names no limit for this layer (Method::limits)" : why;
+        run["partly_observed"].push_back({{"layer", s.layer}, {"reason", reason}});
+        outcome.partly_unobserved[s.layer] = reason;
+      }
     }
     run["match"] = scores;
   }
@@ -430,6 +438,8 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
   const std::string run_id = create_run_folder(opts.out, "", root);
   const fs::path runs_dir = root / "runs";
   make_dir_exclusive(runs_dir);
+  // The caller learns which folder is this run's without guessing from the newest one.
+  if (!opts.run_id_file.empty()) write_file_atomic(opts.run_id_file, fs::absolute(root).string() + "\n");
   RunContext ctx{opts, host, runs_dir, invoking_user()};
 
   json manifest = {{"v", 1},
@@ -491,7 +501,10 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
     failed += o.failed;
     combos_json.push_back(combo_json(o, outcomes));
   }
+  // schema_version: the shape of this file (schema/summary.v1.schema.json), which the
+  // analysis package checks before reading anything.
   json summary = {{"v", 1},
+                  {"schema_version", 1},
                   {"run_id", run_id},
                   {"started", manifest["started"]},
                   {"finished", utc_now("%Y-%m-%dT%H:%M:%SZ")},
@@ -510,7 +523,7 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
     for (const auto& o : outcomes) {
       const Method& m = *find_method(o.combo.method);
       views.push_back({o.combo.method, o.ok > 0, m.layers, o.observed, o.unobserved, o.families,
-                       int(o.statuses.size()), o.partly_unobserved});
+                       int(o.statuses.size()), o.partly_unobserved, m.limits, o.loss});
     }
     summary["verdict"] = command_verdict(views);
     std::fputs(verdict_text(summary["verdict"]).c_str(), stderr);
@@ -522,7 +535,7 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
     if (ctx.run_as) chown_tree(root, ctx.run_as->uid, ctx.run_as->gid);
     return 1;
   }
-  write_report(host.prefix, root);
+  if (!opts.no_report) write_report(host.prefix, root);
   if (ctx.run_as) chown_tree(root, ctx.run_as->uid, ctx.run_as->gid);
 
   const std::string not_observed =

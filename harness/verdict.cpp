@@ -51,6 +51,18 @@ std::string mangled_prefix(const std::string& s) {
 
 }  // namespace
 
+std::string partial_reason(const std::map<std::string, std::string>& partly_unobserved, const json& loss,
+                           const std::map<std::string, std::string>& limits, const std::string& layer) {
+  if (auto it = partly_unobserved.find(layer); it != partly_unobserved.end()) return it->second;
+  std::string lost;
+  if (loss.is_object())
+    for (const auto& [counter, n] : loss.items())
+      if (n.is_number_integer() && n.get<int64_t>() > 0) lost += (lost.empty() ? "" : ", ") + counter + "=" + n.dump();
+  if (!lost.empty()) return "the tracer lost events (" + lost + ")";
+  if (auto it = limits.find(layer); it != limits.end()) return "what this method cannot see: " + it->second;
+  return "";
+}
+
 std::string kernel_family(const std::string& name) {
   // Compared on the first kFamilyChars characters: a reference that cuts names there
   // (cupti's 64-byte fields) and a method that does not must name one kernel alike.
@@ -109,10 +121,10 @@ namespace {
 const char* kReferenceMethod = "cupti";
 
 // Calls that exist only because CUPTI is attached: cudart asks the driver for a kernel's
-// name before each launch when a CUPTI subscriber wants it for its callbacks. On vecadd on
-// the H100 (driver 580.159.04) the cupti method recorded 100 cuKernelGetName for 100
-// launches, and uprobe, which probes every libcuda function, none. Left out of the
-// reference, and said so: another method cannot miss what happens only under CUPTI.
+// name before each launch when a CUPTI subscriber wants it for its callbacks: the cupti
+// method records one per launch, and uprobe, which probes every libcuda function, none
+// (tracers/cupti/README.md). Left out of the reference, and said so: another method cannot
+// miss what happens only under CUPTI.
 const std::map<std::string, std::string> kMadeForCupti = {
     {"cuKernelGetName", "cudart asks it once per launch only while CUPTI is attached, to name the launch for "
                         "CUPTI's callbacks"}};
@@ -199,6 +211,7 @@ json command_verdict(const std::vector<MethodView>& methods) {
       for (const auto& [f, n] : ref)
         if (!seen.count(f)) fam[f][m.method] = 0;
       row["seen"] = seen_total;
+      row["matched"] = covered;
       row["reference"] = total;
       // The device layer's blocks against the grids of CUPTI's kernel records, where both exist.
       if (l == layer::kDevice && cupti && cupti->counts.count(kActivityBlocks) && m.counts.count(kDeviceBlocks)) {
@@ -217,10 +230,10 @@ json command_verdict(const std::vector<MethodView>& methods) {
         row["status"] = covered == total ? "complete" : covered == 0 ? "blind" : "partial";
       }
       // Less than all of it: the reason travels with the number.
-      if (auto why = m.partly_unobserved.find(l); why != m.partly_unobserved.end())
-        row["why"] = why->second;
-      else if (total > 0 && covered < total)
-        row["why"] = "the method gave no reason for what it missed";
+      if (m.partly_unobserved.count(l) || (total > 0 && covered < total)) {
+        const std::string why = partial_reason(m.partly_unobserved, m.loss, m.limits, l);
+        row["why"] = why.empty() ? "the method names no limit for this layer (Method::limits)" : why;
+      }
       coverage.push_back(row);
     }
   }
@@ -261,14 +274,17 @@ std::string verdict_text(const json& verdict) {
         std::snprintf(buf, sizeof buf, "%s (%lld seen)", row["status"].get<std::string>().c_str(),
                       static_cast<long long>(row["seen"].get<int64_t>()));
       else
-        std::snprintf(buf, sizeof buf, "%5.1f%% %s (%lld of %lld; %lld only it saw)", 100 * row["coverage"].get<double>(),
-                      row["status"].get<std::string>().c_str(), static_cast<long long>(row["seen"].get<int64_t>()),
-                      static_cast<long long>(row["reference"].get<int64_t>()),
-                      static_cast<long long>(row["only_it_saw"].get<int64_t>()));
+        // What it matched of the reference (never more than all of it), and apart from
+        // that what only this method saw: one share, one count, never mixed.
+        std::snprintf(buf, sizeof buf, "%s: matched %lld of the reference's %lld (%.1f%%)",
+                      row["status"].get<std::string>().c_str(), static_cast<long long>(row["matched"].get<int64_t>()),
+                      static_cast<long long>(row["reference"].get<int64_t>()), 100 * row["coverage"].get<double>());
       detail = buf;
       if (row.contains("blocks"))
         detail += "; blocks " + std::to_string(row["blocks"]["seen"].get<int64_t>()) + " of " +
                   std::to_string(row["blocks"]["reference"].get<int64_t>()) + " in CUPTI's kernel records";
+      if (const int64_t only = row.value("only_it_saw", int64_t(0)); only > 0)
+        detail += "; besides, " + std::to_string(only) + " only it saw";
       if (!row["missed_families"].empty()) {
         detail += "; missed entirely:";
         size_t shown = 0;

@@ -43,7 +43,15 @@ struct MethodView {
   FamilyCounts counts;                 // summed over repetitions
   int reps = 0;
   std::map<std::string, std::string> partly_unobserved;  // layer -> what part it could not see, and why
+  std::map<std::string, std::string> limits;             // Method::limits
+  nlohmann::json loss = nlohmann::json::object();         // its loss counters, summed over repetitions
 };
+
+// Why a method saw less than all of `layer`: the tracer's own account of this run, else the
+// events it lost (its loss counters), else what the method cannot see whatever the program
+// (Method::limits). Empty only for a method that breaks the rule that names every limit.
+std::string partial_reason(const std::map<std::string, std::string>& partly_unobserved, const nlohmann::json& loss,
+                           const std::map<std::string, std::string>& limits, const std::string& layer);
 
 // The verdict of a command run: per layer a reference (CUPTI's callbacks, and its kernel
 // activity for kernel runs, where cupti ran; otherwise the most any method saw of each

@@ -4,16 +4,25 @@
 usage: generate_report.py RESULTS_DIR [RESULTS_DIR ...] [-o reports/overhead.html]
 
 Each RESULTS_DIR is a results/<run-id>/ folder: a matrix run (summary.json) and/or a
-per-call benchmark run (bench_summary.json); manifest.json gives the environment.
+per-call benchmark run (bench_summary.json); manifest.json gives the environment. They are
+read by the analysis package (cudatrace_results), which refuses a version it does not know.
 Needs Debian's python3-matplotlib.
 """
 import argparse
 import base64
 import html
 import io
-import json
 import os
 import sys
+
+# The analysis package: beside this script where installed (share/cudatrace/report/), in
+# analysis/ of the source tree otherwise.
+_here = os.path.dirname(os.path.abspath(__file__))
+for _p in (_here, os.path.join(_here, "..", "analysis")):
+    if os.path.isdir(os.path.join(_p, "cudatrace_results")):
+        sys.path.insert(0, _p)
+        break
+import cudatrace_results as results  # noqa: E402
 
 try:
     import matplotlib
@@ -21,14 +30,6 @@ try:
     import matplotlib.pyplot as plt
 except ImportError:
     sys.exit("generate_report: python3-matplotlib is missing (apt-get install python3-matplotlib)")
-
-
-def load(folder, name):
-    path = os.path.join(folder, name)
-    if not os.path.exists(path):
-        return None
-    with open(path) as f:
-        return json.load(f)
 
 
 def png(fig):
@@ -42,12 +43,28 @@ def esc(x):
     return html.escape(str(x))
 
 
-def table(headers, rows, table_id):
-    out = [f'<table id="{table_id}"><thead><tr>' + "".join(f"<th>{esc(h)}</th>" for h in headers) + "</tr></thead><tbody>"]
+def table(headers, rows, table_id, empty="Nothing to show."):
+    """A table, scrolling inside its own box where it is wider than the page; never one with
+    headers and no rows: `empty` says why there is none."""
+    if not rows:
+        return f'<p id="{table_id}" class="empty">{esc(empty)}</p>'
+    out = [f'<div class="wide"><table id="{table_id}"><thead><tr>' + "".join(f"<th>{esc(h)}</th>" for h in headers)
+           + "</tr></thead><tbody>"]
     for r in rows:
         out.append("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>")
-    out.append("</tbody></table>")
+    out.append("</tbody></table></div>")
     return "\n".join(out)
+
+
+def reason_cell(full):
+    """A reason as a reader takes it in: one line per distinct clause, naming libraries rather
+    than their paths; the whole text behind a disclosure where that dropped anything."""
+    lines = results.reason_lines(full)
+    short = "<br>".join(esc(l) for l in lines)
+    if "\n".join(lines) == full:
+        return f'<span class="bad">{short}</span>'
+    return (f'<details class="reason"><summary class="bad">{short}</summary>'
+            f'<span class="full">{esc(full)}</span></details>')
 
 
 def per_call_section(bench_rows):
@@ -91,16 +108,12 @@ def per_call_section(bench_rows):
         delta = f'{r["delta_ns"]:+.1f}' if "delta_ns" in r else "—"
         interval = f"[{ci[0]:+.1f}, {ci[1]:+.1f}]" if ci[0] is not None else "—"
         ratio = f'{r["ratio"]:.2f}×' if "ratio" in r else "—"
-        # What is noise, as harness/bench_stats.h says (older summaries lack the flags):
-        # tracing never speeds a call up, so a difference whose interval reaches zero, or a
-        # paired one whose interval does or that is no larger than its pairing control, is no
-        # measurable cost.
-        if "delta_ns" in r and (r.get("no_measurable_cost") or r["delta_ns"] < 0 or ci[0] <= 0):
+        # "No measurable cost" is the harness's decision (harness/bench_stats.h), as written.
+        if "delta_ns" in r and results.between_is_noise(r):
             delta, ratio = "no measurable cost", "—"
         ab = r.get("in_process_delta_ci95_ns")
         in_process = (f'{r["in_process_delta_ns"]:+.1f} [{ab[0]:+.1f}, {ab[1]:+.1f}]' if ab else "—")
-        paired, control_ns = r.get("in_process_delta_ns", 0), r.get("in_process_control_ns", 0)
-        if ab and (r.get("in_process_no_measurable_cost") or paired < 0 or ab[0] <= 0 or paired <= abs(control_ns)):
+        if ab and results.in_process_is_noise(r):
             in_process = f"no measurable cost [{ab[0]:+.1f}, {ab[1]:+.1f}]"
         # The pairing control: both halves paused, what the pairing reads when nothing differs.
         control = f'{r["in_process_control_ns"]:+.1f}' if "in_process_control_ns" in r else "—"
@@ -187,21 +200,28 @@ def completeness_section(combos):
 
 
 def unobserved_table(combos):
-    """Every layer a method exists to observe and did not, with the reason: always red."""
-    rows = []
+    """Every layer a method exists to observe and did not (or only in part), with the reason:
+    always red. The same reason for many programs is one row; paths inside a reason are cut
+    to the library's name, the full text behind a disclosure."""
+    items = []
     for c in combos:
+        where = ".".join(x for x in (c.get("workload") or "command", c.get("linkage")) if x)
         for u in c.get("unobserved", []):
-            rows.append([esc(c.get("workload") or "command"), esc(c.get("linkage") or ""), esc(c["method"]),
-                         f'<b class="bad">{esc(u["layer"])}</b>', f'<span class="bad">{esc(u["reason"])}</span>'])
+            items.append((where, c["method"], u["layer"], u["reason"], False))
         for u in c.get("partly_observed", []):
-            rows.append([esc(c.get("workload") or "command"), esc(c.get("linkage") or ""), esc(c["method"]),
-                         f'<b class="bad">part of {esc(u["layer"])}</b>', f'<span class="bad">{esc(u["reason"])}</span>'])
-    if not rows:
+            items.append((where, c["method"], u["layer"], u["reason"], True))
+    if not items:
         return '<p id="unobserved">Every method observed every layer it exists to observe.</p>'
+    rows = []
+    for g in results.grouped_reasons(items):
+        layer = ("part of " if g["partly"] else "") + g["layer"]
+        full = g["full"][0] if len(g["full"]) == 1 else "\n".join(g["full"])
+        rows.append([esc(g["method"]), f'<b class="bad">{esc(layer)}</b>', esc(", ".join(g["where"])),
+                     reason_cell(full)])
     return ('<p>Layers not observed: the method could not see this layer of this program at all, so its '
             'zero loss there means nothing. “Part of”: it saw the layer, but not the calls named, '
             'so its recall there is short by design and its loss counters do not count them.</p>'
-            + table(["workload", "cudart", "method", "layer not observed", "why"], rows, "unobserved"))
+            + table(["method", "layer not observed", "programs", "why"], rows, "unobserved"))
 
 
 def command_section(summaries):
@@ -223,13 +243,26 @@ def command_section(summaries):
         for r in sorted(v["coverage"], key=lambda r: (r["method"], r["layer"])):
             status = r["status"]
             cls = "good" if status in ("complete", "nothing to see") else "bad"
-            cov = "—" if r.get("coverage") is None else f'{100 * r["coverage"]:.1f}%'
-            missed = ", ".join(r.get("missed_families", [])[:12])
-            why = r.get("reason") or "; ".join(x for x in (r.get("why", ""), missed and "missed entirely: " + missed) if x)
-            rows.append([esc(r["method"]), esc(r["layer"]), f'<b class="{cls}">{esc(status)}</b>', f'<b class="{cls}">{cov}</b>',
-                         r.get("seen", "—"), r.get("reference", "—"), r.get("only_it_saw", "—"), esc(why)])
-        out.append(table(["method", "layer", "verdict", "coverage", "seen", "reference", "only it saw",
-                          "why it saw less / families missed entirely"], rows, "command-coverage"))
+            seen, only = r.get("seen"), r.get("only_it_saw")
+            # What it matched of the reference, apart from what only it saw: a share of the
+            # reference never exceeds it (harness/verdict.cpp writes `matched`; earlier
+            # summaries have seen = matched + only it saw).
+            matched = r.get("matched", seen - only if seen is not None and only is not None else None)
+            if r.get("coverage") is None:
+                cov = "—"
+            else:
+                cov = f'{100 * r["coverage"]:.1f}% ({matched} of {r.get("reference")})'
+            missed = r.get("missed_families", [])
+            why = r.get("reason") or r.get("why", "")
+            cell = reason_cell(why) if why else ""
+            if missed:
+                cell += (f'<details><summary>missed entirely: {len(missed)} famil{"y" if len(missed) == 1 else "ies"}'
+                         f'</summary>{esc(", ".join(missed))}</details>')
+            rows.append([esc(r["method"]), esc(r["layer"]), f'<b class="{cls}">{esc(status)}</b>',
+                         f'<b class="{cls}">{cov}</b>', "—" if only is None else only, cell or "—"])
+        out.append(table(["method", "layer", "verdict", "matched of the reference", "only it saw",
+                          "why it saw less / families missed entirely"], rows, "command-coverage",
+                         empty="No method was asked to observe a layer of this command."))
         for layer, fams in sorted((v.get("families") or {}).items()):
             fams = fams or {}
             methods = sorted({m for counts in fams.values() for m in counts if m != "reference"})
@@ -240,7 +273,8 @@ def command_section(summaries):
                 (agree if all(counts.get(m, 0) == ref for m in methods) else disagree).append(row)
             headers = ["family", "reference"] + methods
             out.append(f"<h3>{esc(layer)}: families where methods disagree ({len(disagree)})</h3>"
-                       + table(headers, disagree, f"families-{esc(layer)}")
+                       + table(headers, disagree, f"families-{esc(layer)}",
+                               empty="Every method saw as many calls of each family as the reference.")
                        + f"<details><summary>all {len(disagree) + len(agree)} families</summary>"
                        + table(headers, disagree + agree, f"families-all-{esc(layer)}") + "</details>")
     if not out:
@@ -257,7 +291,8 @@ def fidelity_table(combos):
             rows.append([esc(c.get("workload") or "command"), esc(c.get("linkage") or ""), esc(c["method"]), esc(l["layer"]),
                          f'{l["matched"]}/{l["expected"]}', l["phantom"], l["unscored"], args, rets, l["order_violations"]])
     return table(["workload", "cudart", "method", "layer", "matched/expected", "phantom", "unscored", "args equal",
-                  "codes equal", "order violations"], rows, "fidelity-table")
+                  "codes equal", "order violations"], rows, "fidelity-table",
+                 empty="No layer was scored: no workload ran under a method that observes one.")
 
 
 def loss_table(combos):
@@ -273,7 +308,8 @@ def loss_table(combos):
         cell = (f'<b class="bad">{total}; not observed: {esc(", ".join(unobserved))}</b>' if unobserved
                 else f'<b class="{"bad" if total else "good"}">{total}</b>')
         rows.append([esc(c.get("workload") or "command"), esc(c.get("linkage") or ""), esc(c["method"]), cell, detail])
-    return table(["workload", "cudart", "method", "lost (all counters)", "counters"], rows, "loss-table")
+    return table(["workload", "cudart", "method", "lost (all counters)", "counters"], rows, "loss-table",
+                 empty="No tracing method ran (only the baseline), so nothing could be lost.")
 
 
 def slowdown_section(combos):
@@ -287,7 +323,7 @@ def slowdown_section(combos):
         rows.append([esc(c["workload"]), esc(c["linkage"]), esc(c["method"]), f'{c["wall_ratio_vs_none"]:.2f}×',
                      interval, f'{w["median"] / 1e6:.0f}', f'{w["min"] / 1e6:.0f}–{w["max"] / 1e6:.0f}', c["reps"]])
     return table(["workload", "cudart", "method", "wall time vs none", "95% interval", "median ms", "range ms", "reps"],
-                 rows, "slowdown-table")
+                 rows, "slowdown-table", empty="No workload ran under both a method and none: no slowdown to show.")
 
 
 def skipped_section(summaries):
@@ -323,24 +359,27 @@ def main():
     ap.add_argument("results", nargs="+", help="results/<run-id> folders")
     ap.add_argument("-o", "--output", default="reports/overhead.html")
     args = ap.parse_args()
-    summaries, benches, manifests, ids = [], [], [], []
-    for folder in args.results:
-        s, b, m = load(folder, "summary.json"), load(folder, "bench_summary.json"), load(folder, "manifest.json")
-        if not s and not b:
-            sys.exit(f"generate_report: {folder} has neither summary.json nor bench_summary.json")
-        summaries += [s] if s else []
-        benches += [b] if b else []
-        manifests.append(m)
-        ids.append((s or b)["run_id"])
-    combos = [c for s in summaries for c in s.get("combos", [])]
-    bench_rows = [dict(r, run=b.get("run_id", "")) for b in benches for r in b.get("rows", [])]
+    try:
+        runs = results.load_runs(args.results)
+    except results.SchemaError as e:
+        sys.exit(f"generate_report: {e}")
+    summaries = [r.summary for r in runs if r.summary]
+    benches = [r.bench for r in runs if r.bench]
+    manifests = [r.manifest for r in runs]
+    ids = [r.run_id for r in runs]
+    combos = [c for r in runs for c in r.combos]
+    bench_rows = [row for r in runs for row in r.bench_rows()]
     chart, per_call = per_call_section(bench_rows)
     failed = sum(s["counts"]["failed"] for s in summaries)
     page = f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>CUDA tracing methods: overhead and completeness</title>
-<style>body{{font-family:sans-serif;max-width:1200px;margin:2em auto;color:#222}}table{{border-collapse:collapse;margin:1em 0;font-size:13px}}
+<style>body{{font-family:sans-serif;max-width:1240px;margin:2em auto;padding:0 12px;color:#222;box-sizing:border-box}}
+.wide{{max-width:100%;overflow-x:auto}}table{{border-collapse:collapse;margin:1em 0;font-size:13px}}
 td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}th{{background:#eee}}td:first-child{{text-align:left}}
-img{{max-width:100%}}.good{{color:#070}}.bad{{color:#b00}}#unobserved td,#command-coverage td:last-child{{text-align:left}}</style></head><body>
+img{{max-width:100%}}.good{{color:#070}}.bad{{color:#b00}}.empty{{color:#555;font-style:italic}}
+#unobserved td,#command-coverage td:last-child{{text-align:left;max-width:44em;overflow-wrap:anywhere}}
+details.reason .full{{display:block;white-space:pre-wrap;font-size:12px;color:#444}}
+summary{{cursor:pointer}}</style></head><body>
 <h1>CUDA tracing methods: what each one sees, and what it costs</h1>
 <p>Runs: {esc(", ".join(ids))}. {failed} failed run(s).</p>
 <h2>Per-call overhead</h2>{chart}{per_call}

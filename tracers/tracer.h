@@ -104,9 +104,22 @@ class Tracer {
 // Per-method settings from the command line (`--set uprobe.ring_mb=16`): key -> value.
 using MethodOptions = std::map<std::string, std::string>;
 
+// What a method is there for, which decides where it is run and compared.
+enum class MethodKind {
+  kMethod,         // a way to trace a CUDA program, scored against the ledger and costed
+  kCostReference,  // a method's probes at another price (fewer, empty, no collector): costed only
+  kReference,      // what the methods are measured against: the untraced run, Nsight Systems
+  kPlaceholder,    // listed so that a user who looks for it learns why it cannot run
+};
+// "method", "cost reference", "reference", "placeholder": what --list and --list --json print.
+const char* kind_name(MethodKind kind);
+
+// Each method's folder describes it (tracers/<m>/<m>_method.h, one function returning its
+// Method entries); registry.cpp only lists those functions.
 struct Method {
   std::string name;
   std::string summary;
+  MethodKind kind = MethodKind::kMethod;
   bool built = false;   // false: listed, reported as not built yet, never faked
   int issue = 0;        // the tracking issue while !built
   bool needs_root = false;
@@ -117,6 +130,11 @@ struct Method {
   // The layers it exists to observe. A run that observed fewer says which and why: a
   // layer not observed is a result, never a clean zero. Cost references have none.
   std::vector<std::string> layers;
+  // Per layer it observes, what part of it the method cannot see whatever the program (a
+  // cudart without symbols, calls before CUPTI starts): the reason a run gives where it saw
+  // less than all of a layer and the tracer named nothing more specific. Every layer in
+  // `layers` has one (tests/unit/registry_test.cpp), so a partial layer never goes unexplained.
+  std::map<std::string, std::string> limits;
   std::string not_built_reason;  // when !built although it has an issue (e.g. built without libbpf)
   // A check of its own, after the common ones: empty = can run, else the one-line reason.
   std::function<std::string()> unavailable_because;
@@ -134,6 +152,12 @@ struct Availability {
 
 const std::vector<Method>& methods();
 const Method* find_method(const std::string& name);
+// The names `--method` takes for groups of methods, each with what it means:
+//   all       every method the registry lists;
+//   compared  the methods a user compares: every kind but the cost references (which the
+//             benchmark prices; their sightings are their method's).
+// Scripts name a group instead of listing methods, so that a new method joins them.
+const std::map<std::string, std::vector<std::string>>& method_groups();
 Availability availability(const Method& m, const HostFacts& host, const MethodOptions& options = {});
 
 // PATH lookup as execvp does it; empty when absent.

@@ -1,7 +1,7 @@
 // burst: N host threads each issue a fixed number of cheap calls as fast as they can. The
 // load for loss measurements: seen + reported lost must equal the ledger.
-//   --call=0  cudaGetDevice: serialised inside cudart (about 0.6 M calls/s over 8 threads
-//             on the H100), so it measures contention as much as the tracer.
+//   --call=0  cudaGetDevice: serialised inside cudart (its rate over 8 threads is cudart's
+//             limit, not the tracer's), so it measures contention as much as the tracer.
 //   --call=1  cudaPeekAtLastError: thread-local, so the tracer's own rate is what limits.
 #include <atomic>
 #include <thread>

@@ -91,7 +91,7 @@ TEST(Bench, EveryPausableMethodHasAnInProcessAbWithItsControl) {
   if (!root) GTEST_SKIP() << "uprobe's pause not checked: needs root (preload and cupti-inject were)";
 }
 
-// devhook pauses itself for the benchmark (cudatrace_devhook_pause): its cost on a
+// devhook pauses itself for the benchmark (cudatrace_pause): its cost on a
 // kernel's run comes from one process, original kernel against instrumented, batch by
 // batch, as a ratio. Never free: the probes write two records per block.
 TEST(Bench, DevhookInProcessAbOriginalAgainstInstrumentedKernel) {

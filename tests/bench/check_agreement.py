@@ -23,15 +23,16 @@ def row(call, method, delta, ci, paused=None, noise=False, none_ns=100.0):
     return r
 
 
-def agreement(rows_a, rows_b):
+def agreement(rows_a, rows_b, version=1):
     with tempfile.TemporaryDirectory() as d:
         paths = []
         for name, rows in (("a", rows_a), ("b", rows_b)):
-            paths.append(os.path.join(d, name + ".json"))
+            os.makedirs(os.path.join(d, name))
+            paths.append(os.path.join(d, name, "bench_summary.json"))
             with open(paths[-1], "w") as f:
-                json.dump({"rows": rows}, f)
+                json.dump({"schema_version": version, "run_id": name, "rows": rows}, f)
         p = subprocess.run([sys.executable, script] + paths, capture_output=True, text=True)
-        return p.returncode, p.stdout
+        return p.returncode, p.stdout + p.stderr
 
 
 failures = []
@@ -59,14 +60,19 @@ noise_b = [row("cudaMalloc", "strace", 400, [-20, 800], noise=True)]
 code, out = agreement(noise_a, noise_b)
 check(code == 0, "two readings of no measurable cost agree", out)
 
-# An in-process reading whose interval reaches zero is noise even where the summary has no
-# flag for it (older runs): beside a run that flagged its reading, they agree.
+# "No measurable cost" is the harness's decision, read from the flag and never made again:
+# a reading the harness did not flag is a cost, even with an interval reaching zero, so
+# beside a flagged one it disagrees, and the line says why.
 unflagged = [row("vecadd", "preload", 188.5, [-32, 249])]
 code, out = agreement(unflagged, [row("vecadd", "preload", 12, [-103, 330], noise=True)])
-check(code == 0, "an interval reaching zero is no measurable cost", out)
-# ...but not when the other run measured a cost.
-code, out = agreement(unflagged, [row("vecadd", "preload", 170, [25, 303])])
+check(code == 1 and "one run reads no measurable cost" in out, "the flag as written, not re-derived", out)
+# Flagged noise against a measured cost disagrees too.
+code, out = agreement([row("vecadd", "preload", 188.5, [-32, 249], noise=True)], [row("vecadd", "preload", 170, [25, 303])])
 check(code == 1, "noise against a measured cost disagrees", out)
+
+# A summary of a version the analysis does not know is refused, with the version named.
+code, out = agreement(base, base, version=99)
+check(code != 0 and "schema_version 99" in out, "an unknown version is refused", out)
 
 # A cost of 100 ns or less in both runs is not compared.
 small = [row("cudaGetDevice", "preload", 60, [50, 70])]

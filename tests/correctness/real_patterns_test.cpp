@@ -4,6 +4,8 @@
 // side cases run anywhere (CI: no GPU, root); the GPU cases skip without one.
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "harness_run.h"
 #include "tracers/tracer.h"
 
@@ -20,7 +22,19 @@ std::string runnable(std::initializer_list<const char*> wanted) {
   return out;
 }
 
-// Every layer the run's method exists to observe is scored or named, with a reason.
+// The registry's methods that can run here, of the kinds given; with `host_side`, only those
+// that need no GPU. From the registry alone, so that a new method is held to this too.
+std::string runnable_from_registry(std::initializer_list<cudatrace::MethodKind> kinds, bool host_side) {
+  std::string out;
+  for (const auto& m : cudatrace::methods()) {
+    if (std::find(kinds.begin(), kinds.end(), m.kind) == kinds.end() || (host_side && m.needs_gpu)) continue;
+    if (cudatrace::availability(m, host()).ok) out += (out.empty() ? "" : ",") + m.name;
+  }
+  return out;
+}
+
+// Every layer the run's method exists to observe is scored or named, with a reason; and a
+// layer scored short of the ledger carries its reason too (partly_observed).
 void expect_every_layer_accounted_for(const json& run) {
   const cudatrace::Method& m = *cudatrace::find_method(run["method"].get<std::string>());
   for (const auto& l : m.layers) {
@@ -34,6 +48,15 @@ void expect_every_layer_accounted_for(const json& run) {
     EXPECT_TRUE(scored != named) << m.name << " " << l << " must be scored or named, once: " << run["match"].dump()
                                  << run["unobserved"].dump();
   }
+  for (const auto& s : run["match"]) {
+    if (s["matched"].get<int64_t>() >= s["expected"].get<int64_t>()) continue;
+    std::string reason;
+    for (const auto& p : run["partly_observed"])
+      if (p["layer"] == s["layer"]) reason = p["reason"].get<std::string>();
+    EXPECT_FALSE(reason.empty()) << m.name << " saw " << s["matched"] << " of " << s["expected"] << " of its "
+                                 << s["layer"] << " layer and gave no reason: " << run["partly_observed"].dump();
+    EXPECT_EQ(reason.find("names no limit"), std::string::npos) << m.name << ": " << reason;
+  }
 }
 
 const char* const kHostWorkloads = "graphs,dlopen,privatert,multiproc";
@@ -41,7 +64,8 @@ const char* const kHostWorkloads = "graphs,dlopen,privatert,multiproc";
 }  // namespace
 
 TEST(RealPatterns, HostSidePathUnderEveryHostSideMethod) {
-  const std::string methods = runnable({"none", "preload", "strace", "uprobe"});
+  const std::string methods =
+      runnable_from_registry({cudatrace::MethodKind::kMethod, cudatrace::MethodKind::kReference}, true);
   HarnessRun r = run_harness(std::string("--workload ") + kHostWorkloads + " --method " + methods);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   ASSERT_GE(r.summary["combos"].size(), 7u * 2) << r.output;  // dlopen has one build
@@ -93,7 +117,8 @@ TEST(RealPatterns, DriverApiOnTheStubLibcudaIsRecordedWithItsCode) {
 }
 
 TEST(RealPatterns, CommandWithoutCudaGetsAVerdictNotACleanZero) {
-  const std::string methods = runnable({"none", "preload", "strace", "uprobe"});
+  const std::string methods =
+      runnable_from_registry({cudatrace::MethodKind::kMethod, cudatrace::MethodKind::kReference}, true);
   HarnessRun r = run_harness("--method " + methods + " -- /bin/true");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   ASSERT_TRUE(r.summary.contains("verdict")) << r.output;
@@ -149,11 +174,12 @@ INSTANTIATE_TEST_SUITE_P(Workloads, RealPatternsGpu,
                          ::testing::Values("graphs", "driverapi", "dlopen", "privatert", "multiproc"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
-// With a GPU, every method that can run here on every new workload: each layer scored or named.
+// With a GPU, every method that can run here on every workload: each layer scored or named,
+// and every layer seen in part with its reason.
 TEST(RealPatternsGpuMatrix, EveryMethodLayerScoredOrNamed) {
   if (!host().gpu) GTEST_SKIP() << "no GPU: " << host().gpu_reason;
-  const std::string methods = runnable({"preload", "strace", "uprobe", "cupti", "devhook"});
-  HarnessRun r = run_harness("--workload graphs,driverapi,dlopen,privatert,multiproc --method " + methods);
+  const std::string methods = runnable_from_registry({cudatrace::MethodKind::kMethod}, false);
+  HarnessRun r = run_harness("--workload all --method " + methods);
   ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.output;
   for (const auto& c : r.summary["combos"]) {
     const std::string label = c["workload"].get<std::string>() + "." + c["linkage"].get<std::string>() + "." +

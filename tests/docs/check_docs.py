@@ -4,6 +4,8 @@
 usage: check_docs.py links SOURCE_DIR
        check_docs.py readme-commands SOURCE_DIR BUILD_DIR
        check_docs.py results SOURCE_DIR
+       check_docs.py readme-length SOURCE_DIR
+       check_docs.py method-lists SOURCE_DIR BUILD_DIR
 
 links            every relative link in the repository's Markdown files resolves
 readme-commands  every command in README.md's sh blocks that starts with dist/ and needs
@@ -12,6 +14,10 @@ readme-commands  every command in README.md's sh blocks that starts with dist/ a
                  0, with dist/ read as BUILD_DIR (the build tree has the installed layout)
 results          docs/results/<gpu>.md regenerates byte for byte from the recorded
                  results folders in docs/results/<gpu>/
+readme-length    README.md is a front door: at most 200 lines
+method-lists     no script or test keeps its own list of the methods: none names four or
+                 more of the registry's methods (`harness --list --json`) in one comma-separated
+                 list; they name a group (`--method compared`, `--method all`) instead
 """
 import difflib
 import glob
@@ -113,6 +119,44 @@ def check_results(root):
     return 1 if failed else 0
 
 
+README_MAX_LINES = 200
+# A selection of up to three methods for one purpose (`--method none,devhook,devhook-thread`)
+# is a choice; four or more is a copy of the registry that a new method would miss.
+LIST_OF_METHODS = 4
+
+
+def check_readme_length(root):
+    with open(os.path.join(root, "README.md")) as f:
+        n = len(f.read().splitlines())
+    print(f"README.md: {n} lines (at most {README_MAX_LINES})")
+    return 0 if n <= README_MAX_LINES else 1
+
+
+def check_method_lists(root, build):
+    import json
+    listed = subprocess.run([os.path.join(build, "bin", "harness"), "--list", "--json"], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True, check=True)
+    names = {m["name"] for m in json.loads(listed.stdout)["methods"]}
+    token = re.compile(r"[A-Za-z0-9_-]+")
+    bad = []
+    patterns = ("ci/*.sh", "ci/*.py", "bench/*.cu", "reports/*.py", "docs/*.py", "analysis/**/*.py", "harness/*.cpp",
+                "tests/**/*.sh", "tests/**/*.py", "tests/**/*.cpp", "tests/**/CMakeLists.txt")
+    for pattern in patterns:
+        for path in glob.glob(os.path.join(root, pattern), recursive=True):
+            with open(path, errors="replace") as f:
+                for number, line in enumerate(f, 1):
+                    # "a,b,c" in a script and {"a", "b", "c"} in a test read alike.
+                    flat = re.sub(r"[\"'\s]", "", line)
+                    for candidate in re.findall(r"[A-Za-z0-9_,-]+", flat):
+                        words = [w for w in candidate.split(",") if token.fullmatch(w)]
+                        if len({w for w in words if w in names}) >= LIST_OF_METHODS:
+                            bad.append(f"{os.path.relpath(path, root)}:{number}: {candidate}")
+    for b in bad:
+        print("a hand-kept list of methods:", b)
+    print(f"method-lists: {len(bad)} found ({len(names)} methods in the registry)")
+    return 1 if bad else 0
+
+
 def main():
     if len(sys.argv) < 3:
         sys.exit(__doc__)
@@ -123,6 +167,10 @@ def main():
         return run_readme_commands(root, os.path.abspath(sys.argv[3]))
     if what == "results":
         return check_results(root)
+    if what == "readme-length":
+        return check_readme_length(root)
+    if what == "method-lists" and len(sys.argv) == 4:
+        return check_method_lists(root, os.path.abspath(sys.argv[3]))
     sys.exit(__doc__)
 
 

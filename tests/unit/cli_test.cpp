@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include "harness/catalog.h"
 #include "harness/cli.h"
+#include "tracers/tracer.h"
 #include "test_support.h"
 
 using namespace cudatrace;
@@ -98,8 +100,33 @@ TEST(Cli, HarnessBinaryRejectsBadInputWithExit2) {
 TEST(Cli, ListShowsEveryWorkloadAndMethodWithItsState) {
   auto r = testsupport::run_command(std::string(HARNESS_PATH) + " --list");
   EXPECT_EQ(r.exit_code, 0);
-  for (const char* name : {"vecadd", "streams", "memheavy", "errors", "burst", "none", "preload", "uprobe", "cupti",
-                           "devhook", "strace"})
-    EXPECT_NE(r.output.find(std::string("  ") + name + " "), std::string::npos) << name << "\n" << r.output;
+  std::vector<std::string> names;
+  for (const auto& w : workloads()) names.push_back(w.name);
+  for (const auto& m : methods()) names.push_back(m.name);
+  for (const auto& name : names)
+    EXPECT_NE(r.output.find("  " + name + " "), std::string::npos) << name << "\n" << r.output;
   EXPECT_NE(r.output.find("GPU: "), std::string::npos);
+}
+
+// A group's name (tracers' method_groups()) stands for its members, mixed with names.
+TEST(Cli, MethodGroupsExpand) {
+  const std::map<std::string, std::vector<std::string>> groups{{"compared", {"none", "strace"}}};
+  Options o = parse_cli({"--method", "preload,compared"}, kWorkloads, kMethods, groups);
+  EXPECT_EQ(o.methods, (std::vector<std::string>{"preload", "none", "strace"}));
+  o = parse_cli({}, kWorkloads, kMethods, groups);
+  EXPECT_EQ(o.methods, kMethods);
+  try {
+    parse_cli({"--method", "nope"}, kWorkloads, kMethods, groups);
+    ADD_FAILURE() << "accepted";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()), "unknown method 'nope' (valid: none, preload, strace, all, compared)");
+  }
+}
+
+TEST(Cli, ListJsonAndRunIdFile) {
+  Options o = parse({"--list", "--json"});
+  EXPECT_TRUE(o.list && o.json);
+  EXPECT_EQ(usage_error({"--json"}), "--json goes with --list");
+  EXPECT_EQ(parse({"--run-id-file", "/tmp/x"}).run_id_file, "/tmp/x");
+  EXPECT_EQ(usage_error({"--run-id-file="}), "--run-id-file needs a file name");
 }

@@ -12,7 +12,7 @@
 
 #include "common/elf_file.h"
 #include "common/spawn.h"
-#include "cupti/call_slots.h"
+#include "tracers/cupti/injection/call_slots.h"
 #include "tracers/call_args.h"
 #include "tracers/cupti/cupti_decode.h"
 #ifdef CUDATRACE_HAVE_BPF
@@ -91,7 +91,7 @@ TEST(CuptiLibrary, ExportsOnlyItsEntryPoints) {
   EXPECT_TRUE(exported.count("InitializeInjection")) << error;
   EXPECT_TRUE(exported.count("cudatrace_cupti_on_api"));
   EXPECT_TRUE(exported.count("cudatrace_cupti_on_kernel"));
-  EXPECT_TRUE(exported.count("cudatrace_cupti_pause"));
+  EXPECT_TRUE(exported.count("cudatrace_pause"));
   EXPECT_EQ(exported.size(), 4u) << "hidden visibility keeps the rest (and static libstdc++) out";
 }
 
@@ -127,7 +127,7 @@ TEST(CuptiSlots, EveryEntryMatchesHooksDef) {
 #define RT_LIKE(id, type, ...) {#id, CT_NARGS(__VA_ARGS__)},
 #define DRV(id, ...) {#id, CT_NARGS(__VA_ARGS__)},
   const std::vector<Entry> entries{
-#include "cupti/call_slots.def"
+#include "tracers/cupti/injection/call_slots.def"
   };
 #undef RT
 #undef RT_LIKE

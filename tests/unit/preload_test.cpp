@@ -14,7 +14,7 @@
 #include "tracers/preload/shim/generic_hooks.h"
 #include "tracers/preload/shim/recorder.h"
 
-extern "C" int cudatrace_preload_pause(int paused);
+extern "C" int cudatrace_pause(int paused);
 
 using namespace cudatrace;
 using namespace cudatrace::preload;
@@ -392,12 +392,12 @@ TEST(PreloadShim, HarmlessInAnyProcessAndAcrossFork) {
 TEST(PreloadShim, PauseSwitchesTheHooksToForwardOnly) {
   const bool live = hooks_live();
   EXPECT_EQ(live, recording());
-  EXPECT_EQ(cudatrace_preload_pause(1), live ? 0 : 1);
+  EXPECT_EQ(cudatrace_pause(1), live ? 0 : 1);
   EXPECT_FALSE(hooks_live());
-  EXPECT_EQ(cudatrace_preload_pause(0), 1);
+  EXPECT_EQ(cudatrace_pause(0), 1);
   EXPECT_EQ(hooks_live(), recording());
   g_shim.live = true;  // as a recording process has it
-  EXPECT_EQ(cudatrace_preload_pause(1), 0);
+  EXPECT_EQ(cudatrace_pause(1), 0);
   EXPECT_FALSE(hooks_live());
   g_shim.live = live;
 }

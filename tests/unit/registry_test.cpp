@@ -1,19 +1,68 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <filesystem>
+#include <set>
 
+#include "test_support.h"
 #include "tracers/tracer.h"
 
 using namespace cudatrace;
 
-// The six methods of the design, plus the cost references of uprobe and cupti.
-TEST(Registry, ListsEveryMethodOnce) {
-  std::vector<std::string> names;
-  for (const auto& m : methods()) names.push_back(m.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"none", "preload", "uprobe", "uprobe-enter", "uprobe-empty", "cupti",
-                                             "cupti-inject", "cupti-bare", "devhook", "devhook-thread",
-                                             "bpftime", "sanitizer", "strace", "nsys"}));
+// The registry is the only list of methods: this test holds each entry to the layout rule
+// (docs/ADDING_A_METHOD.md) instead of keeping a list of names of its own.
+TEST(Registry, EveryMethodOnceFromItsOwnFolder) {
+  std::set<std::string> names;
+  for (const auto& m : methods()) {
+    EXPECT_TRUE(names.insert(m.name).second) << m.name << " listed twice";
+    EXPECT_FALSE(m.summary.empty()) << m.name;
+    // A variant (uprobe-enter, devhook-thread) lives in its method's folder.
+    const std::string folder = m.name.substr(0, m.name.find('-'));
+    const std::filesystem::path dir = std::filesystem::path(CUDATRACE_SOURCE_DIR) / "tracers" / folder;
+    EXPECT_TRUE(std::filesystem::exists(dir / (folder + "_method.cpp"))) << m.name << ": no " << dir << "/"
+                                                                       << folder << "_method.cpp";
+    EXPECT_TRUE(std::filesystem::exists(dir / "README.md")) << m.name << ": no card in " << dir;
+  }
+  EXPECT_GE(names.size(), 2u);
+  EXPECT_TRUE(names.count("none"));
   EXPECT_EQ(find_method("nope"), nullptr);
+}
+
+// A method exists to observe something, and says what: the harness reports every layer of
+// it that a run did not see. Only references and cost references may observe nothing.
+TEST(Registry, KindsAndLayers) {
+  for (const auto& m : methods()) {
+    const std::string kind = kind_name(m.kind);
+    EXPECT_TRUE(kind == "method" || kind == "cost reference" || kind == "reference" || kind == "placeholder") << kind;
+    if (m.kind == MethodKind::kMethod) EXPECT_FALSE(m.layers.empty()) << m.name << " names no layer it observes";
+    // What it cannot see of each layer, said where a run sees less than all of it.
+    for (const auto& l : m.layers) {
+      auto it = m.limits.find(l);
+      EXPECT_TRUE(it != m.limits.end() && !it->second.empty()) << m.name << " names no limit for its " << l << " layer";
+    }
+    for (const auto& [l, why] : m.limits)
+      EXPECT_NE(std::find(m.layers.begin(), m.layers.end(), l), m.layers.end()) << m.name << ": a limit for " << l;
+  }
+  EXPECT_EQ(find_method("none")->kind, MethodKind::kReference);
+  EXPECT_TRUE(find_method("none")->layers.empty());
+}
+
+// `--method compared` is what the scripts run instead of a list of names: every method
+// but the cost references, in the registry's order; `all` is every one.
+TEST(Registry, GroupsComeFromKinds) {
+  const auto& groups = method_groups();
+  ASSERT_TRUE(groups.count("all"));
+  ASSERT_TRUE(groups.count("compared"));
+  std::vector<std::string> all, compared;
+  for (const auto& m : methods()) {
+    all.push_back(m.name);
+    if (m.kind != MethodKind::kCostReference) compared.push_back(m.name);
+  }
+  EXPECT_EQ(groups.at("all"), all);
+  EXPECT_EQ(groups.at("compared"), compared);
+  EXPECT_LT(compared.size(), all.size());
+  for (const auto& g : groups) EXPECT_EQ(find_method(g.first), nullptr) << g.first << " is a group and a method";
 }
 
 // Nsight Systems is the reference users already have: where it is missing, the reason
@@ -76,4 +125,22 @@ TEST(Registry, BpftimeNotInstalledSaysWhereToGetIt) {
   EXPECT_FALSE(a.ok);
   EXPECT_NE(a.reason.find("bpftime is not installed"), std::string::npos) << a.reason;
   EXPECT_NE(a.reason.find("github.com/eunomia-bpf/bpftime"), std::string::npos) << a.reason;
+}
+
+// What scripts read instead of a list of their own: `harness --list --json` is the registry.
+TEST(Registry, ListJsonIsTheRegistry) {
+  const auto r = testsupport::run_command("(" + std::string(HARNESS_PATH) + " --list --json 2>/dev/null)");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto list = nlohmann::json::parse(r.output);
+  std::vector<std::string> listed;
+  for (const auto& m : list.at("methods")) {
+    listed.push_back(m.at("name"));
+    const Method* known = find_method(listed.back());
+    ASSERT_NE(known, nullptr);
+    EXPECT_EQ(m.at("kind"), kind_name(known->kind));
+    EXPECT_EQ(m.at("layers"), known->layers);
+    if (!known->built) EXPECT_EQ(m.at("not_built_reason"), known->not_built_reason);
+  }
+  EXPECT_EQ(listed, method_groups().at("all"));
+  EXPECT_EQ(list.at("method_groups").at("compared"), method_groups().at("compared"));
 }

@@ -86,7 +86,16 @@ TEST(Verdict, CuptiIsTheReferenceAndShortfallsAreNamed) {
   EXPECT_EQ(rt["status"], "partial");
   EXPECT_EQ(rt["missed_families"], json({"cudaGraphLaunch"}));
   EXPECT_EQ(rt["only_it_saw"], 1) << "cudaPeekAtLastError";
-  EXPECT_EQ(rt["why"], "the method gave no reason for what it missed") << "a shortfall never goes without a word";
+  EXPECT_EQ(rt["matched"], 3) << "of the reference, apart from what only it saw";
+  // With no reason from the tracer, the method's own limit for the layer is the reason.
+  EXPECT_EQ(rt["why"], "the method names no limit for this layer (Method::limits)") << "a shortfall never goes silent";
+  MethodView limited = preload;
+  limited.limits["runtime"] = "a static cudart never reaches the shim";
+  EXPECT_EQ(row(command_verdict({cupti, limited, devhook}), "preload", "runtime")["why"],
+            "what this method cannot see: a static cudart never reaches the shim");
+  limited.loss = {{"dropped", 2}, {"ring_full", 0}};
+  EXPECT_EQ(row(command_verdict({cupti, limited, devhook}), "preload", "runtime")["why"],
+            "the tracer lost events (dropped=2)") << "loss explains a shortfall before a general limit does";
   const json& drv = row(v, "preload", "driver");
   EXPECT_EQ(drv["status"], "not observed");
   EXPECT_EQ(drv["reason"], "never reached libcuda");
@@ -116,11 +125,28 @@ TEST(Verdict, CuptiIsTheReferenceAndShortfallsAreNamed) {
   EXPECT_EQ(row(w, "preload", "runtime")["why"], "cudart linked into libfoo.so: its calls never reach the shim");
   // The console line carries the number and the reason together.
   const std::string text2 = verdict_text(w);
-  EXPECT_NE(text2.find(" 75.0% partial (4 of 4; 1 only it saw); missed entirely: cudaGraphLaunch; why: cudart linked "
-                       "into libfoo.so: its calls never reach the shim"),
+  EXPECT_NE(text2.find(" partial: matched 3 of the reference's 4 (75.0%); besides, 1 only it saw; missed entirely: "
+                       "cudaGraphLaunch; why: cudart linked into libfoo.so: its calls never reach the shim"),
             std::string::npos)
       << text2;
   EXPECT_NE(text2.find("NOT OBSERVED: never reached libcuda"), std::string::npos) << text2;
+}
+
+// More seen than the reference holds never reads as more than all of it: what was matched
+// is a share of the reference, what only this method saw is counted apart.
+TEST(Verdict, CoverageNeverExceedsTheReference) {
+  std::vector<Event> ref{ev("driver", "cuLaunchKernel"), ev("driver", "cuLaunchKernel")};
+  std::vector<Event> more{ev("driver", "cuLaunchKernel"), ev("driver", "cuLaunchKernel"), ev("driver", "cuLaunchKernel"),
+                          ev("driver", "cuMemAlloc")};
+  const json v = command_verdict({view("cupti", {"driver"}, {"driver"}, ref), view("preload", {"driver"}, {"driver"}, more)});
+  const json& r = row(v, "preload", "driver");
+  EXPECT_EQ(r["matched"], 2);
+  EXPECT_EQ(r["only_it_saw"], 2);
+  EXPECT_LE(r["coverage"].get<double>(), 1.0);
+  const std::string text = verdict_text(v);
+  EXPECT_NE(text.find("complete: matched 2 of the reference's 2 (100.0%); besides, 2 only it saw"), std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("4 of 2"), std::string::npos) << text;
 }
 
 TEST(Verdict, WithoutCuptiTheReferenceIsTheUnionPerRepetition) {

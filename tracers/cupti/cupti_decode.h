@@ -1,5 +1,5 @@
 #pragma once
-// The cupti method's records (bpf/cupti_event.h) -> the common event record: API calls on
+// The cupti method's records (tracers/cupti/cupti_event.h) -> the common event record: API calls on
 // the runtime and driver layers, kernel activity on the gpu-activity layer, each kernel
 // joined to the call that launched it by CUPTI's correlation id.
 #include <cstdint>
@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bpf/cupti_event.h"
+#include "tracers/cupti/cupti_event.h"
 #include "common/event.h"
 
 namespace cudatrace {

@@ -46,8 +46,9 @@ CuptiSession::~CuptiSession() {
 }
 
 void CuptiSession::attach(const std::filesystem::path& library, bool per_call) {
-  // The api_enter probe stays unattached: a probe hit costs ~1.3 us on the H100 host, and
-  // the exit (or the batch) carries the entry time the library took. A user's own script
+  // The api_enter probe stays unattached: a probe hit is the most expensive part of the
+  // method (the card has the figure), and the exit (or the batch) carries the entry time
+  // the library took. A user's own script
   // may still attach it.
   const std::pair<bpf_program*, const char*> calls =
       per_call ? std::pair<bpf_program*, const char*>{skel_->progs.api_exit, "api_exit"}

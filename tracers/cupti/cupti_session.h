@@ -1,5 +1,5 @@
 #pragma once
-// The collector of the cupti method, through the libbpf skeleton of bpf/cupti.bpf.c: one
+// The collector of the cupti method, through the libbpf skeleton of tracers/cupti/cupti.bpf.c: one
 // program per USDT probe of the injection library, attached for every process that maps
 // the library (the kernel raises each probe's semaphore there) and filtered in BPF to the
 // target's process tree; a ring buffer drained into a spool file.
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "bpf/cupti_event.h"
+#include "tracers/cupti/cupti_event.h"
 #include "tracers/ebpf/ring_spool.h"
 
 struct cupti_bpf;

@@ -5,7 +5,7 @@
 // The ring lives in device memory, split into sub-rings: a probe works on the one of its
 // SM (%smid modulo their number), so that the claims of different SMs do not queue on one
 // counter, and its stores stay on the GPU (records written across PCIe into mapped host
-// memory cost a 2048-block vecadd about x1.9 on the H100; see the card). Each sub-ring has
+// memory cost several times what device stores do: the card has the figures). Each sub-ring has
 // a control block of its own, in device memory, with its claim counter. In block mode the
 // entry probe claims two slots with one atomic, its own and the exit probe's, so the exit
 // probe only stores; in thread mode each probe claims, one lane for its warp.
@@ -49,9 +49,8 @@ enum RecordKind : uint32_t { kEntry = 1, kExit = 2 };
 // One sub-ring's, in device memory (an array of them, one per sub-ring, 256 bytes apart);
 // the probes read capacity and records and bump the counters. claimed
 // has a 128-byte line of its own: every probe's atomic goes there, and the volatile read of
-// limit that follows it would otherwise queue behind the other probes' atomics (H100,
-// vecadd + sync per block, in-process A/B: x1.13-1.15 against x1.17-1.26 at n=65536,
-// x1.77-1.84 against x1.88-2.02 at n=524288).
+// limit that follows it would otherwise queue behind the other probes' atomics (a
+// measurable share of vecadd's cost in block mode: the card has the figures).
 struct alignas(128) RingControl {
   uint64_t claimed;       // claims handed out (claim k goes to slot k % capacity)
   uint64_t claimed_line[15];

@@ -1,5 +1,5 @@
 #pragma once
-// The user-space half of bpf/process_tree.bpf.h: seed a session's `traced` map with the
+// The user-space half of tracers/ebpf/process_tree.bpf.h: seed a session's `traced` map with the
 // target, whose forks the BPF side then adds.
 #include <sys/types.h>
 

@@ -16,7 +16,7 @@
 function(cudatrace_preload_exports out_dir)
   set(cudart ${CUDAToolkit_LIBRARY_DIR}/libcudart.so)
   set(libcuda ${CUDAToolkit_LIBRARY_DIR}/stubs/libcuda.so)
-  set(hooks_def ${CMAKE_CURRENT_SOURCE_DIR}/preload/hooks.def)
+  set(hooks_def ${CMAKE_CURRENT_SOURCE_DIR}/hooks.def)
   foreach(f ${cudart} ${libcuda})
     if(NOT EXISTS ${f})
       message(FATAL_ERROR "the preload shim's export list needs ${f} (part of the CUDA toolkit)")

@@ -20,8 +20,8 @@ enum HookId : uint16_t {
 };
 inline constexpr uint16_t kTrailer = 0xFFFF;
 // A calibration point: a[0] = TSC, a[1] = CLOCK_MONOTONIC ns, read back to back. Records
-// carry TSC ticks (a read costs 17 ns on the H100 host against clock_gettime's 28, 11
-// against 26 on the build machine; two per record, they are most of what a record costs);
+// carry TSC ticks (cheaper to read than clock_gettime, and two per record are most of what
+// a record costs: the card has the figures);
 // the converter maps them to the monotonic clock by interpolating between the calibration
 // points that surround them (one at thread start, one at every flush, one in the trailer).
 inline constexpr uint16_t kCalibration = 0xFFFE;

@@ -11,7 +11,11 @@ std::vector<Method> sanitizer_methods() {
            .issue = 41,
            .needs_gpu = true,
            .options = kSanitizerOptionHelp,
-           .layers = {layer::kDevice}};
+           .layers = {layer::kDevice},
+           .limits = {{layer::kDevice,
+                       "kernels started from the device (device graph launches, dynamic parallelism) reach no launch "
+                       "callback and are not counted; a launch's count is read when its context goes or the process "
+                       "ends, so a kernel still running then reads short"}}};
 #ifdef CUDATRACE_HAVE_SANITIZER
   m.built = true;
   m.unavailable_with = [](const MethodOptions& o) -> std::string {

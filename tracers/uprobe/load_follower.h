@@ -1,7 +1,7 @@
 #pragma once
 // Follows what the traced processes load while they run. The BPF side stops a process at
 // the dynamic loader's notification that it has mapped new libraries (before any of their
-// code runs: bpf/uprobe.bpf.c, loader_notice) and announces it here; a thread of ours hands
+// code runs: tracers/uprobe/uprobe.bpf.c, loader_notice) and announces it here; a thread of ours hands
 // the process to `on_load` (which probes what is new) and resumes it. So no call into a
 // library loaded with dlopen, by a forked child or after an exec goes unseen, and the
 // time each process was held is measured.
@@ -12,7 +12,7 @@
 #include <memory>
 #include <mutex>
 
-#include "bpf/uprobe_event.h"
+#include "tracers/uprobe/uprobe_event.h"
 #include "tracers/ebpf/ring_reader.h"
 
 namespace cudatrace {

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "bpf/uprobe_event.h"
+#include "tracers/uprobe/uprobe_event.h"
 #include "common/event.h"
 #include "tracers/call_args.h"
 

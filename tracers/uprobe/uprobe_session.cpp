@@ -21,8 +21,8 @@ namespace cudatrace {
 namespace {
 
 // uprobe_multi (Linux 6.6): one link probes many offsets of one file, and detaching it
-// waits for the kernel's grace period once, not once per probe (with per-probe links, 800
-// probes took ~50 s to detach on 6.18). This libbpf (1.1) predates it: the link is made
+// waits for the kernel's grace period once, not once per probe (with per-probe links,
+// detaching hundreds of probes took most of a minute: the card has the figure). This libbpf (1.1) predates it: the link is made
 // with the bpf syscall directly, the layout as in the kernel's uapi bpf.h.
 constexpr uint32_t kTraceUprobeMulti = 48;  // enum bpf_attach_type BPF_TRACE_UPROBE_MULTI
 constexpr uint32_t kUprobeMultiReturn = 1;  // BPF_F_UPROBE_MULTI_RETURN

@@ -1,5 +1,5 @@
 #pragma once
-// The BPF half of the uprobe method, through the libbpf skeleton of bpf/uprobe.bpf.c:
+// The BPF half of the uprobe method, through the libbpf skeleton of tracers/uprobe/uprobe.bpf.c:
 // load, attach one entry (and exit) probe per function, trace a process tree, drain the
 // ring buffer on a thread of its own into a spool file, and take everything down again.
 #include <linux/types.h>
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "bpf/uprobe_event.h"
+#include "tracers/uprobe/uprobe_event.h"
 #include "tracers/ebpf/ring_spool.h"
 
 struct uprobe_bpf;

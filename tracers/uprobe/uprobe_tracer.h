@@ -8,7 +8,7 @@
 // keeps only the target's process tree.
 #include <memory>
 
-#include "bpf/uprobe_event.h"
+#include "tracers/uprobe/uprobe_event.h"
 #include "tracers/tracer.h"
 #include "tracers/uprobe/probe_plan.h"
 

@@ -7,7 +7,7 @@
 //           with the driver's cuLaunchKernel inside it, and that kernel's activity record
 //   corr 4  in a forked child: runtime cudaGetDevice -> 0, returns 0
 // Exit status 0, also when CUPTI is "taken" (the program must run on untraced).
-// FAKE_APP_CHECK_PAUSE=1: instead, pause and resume the library (cudatrace_cupti_pause, as
+// FAKE_APP_CHECK_PAUSE=1: instead, pause and resume the library (cudatrace_pause, as
 // bench/percall does) and print what the fake CUPTI had switched on before, while paused
 // and after: "pause 7 0 7" (bit 0 runtime, 1 driver callbacks, 2 kernel activity, 3 and 4
 // runtime and driver API activity).
@@ -68,9 +68,9 @@ int main() {
   }
   init();
   if (std::getenv("FAKE_APP_CHECK_PAUSE")) {
-    auto pause = reinterpret_cast<int (*)(int)>(dlsym(handle, "cudatrace_cupti_pause"));
+    auto pause = reinterpret_cast<int (*)(int)>(dlsym(handle, "cudatrace_pause"));
     if (!pause) {
-      std::fprintf(stderr, "cupti_fake_app: no cudatrace_cupti_pause in %s\n", library);
+      std::fprintf(stderr, "cupti_fake_app: no cudatrace_pause in %s\n", library);
       return 2;
     }
     const int before = fake_cupti_enabled();

@@ -11,6 +11,7 @@
 #include <cstdlib>
 
 #include "tracers/devhook/agent/instrumenter.h"
+#include "tracers/pause_hook.h"
 
 using namespace cudatrace::devhook;
 
@@ -96,7 +97,7 @@ extern "C" {
 // For a benchmark's in-process A/B (bench/percall.cu finds it with dlsym): nonzero pauses
 // the agent (launches run the original kernels, uncounted), zero resumes. Returns whether
 // it was paused.
-__attribute__((visibility("default"))) int cudatrace_devhook_pause(int paused) { return set_paused(paused != 0); }
+__attribute__((visibility("default"))) int cudatrace_pause(int paused) { return set_paused(paused != 0); }
 
 void** __cudaRegisterFatBinary(void* fatbin) {
   static const auto fn = real<void** (*)(void*)>("__cudaRegisterFatBinary");

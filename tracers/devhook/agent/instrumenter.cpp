@@ -202,8 +202,8 @@ void set_up(Agent& a, ContextState& cs) {
   // The drain works in a context of its own. CUDA multiplexes a context's streams onto a
   // few hardware queues (CUDA_DEVICE_MAX_CONNECTIONS), so a copy on a stream of the
   // program's context can wait behind the program's work queued after a kernel, while that
-  // kernel's probes wait for the copy (H100, per thread: the streams and driverapi
-  // workloads kept one ring's worth and dropped the rest). The ring is memory mapped for
+  // kernel's probes wait for the copy (in thread mode the streams and driverapi workloads
+  // kept one ring's worth and dropped the rest). The ring is memory mapped for
   // the device (cuMemCreate), which every context of the process on it reaches, and it
   // outlives the program's context.
   CUcontext drain_ctx = nullptr, popped = nullptr;

@@ -59,7 +59,7 @@ void original_result(bool succeeded);
 // A launch that reached the agent on a path it does not instrument.
 void count_uninstrumented(const char* reason);
 
-// Paused (cudatrace_devhook_pause, for a benchmark's in-process A/B): every launch runs
+// Paused (cudatrace_pause, for a benchmark's in-process A/B): every launch runs
 // the original kernel and is neither instrumented nor counted, as if the agent were not
 // there. Returns the previous state.
 bool set_paused(bool paused);

@@ -1,6 +1,7 @@
 #include "tracers/preload/shim/recorder.h"
 
 #include "tracers/preload/shim/generic_hooks.h"
+#include "tracers/pause_hook.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -272,7 +273,7 @@ bool recording() { return g_recording; }
 // For the per-call benchmark's in-process A/B: with recording paused the hooks only
 // forward, so alternating paused and live batches in one process isolates what recording
 // costs from everything a separate process run would vary. Returns the previous state.
-extern "C" __attribute__((visibility("default"))) int cudatrace_preload_pause(int paused) {
+extern "C" __attribute__((visibility("default"))) int cudatrace_pause(int paused) {
   using namespace cudatrace::preload;
   const bool was_live = g_shim.live.exchange(!paused && g_recording);
   return was_live ? 0 : 1;

@@ -3,8 +3,8 @@
 // Buffers go to disk when full, when their thread ends, at exit, before exec and on a
 // fatal signal; whatever cannot be written is counted as dropped in the thread's trailer.
 //
-// What a record costs is not instructions. Measured on the H100 host by compiling parts
-// out (README, "Per-call overhead"): the two TSC reads are most of it, and the rest is
+// What a record costs is not instructions. Measured by compiling parts out (the card,
+// tracers/preload/README.md): the two TSC reads are most of it, and the rest is
 // cache misses, since between two hooked calls the driver runs for microseconds and
 // evicts the shim's data. So the append is inlined into every hook, reads one
 // thread-local line (the buffer's header lives in static TLS, not behind a pointer) and
@@ -24,7 +24,7 @@ inline constexpr uint32_t kBufferRecords = 1 << 13;
 
 // What every hook reads, on one cache line.
 struct alignas(64) ShimState {
-  // Recording and not paused by cudatrace_preload_pause(): the hooks only forward when
+  // Recording and not paused by cudatrace_pause(): the hooks only forward when
   // false, so that a paused hook costs what an unrecorded forward costs.
   std::atomic<bool> live{false};
   // A thread's buffer belongs to the current generation or must be (re)attached first.

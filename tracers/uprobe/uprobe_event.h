@@ -1,6 +1,6 @@
 /* The record the uprobe method's BPF programs hand to user space, and the cookie that
  * tells one shared program what to capture for the function it is attached to. Shared
- * by bpf/uprobe.bpf.c and tracers/uprobe/, so both sides agree byte for byte. */
+ * by tracers/uprobe/uprobe.bpf.c and tracers/uprobe/, so both sides agree byte for byte. */
 #ifndef CUDATRACE_UPROBE_EVENT_H
 #define CUDATRACE_UPROBE_EVENT_H
 

@@ -17,10 +17,11 @@
 #include <cstring>
 #include <ctime>
 
-#include "bpf/cupti_event.h"
+#include "tracers/cupti/cupti_event.h"
 #include "common/dim3_pack.h"
-#include "cupti/call_slots.h"
-#include "cupti/usdt_probes.h"
+#include "tracers/cupti/injection/call_slots.h"
+#include "tracers/cupti/injection/usdt_probes.h"
+#include "tracers/pause_hook.h"
 
 // The probes' semaphores: the kernel adds one per attached collector.
 extern "C" {
@@ -355,7 +356,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
 // what a subscribed but idle CUPTI costs: the difference is the callbacks and activity,
 // not all of CUPTI. Returns, like the preload shim's and devhook's pause, whether it was
 // paused before (1) or not (0); -1 when CUPTI refused or the library is not running.
-extern "C" __attribute__((visibility("default"))) int cudatrace_cupti_pause(int paused) {
+extern "C" __attribute__((visibility("default"))) int cudatrace_pause(int paused) {
   static bool was_paused = false;
   if (!g_mode) return -1;
   if ((paused != 0) == was_paused) return was_paused ? 1 : 0;

@@ -1,6 +1,6 @@
 /* The record the cupti method's BPF programs hand to user space, one per USDT probe hit
- * of the injection library (cupti/usdt_probes.h says what each probe carries). Shared by
- * bpf/cupti.bpf.c and tracers/cupti/, so both sides agree byte for byte. */
+ * of the injection library (tracers/cupti/injection/usdt_probes.h says what each probe carries). Shared by
+ * tracers/cupti/cupti.bpf.c and tracers/cupti/, so both sides agree byte for byte. */
 #ifndef CUDATRACE_CUPTI_EVENT_H
 #define CUDATRACE_CUPTI_EVENT_H
 
@@ -30,7 +30,7 @@ enum cupti_loss {
  * ring's (the collector sets kind, pid, tid and flags itself: who made a call is the
  * kernel's word, not the process's) and handed over through the api_batch probe
  * CUPTI_BATCH at a time: one probe hit and one ring sample per batch instead of one per
- * call (on the H100 host a probe hit costs ~1.3 us). Slots past the batch's count go out
+ * call (a probe hit costs about as much as a CUDA call: see the card). Slots past the batch's count go out
  * with kind 0, which the decoder skips. */
 #define CUPTI_BATCH 64
 

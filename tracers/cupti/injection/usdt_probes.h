@@ -11,7 +11,7 @@
 //       out that call's arguments; kernel_name = a char* for launches, else 0.
 //   api_batch(calls, count)
 //       the same facts for `count` finished calls of this thread, as an array of
-//       CUPTI_BATCH struct cupti_record (bpf/cupti_event.h; the first `count` used). While
+//       CUPTI_BATCH struct cupti_record (tracers/cupti/cupti_event.h; the first `count` used). While
 //       api_batch is attached and api_exit is not, calls are kept per thread and handed
 //       over CUPTI_BATCH at a time (and the rest when the thread ends): one probe hit per
 //       batch instead of one per call.

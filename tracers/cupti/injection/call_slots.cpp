@@ -1,4 +1,4 @@
-#include "cupti/call_slots.h"  // cupti.h brings the parameter structs
+#include "tracers/cupti/injection/call_slots.h"  // cupti.h brings the parameter structs
 
 #include <type_traits>
 
@@ -63,7 +63,7 @@ bool fill_slots(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* 
 #define RT(id, ...) RT_LIKE(id, id##_params, __VA_ARGS__)
 #define DRV(id, ...) SLOTS_CASE(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_##id, id##_params, __VA_ARGS__)
   switch (key(domain, cbid)) {
-#include "cupti/call_slots.def"
+#include "tracers/cupti/injection/call_slots.def"
     default:
       return false;
   }

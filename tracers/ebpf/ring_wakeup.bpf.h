@@ -1,7 +1,7 @@
 /* When a BPF program should wake the ring buffer's reader. Waking it for every record
- * costs more than the record itself (measured on the H100 host: a wakeup per call roughly
- * doubled a uprobe's cost), so wake it only when the ring is a quarter full; otherwise the
- * reader finds the records on its next timed poll. */
+ * costs more than the record itself (the uprobe card has the figure), so wake it only when
+ * the ring is a quarter full; otherwise the reader finds the records on its next timed
+ * poll. */
 #ifndef CUDATRACE_RING_WAKEUP_BPF_H
 #define CUDATRACE_RING_WAKEUP_BPF_H
 

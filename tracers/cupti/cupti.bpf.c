@@ -1,5 +1,5 @@
 // The cupti method's BPF side: programs on the injection library's USDT probes
-// (cupti/usdt_probes.h), attached through libbpf's USDT support, which reads each argument
+// (tracers/cupti/injection/usdt_probes.h), attached through libbpf's USDT support, which reads each argument
 // wherever the probe's note says the compiler put it. Each hit becomes one record in the
 // ring buffer; only the target's process tree is traced (process_tree.bpf.h).
 #include <linux/types.h>
@@ -77,7 +77,7 @@ int BPF_USDT(api_exit, __u64 corr, __u64 id, __s64 ret, __u64 enter_ns, __u64 ex
   return 0;
 }
 
-// A thread's batch of finished calls (cupti/usdt_probes.h): one copy into one sample of
+// A thread's batch of finished calls (tracers/cupti/injection/usdt_probes.h): one copy into one sample of
 // CUPTI_BATCH records, whose kind, pid, tid and flags are set here.
 SEC("usdt")
 int BPF_USDT(api_batch, __u64 calls, __u64 count) {

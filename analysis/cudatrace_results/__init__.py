@@ -1,0 +1,18 @@
+"""Everything that reads what the harness wrote: one loader, the benchmark's decisions as the
+C++ wrote them, and the wording shared by the report and the results docs.
+
+The C++ decides (harness/bench_stats.h: what is "no measurable cost"; harness/verdict.cpp:
+coverage and reasons); this package only reads and presents. A result file of a version it
+does not know is refused, never guessed at.
+"""
+from .load import (SUPPORTED_VERSIONS, SchemaError, Run, load_json, load_result, load_run, load_runs,
+                   schema_version)
+from .bench import Cost, cost_of, between_is_noise, in_process_is_noise, rows_by_key
+from .reasons import short_reason, reason_lines, grouped_reasons
+from .percall import load_percall_folder
+
+__all__ = [
+    "SUPPORTED_VERSIONS", "SchemaError", "Run", "load_json", "load_result", "load_run", "load_runs", "schema_version",
+    "Cost", "cost_of", "between_is_noise", "in_process_is_noise", "rows_by_key",
+    "short_reason", "reason_lines", "grouped_reasons", "load_percall_folder",
+]

@@ -1,0 +1,264 @@
+"""Tests of the analysis package on small fixture files (ctest: Analysis.Package)."""
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURES = os.path.join(HERE, "fixtures")
+SOURCE = os.environ.get("CUDATRACE_SOURCE_DIR") or os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(SOURCE, "analysis"))
+
+import cudatrace_results as results  # noqa: E402
+from cudatrace_results import bench as bench_mod  # noqa: E402
+
+
+def fixture(*parts):
+    return os.path.join(FIXTURES, *parts)
+
+
+class Loading(unittest.TestCase):
+    def test_a_run_folder_reads_whole(self):
+        run = results.load_run(fixture("matrix"))
+        self.assertEqual(run.run_id, "20260101T000000Z-aaaa")
+        self.assertEqual(len(run.combos), 2)
+        self.assertIsNone(run.bench)
+        self.assertEqual(run.manifest["environment"]["gpu"]["devices"][0]["name"], "Test GPU")
+
+    def test_an_unknown_version_is_refused_with_what_to_do(self):
+        with self.assertRaises(results.SchemaError) as e:
+            results.load_run(fixture("future"))
+        text = str(e.exception)
+        self.assertIn("schema_version 2", text)
+        self.assertIn("summary.json", text)
+        self.assertIn("another harness version", text)
+
+    def test_files_from_before_schema_version_read_as_version_1(self):
+        run = results.load_run(fixture("legacy"))
+        self.assertEqual(results.schema_version(run.bench), 1)
+
+    def test_a_folder_without_results_says_so(self):
+        with tempfile.TemporaryDirectory() as empty:
+            with self.assertRaises(results.SchemaError) as e:
+                results.load_run(empty)
+            self.assertIn("neither summary.json nor bench_summary.json", str(e.exception))
+
+    def test_bench_rows_carry_their_run(self):
+        run = results.load_run(fixture("bench"))
+        self.assertTrue(all(r["run"] == run.run_id for r in run.bench_rows()))
+
+
+class TheHarnessDecides(unittest.TestCase):
+    """"No measurable cost" is read from the file, never decided again here."""
+
+    def setUp(self):
+        self.rows = results.rows_by_key(results.load_run(fixture("bench")).bench)
+
+    def test_flags_are_trusted_as_written(self):
+        preload = self.rows["cudaGetDevice", "shared", "preload"]
+        self.assertFalse(results.between_is_noise(preload))
+        self.assertTrue(results.in_process_is_noise(preload))
+        self.assertTrue(results.between_is_noise(self.rows["cudaGetDevice", "shared", "strace"]))
+
+    def test_a_difference_below_zero_without_the_flag_is_what_the_harness_said(self):
+        # The harness did not flag it: the analysis does not second-guess it.
+        self.assertFalse(results.between_is_noise(self.rows["cudaGetDevice", "shared", "uprobe"]))
+
+    def test_the_in_process_cost_leads_and_carries_its_untraced_call(self):
+        costs = bench_mod.costs(results.load_run(fixture("bench")).bench)
+        preload = costs["cudaGetDevice", "shared", "preload"]
+        self.assertEqual((preload.kind, preload.value, preload.noise, preload.untraced), ("in-process", 45.0, True, 105))
+        strace = costs["cudaGetDevice", "shared", "strace"]
+        self.assertEqual((strace.kind, strace.noise, strace.untraced), ("between", True, 100.0))
+        self.assertNotIn(("cudaGetDevice", "shared", "none"), costs)
+
+    def test_no_reader_decides_it_again(self):
+        # The rule's clauses (a delta below zero, an interval reaching zero, a pairing control)
+        # live in harness/bench_stats.cpp only.
+        for script in READERS:
+            with open(os.path.join(SOURCE, script)) as f:
+                text = f.read()
+            self.assertIsNone(re.search(r"delta_ns\"\]\s*<\s*0|ci\[0\]\s*<=\s*0|ab\[0\]\s*<=\s*0|<=\s*abs\(control", text),
+                              f"{script} re-derives 'no measurable cost'")
+
+
+READERS = ["reports/generate_report.py", "docs/make_results_doc.py", "ci/bench_agreement.py", "ci/percall_table.py"]
+
+
+class EveryReaderUsesThePackage(unittest.TestCase):
+    def test_imports(self):
+        for script in READERS:
+            with open(os.path.join(SOURCE, script)) as f:
+                text = f.read()
+            self.assertIn("import cudatrace_results", text, script)
+            self.assertNotIn("json.load(", text, f"{script} loads result files itself")
+
+    def test_bench_agreement_reads_through_the_package(self):
+        path = fixture("bench", "bench_summary.json")
+        r = subprocess.run([sys.executable, os.path.join(SOURCE, "ci", "bench_agreement.py"), path, path],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.assertEqual(r.returncode, 0, r.stdout)
+        r = subprocess.run([sys.executable, os.path.join(SOURCE, "ci", "bench_agreement.py"), path,
+                            fixture("future", "summary.json")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("schema_version 2", r.stdout)
+
+    def test_percall_folder(self):
+        warned = []
+        labels, medians, ab, control = results.load_percall_folder(fixture("percall"), warn=lambda n, e: warned.append(n))
+        self.assertEqual(warned, ["broken.r1.json"])
+        self.assertEqual(medians["cudaGetDevice", "none"], [100.0])
+        self.assertEqual(ab["cudaGetDevice", "preload"], [25.0])
+        self.assertEqual(control["cudaGetDevice", "preload"], [1.0])
+        self.assertNotIn(("cudaGetDevice_mean", "none"), medians)
+
+
+class Reasons(unittest.TestCase):
+    def test_paths_become_library_names(self):
+        self.assertEqual(results.short_reason("calls from /a/b/site-packages/libcublas.so.13 lost"),
+                         "calls from libcublas.so.13 lost")
+
+    def test_the_same_clause_for_many_libraries_is_one_line(self):
+        reason = ("runtime calls from /x/lib/liba.so.1 not observable: stripped; "
+                  "runtime calls from /x/lib/libb.so.2 not observable: stripped; the ring was full")
+        self.assertEqual(results.reason_lines(reason),
+                         ["runtime calls from liba.so.1, libb.so.2 not observable: stripped", "the ring was full"])
+
+    def test_a_reason_without_paths_is_unchanged(self):
+        self.assertEqual(results.reason_lines("cudart is linked statically"), ["cudart is linked statically"])
+
+    def test_grouped_by_method_layer_and_reason(self):
+        items = [("vecadd.static", "preload", "runtime", "cudart is static", False),
+                 ("graphs.static", "preload", "runtime", "cudart is static", False),
+                 ("graphs.static", "preload", "driver", "from /a/libx.so: table", True)]
+        groups = results.grouped_reasons(items)
+        self.assertEqual(len(groups), 2)
+        runtime = next(g for g in groups if g["layer"] == "runtime")
+        self.assertEqual(runtime["where"], ["vecadd.static", "graphs.static"])
+        driver = next(g for g in groups if g["layer"] == "driver")
+        self.assertEqual(driver["libraries"], ["libx.so"])
+        self.assertTrue(driver["partly"])
+
+
+def validate(data, schema, root, where="$"):
+    """The part of JSON Schema our schemas use; returns a list of problems."""
+    if "$ref" in schema:
+        ref = schema["$ref"]
+        assert ref.startswith("#/$defs/"), ref
+        return validate(data, root["$defs"][ref[len("#/$defs/"):]], root, where)
+    problems = []
+    types = schema.get("type")
+    if types is not None:
+        types = types if isinstance(types, list) else [types]
+        pytypes = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None)}
+        ok = any((t == "integer" and isinstance(data, int) and not isinstance(data, bool))
+                 or (t == "number" and isinstance(data, (int, float)) and not isinstance(data, bool))
+                 or (t in pytypes and isinstance(data, pytypes[t])) for t in types)
+        if not ok:
+            return [f"{where}: not {types}"]
+    if "const" in schema and data != schema["const"]:
+        problems.append(f"{where}: {data!r} is not {schema['const']!r}")
+    if "enum" in schema and data not in schema["enum"]:
+        problems.append(f"{where}: {data!r} not in {schema['enum']}")
+    if isinstance(data, str) and len(data) < schema.get("minLength", 0):
+        problems.append(f"{where}: too short")
+    if isinstance(data, list):
+        if len(data) < schema.get("minItems", 0) or len(data) > schema.get("maxItems", len(data)):
+            problems.append(f"{where}: {len(data)} items")
+        for i, item in enumerate(data):
+            problems += validate(item, schema.get("items", {}), root, f"{where}[{i}]")
+    if isinstance(data, dict):
+        for key in schema.get("required", []):
+            if key not in data:
+                problems.append(f"{where}: no {key}")
+        props = schema.get("properties", {})
+        extra = schema.get("additionalProperties", True)
+        for key, value in data.items():
+            if key in props:
+                problems += validate(value, props[key], root, f"{where}.{key}")
+            elif extra is False:
+                problems.append(f"{where}: unexpected {key}")
+            elif isinstance(extra, dict):
+                problems += validate(value, extra, root, f"{where}.{key}")
+    return problems
+
+
+class Schemas(unittest.TestCase):
+    """schema/ beside event.v1.schema.json describes what the harness writes and the package reads."""
+
+    def check(self, name, paths):
+        with open(os.path.join(SOURCE, "schema", name)) as f:
+            schema = json.load(f)
+        self.assertEqual(schema["properties"]["schema_version"]["const"],
+                         results.SUPPORTED_VERSIONS[name.split(".")[0] + ".json"][-1])
+        self.assertTrue(paths)
+        for path in paths:
+            with open(path) as f:
+                self.assertEqual(validate(json.load(f), schema, schema), [], path)
+
+    def test_summary(self):
+        paths = [p for p in glob.glob(os.path.join(FIXTURES, "*", "summary.json")) if "future" not in p]
+        paths += glob.glob(os.path.join(SOURCE, "docs", "results", "*", "*", "summary.json"))
+        paths += glob.glob(os.path.join(SOURCE, "tests", "fixtures", "results-h100", "*", "summary.json"))
+        self.check("summary.v1.schema.json", paths)
+
+    def test_bench_summary(self):
+        paths = glob.glob(os.path.join(FIXTURES, "*", "bench_summary.json"))
+        paths += glob.glob(os.path.join(SOURCE, "docs", "results", "*", "*", "bench_summary.json"))
+        paths += glob.glob(os.path.join(SOURCE, "tests", "fixtures", "results-h100", "*", "bench_summary.json"))
+        self.check("bench_summary.v1.schema.json", paths)
+
+    def test_the_validator_finds_a_wrong_file(self):
+        with open(os.path.join(SOURCE, "schema", "summary.v1.schema.json")) as f:
+            schema = json.load(f)
+        self.assertTrue(validate({"schema_version": 2, "run_id": "x", "counts": {}, "combos": [{}]}, schema, schema))
+
+
+class Report(unittest.TestCase):
+    """The report, drawn with Debian's python3 (matplotlib): the package's output as a reader sees it."""
+
+    @classmethod
+    def setUpClass(cls):
+        python = "/usr/bin/python3"
+        if subprocess.run([python, "-c", "import matplotlib"], stderr=subprocess.DEVNULL).returncode != 0:
+            raise unittest.SkipTest("python3-matplotlib missing")
+        cls.dir = tempfile.TemporaryDirectory()
+        cls.html = os.path.join(cls.dir.name, "r.html")
+        subprocess.run([python, os.path.join(SOURCE, "reports", "generate_report.py"), fixture("matrix"),
+                        fixture("bench"), fixture("command"), "-o", cls.html], check=True, stdout=subprocess.DEVNULL)
+        with open(cls.html) as f:
+            cls.text = f.read()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.dir.cleanup()
+
+    def test_never_an_empty_table(self):
+        for body in re.findall(r"<tbody>(.*?)</tbody>", self.text, flags=re.S):
+            self.assertIn("<tr>", body)
+
+    def test_coverage_never_reads_above_all_of_the_reference(self):
+        self.assertIn("100.0% (6657 of 6657)", self.text)
+        self.assertNotIn("7140 of 6657", self.text)
+        self.assertRegex(self.text, r"<td>483</td>")
+
+    def test_reasons_name_libraries_and_keep_the_full_text_behind_a_disclosure(self):
+        self.assertIn("driver calls from libcublas.so.13, libcublasLt.so.13 not observable: a private table", self.text)
+        self.assertIn("<details class=\"reason\">", self.text)
+        self.assertIn("/opt/x/site-packages/nvidia/cu13/lib/libcublas.so.13", self.text)
+
+    def test_the_flags_as_written(self):
+        self.assertIn("no measurable cost [-1.0, +90.0]", self.text)
+        self.assertIn("<td>-1.0</td>", self.text)  # uprobe's unflagged difference is shown as measured
+
+    def test_fits_1280_pixels(self):
+        self.assertIn("max-width:1240px", self.text)
+        self.assertIn('class="wide"', self.text)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,68 @@
+#include "tracers/cupti/cupti_method.h"
+
+#include "common/event.h"
+#include "tracers/cupti/cupti_event.h"
+#include "tracers/ebpf/ring_option.h"
+#ifdef CUDATRACE_HAVE_CUPTI
+#include "tracers/cupti/cupti_injection.h"
+#endif
+#if defined(CUDATRACE_HAVE_CUPTI) && defined(CUDATRACE_HAVE_BPF)
+#include "tracers/cupti/cupti_tracer.h"
+#endif
+
+namespace cudatrace {
+
+std::vector<Method> cupti_methods() {
+  // The cupti method and its two cost references: the same library injected with no
+  // collector, and a bare CUPTI subscriber whose callback does nothing.
+  Method cupti{.name = "cupti",
+               .summary = "CUPTI callbacks and kernel activity re-emitted as USDT probes, collected by eBPF",
+               .kind = MethodKind::kMethod,
+               .issue = 5,
+               .needs_root = true,
+               .needs_gpu = true,
+               .options = {{"ring_mb", kRingOptionHelp},
+                           {"per_call", "1: a probe hit per API call instead of per batch of " +
+                                            std::to_string(CUPTI_BATCH) + " (default 0)"}},
+               .layers = {layer::kRuntime, layer::kDriver, layer::kGpuActivity},
+               .limits = {{layer::kRuntime, "calls over before CUPTI starts (at cuInit) are not reported to it"},
+                          {layer::kDriver, "calls over before CUPTI starts (at cuInit) are not reported to it"},
+                          {layer::kGpuActivity,
+                           "kernel records CUPTI had not flushed when the process ended are lost with it"}}};
+  Method inject{.name = "cupti-inject",
+                .summary = "the cupti method's library injected, no collector attached: its cost reference",
+                .kind = MethodKind::kCostReference,
+                .issue = 5,
+                .needs_gpu = true};
+  Method bare{.name = "cupti-bare",
+              .summary = "a bare CUPTI subscriber with an empty callback: the floor of any CUPTI tracer",
+              .kind = MethodKind::kCostReference,
+              .issue = 5,
+              .needs_gpu = true};
+  [[maybe_unused]] const char* const no_bpf =
+      "built without clang/bpftool/libbpf (ci/install-deps.sh installs them; rebuild)";
+#ifdef CUDATRACE_HAVE_CUPTI
+  inject.built = bare.built = true;
+  inject.make = [](const HostFacts& host, const MethodOptions&) {
+    return std::make_unique<CuptiInjectionTracer>(cupti_injection_path(host.prefix), false);
+  };
+  bare.make = [](const HostFacts& host, const MethodOptions&) {
+    return std::make_unique<CuptiInjectionTracer>(cupti_injection_path(host.prefix), true);
+  };
+#ifdef CUDATRACE_HAVE_BPF
+  cupti.built = true;
+  cupti.make = [](const HostFacts& host, const MethodOptions& o) {
+    const CuptiOptions options = cupti_options(o);
+    return std::make_unique<CuptiTracer>(cupti_injection_path(host.prefix), options.ring_bytes, options.per_call);
+  };
+#else
+  cupti.not_built_reason = no_bpf;
+#endif
+#else
+  cupti.not_built_reason = inject.not_built_reason = bare.not_built_reason =
+      "built without CUPTI headers or sys/sdt.h (the CUDA toolkit's CUPTI; apt-get install systemtap-sdt-dev; rebuild)";
+#endif
+  return {std::move(cupti), std::move(inject), std::move(bare)};
+}
+
+}  // namespace cudatrace
