@@ -144,9 +144,15 @@ PatchLock::PatchLock() {
 }
 
 std::string pci_bus_id(CUdevice device) {
-  // Looked up by name in the driver already loaded: the library links no libcuda.
+  // Looked up in the driver the process has loaded: the library links no libcuda, and a
+  // framework that dlopened it RTLD_LOCAL hides it from RTLD_DEFAULT (the bus id came back
+  // empty under PyTorch), so the loaded libcuda.so.1 is asked for by name first.
   using Fn = CUresult (*)(char*, int, CUdevice);
-  static Fn fn = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "cuDeviceGetPCIBusId"));
+  static Fn fn = [] {
+    void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    void* f = driver ? dlsym(driver, "cuDeviceGetPCIBusId") : nullptr;
+    return reinterpret_cast<Fn>(f ? f : dlsym(RTLD_DEFAULT, "cuDeviceGetPCIBusId"));
+  }();
   char id[64] = {0};
   if (!fn || fn(id, sizeof id, device) != CUDA_SUCCESS) return "";
   return id;
