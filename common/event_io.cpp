@@ -136,8 +136,13 @@ EventStream read_events(const std::filesystem::path& path, uint64_t max_bytes) {
   EventStream out;
   std::string line;
   size_t lineno = 0;
+  uint64_t consumed = 0;
   while (std::getline(in, line)) {
     ++lineno;
+    consumed += line.size() + 1;
+    if (consumed > max_bytes)  // grown since it was opened
+      throw EventFormatError(path.string() + ":" + std::to_string(lineno) + ": past the " + std::to_string(max_bytes) +
+                             " bytes this file may have: not read further");
     if (line.empty()) continue;
     try {
       Event e = event_from_json(nlohmann::json::parse(line));
