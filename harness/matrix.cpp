@@ -382,7 +382,8 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
   }
 
   fs::path root;
-  const std::string run_id = create_run_folder(opts.out, "", root);
+  std::vector<fs::path> made_for_user;  // a fresh --out: the user's, like the run folder
+  const std::string run_id = create_run_folder(opts.out, "", root, &made_for_user);
   const fs::path runs_dir = root / "runs";
   make_dir_exclusive(runs_dir);
   RunContext ctx{opts, host, runs_dir, invoking_user()};
@@ -475,10 +476,12 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
   } catch (const WriteError& e) {
     std::fprintf(stderr, "harness: %s: no summary was kept\n", e.what());
     if (ctx.run_as) chown_tree(root, ctx.run_as->uid, ctx.run_as->gid);
+    if (ctx.run_as) hand_over_created_folders(made_for_user, ctx.run_as->uid, ctx.run_as->gid);
     return 1;
   }
   write_report(host.prefix, root);
   if (ctx.run_as) chown_tree(root, ctx.run_as->uid, ctx.run_as->gid);
+  if (ctx.run_as) hand_over_created_folders(made_for_user, ctx.run_as->uid, ctx.run_as->gid);
 
   const std::string not_observed =
       unobserved_total ? ", " + std::to_string(unobserved_total) + " method layer(s) NOT OBSERVED (reasons above)" : "";
