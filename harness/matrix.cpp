@@ -13,6 +13,7 @@
 
 #include "common/clock.h"
 #include "common/event_io.h"
+#include "common/outside_text.h"
 #include "harness/catalog.h"
 #include "common/elf_file.h"
 #include "harness/bench_stats.h"
@@ -89,11 +90,47 @@ struct RunContext {
   std::string write_error;  // set when results could not be written: the matrix stops
   const json* manifest = nullptr;
   OtlpRunSender* otlp = nullptr;  // --otlp-endpoint: each run is sent once its run.json is written
+  SpaceReserve* reserve = nullptr;  // freed for the summary when the disk is full
 };
+
+// Set aside before the runs for run.json and summary.json (a full matrix's summary is a
+// few hundred KiB).
+constexpr uint64_t kSummaryReserve = uint64_t(4) << 20;
 
 // A results write that failed for want of space: nothing after it can be kept either.
 bool out_of_space(const std::string& what) {
   return what.find(std::strerror(ENOSPC)) != std::string::npos || what.find(std::strerror(EDQUOT)) != std::string::npos;
+}
+
+// How much of the program's own output a run keeps when the disk is full.
+constexpr uint64_t kOutputKeptWhenFull = uint64_t(64) << 10;
+
+// Out of space: the program's own output goes in its turn (its first bytes kept), and
+// run.json says so.
+void free_program_output(const fs::path& dir, ChildResult& child, json& run) {
+  cut_program_output(dir / "stdout.txt", kOutputKeptWhenFull, child.stdout_kept);
+  cut_program_output(dir / "stderr.txt", kOutputKeptWhenFull, child.stderr_kept);
+  run["program_output"] = to_json(child);
+}
+
+// run.json, whatever the program did to the disk: when it does not fit, the program's
+// output is cut and then the reserve freed, each followed by another try.
+void write_run_json(const fs::path& dir, json& run, std::vector<std::string>& failures, ChildResult& child,
+                    RunContext& ctx) {
+  for (int attempt = 0;; ++attempt) {
+    try {
+      write_json(dir / "run.json", run);
+      return;
+    } catch (const WriteError& e) {
+      if (!out_of_space(e.what()) || attempt == 2) throw;
+      if (ctx.write_error.empty()) ctx.write_error = e.what();  // the matrix stops after this run
+      failures.push_back(e.what());
+      run["ok"] = false;
+      run["failures"] = failures;
+      if (attempt == 0) free_program_output(dir, child, run);
+      else if (!ctx.reserve || !ctx.reserve->release()) throw;
+    }
+  }
 }
 
 // One repetition of one combination: run, read back, check, score, write run.json.
@@ -179,6 +216,7 @@ json run_one(const Combo& combo, int rep, RunContext& ctx, ComboOutcome& outcome
   run["detail"] = child.detail;
   run["launch_env"] = launch.env;
   run["left_running"] = child.left_running;  // killed when the program ended
+  run["program_output"] = to_json(child);     // stdout.txt and stderr.txt: kept and cut
   if (child.status == ChildStatus::Exited && child.exit_code != 0)
     failures.push_back(exit_meaning(combo, child.exit_code));
   else if (child.status != ChildStatus::Exited)
@@ -246,7 +284,8 @@ json run_one(const Combo& combo, int rep, RunContext& ctx, ComboOutcome& outcome
       const std::string name = entry.path().filename().string();
       if (name != "stdout.txt" && name != "stderr.txt") fs::remove_all(entry.path(), ec);
     }
-    run["results_removed"] = "out of space: this run's trace files were removed to keep the summary";
+    free_program_output(dir, child, run);
+    run["results_removed"] = "out of space: this run's trace files were removed and its output cut to keep the summary";
   }
   const auto ms = [](int64_t ns) { return double(ns) / 1e6; };
   run["harness_ms"] = {{"program", ms(child.wall_ns)},
@@ -256,7 +295,7 @@ json run_one(const Combo& combo, int rep, RunContext& ctx, ComboOutcome& outcome
   run["ok"] = failures.empty();
   run["failures"] = failures;
   try {
-    write_json(dir / "run.json", run);
+    write_run_json(dir, run, failures, child, ctx);
   } catch (const WriteError& e) {
     ctx.write_error = e.what();
     failures.push_back(e.what());
@@ -396,8 +435,10 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
                    {"workloads_run_as", ctx.run_as ? json(ctx.run_as->user) : json("the harness's own user")}};
   write_json(root / "manifest.json", manifest);
   ctx.manifest = &manifest;
+  SpaceReserve reserve(root, kSummaryReserve);
+  ctx.reserve = &reserve;
   std::fprintf(stderr, "harness: run %s: %zu combination(s) x %d rep(s) to run, %zu skipped; results in %s\n",
-               run_id.c_str(), todo.size(), opts.reps, skipped.size(), root.c_str());
+               run_id.c_str(), todo.size(), opts.reps, skipped.size(), shown(root.string()).c_str());
   // One line per reason, with how many combinations and which (the full list is in
   // summary.json): a method missing here must not bury the rest of the console.
   std::map<std::string, std::vector<std::string>> skips_by_reason;
@@ -471,6 +512,7 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
     summary["verdict"] = command_verdict(views);
     std::fputs(verdict_text(summary["verdict"]).c_str(), stderr);
   }
+  reserve.release();  // the summary is written into the space kept for it
   try {
     write_json(root / "summary.json", summary);
   } catch (const WriteError& e) {
