@@ -529,7 +529,7 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
       unobserved_total ? ", " + std::to_string(unobserved_total) + " method layer(s) NOT OBSERVED (reasons above)" : "";
   std::fprintf(stderr, "harness: %d run(s) ok, %d failed, %zu combination(s) skipped%s%s; summary: %s\n", ok, failed,
                skipped.size(), not_observed.c_str(), g_interrupted ? ", INTERRUPTED (partial results kept)" : "",
-               (root / "summary.json").c_str());
+               shown((root / "summary.json").string()).c_str());
   if (otlp) std::fprintf(stderr, "%s\n", otlp->console_line().c_str());  // the collector's state never changes the exit
   if (g_interrupted) return 130;
   if (failed || !ctx.write_error.empty()) return 1;
