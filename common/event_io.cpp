@@ -1,5 +1,6 @@
 #include "common/event_io.h"
 
+#include "common/outside_text.h"
 #include "common/untrusted_file.h"
 
 #include <fcntl.h>
@@ -83,14 +84,14 @@ void EventWriter::write(const Event& e) {
   // Serialised field by field, "v" first as the schema asks, in a fixed order (diff-able
   // files); only the free-form fields go through the JSON library, for their escaping.
   std::string line = "{\"v\":" + std::to_string(kEventVersion);
-  line += ",\"layer\":" + nlohmann::json(e.layer).dump();
-  line += ",\"name\":" + nlohmann::json(e.name).dump();
+  line += ",\"layer\":" + dump_safe(nlohmann::json(e.layer));
+  line += ",\"name\":" + dump_safe(nlohmann::json(e.name));
   line += ",\"ts\":" + std::to_string(e.ts);
   if (e.dur) line += ",\"dur\":" + std::to_string(*e.dur);
   line += ",\"pid\":" + std::to_string(e.pid);
   line += ",\"tid\":" + std::to_string(e.tid);
   if (e.ret) line += ",\"ret\":" + std::to_string(*e.ret);
-  line += ",\"args\":" + (e.args.is_object() ? e.args.dump() : std::string("{}"));
+  line += ",\"args\":" + (e.args.is_object() ? dump_safe(e.args) : std::string("{}"));
   if (e.corr) line += ",\"corr\":" + std::to_string(*e.corr);
   line += "}";
   write_line(line);
@@ -135,8 +136,13 @@ EventStream read_events(const std::filesystem::path& path, uint64_t max_bytes) {
   EventStream out;
   std::string line;
   size_t lineno = 0;
+  uint64_t consumed = 0;
   while (std::getline(in, line)) {
     ++lineno;
+    consumed += line.size() + 1;
+    if (consumed > max_bytes)  // grown since it was opened
+      throw EventFormatError(path.string() + ":" + std::to_string(lineno) + ": past the " + std::to_string(max_bytes) +
+                             " bytes this file may have: not read further");
     if (line.empty()) continue;
     try {
       Event e = event_from_json(nlohmann::json::parse(line));

@@ -1,6 +1,7 @@
 #include "harness/bench.h"
 
 #include "common/clock.h"
+#include "common/outside_text.h"
 #include "common/untrusted_file.h"
 #include "harness/safe_files.h"
 
@@ -77,7 +78,8 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
   }
   const int reps = opts.reps_given ? opts.reps : 5;
   fs::path root;
-  const std::string run_id = create_run_folder(opts.out, "-bench", root);
+  std::vector<fs::path> made_for_user;  // a fresh --out: the user's, like the run folder
+  const std::string run_id = create_run_folder(opts.out, "-bench", root, &made_for_user);
   make_dir_exclusive(root / "runs");
   // The caller learns which folder is this run's without guessing from the newest one.
   if (!opts.run_id_file.empty()) write_file_atomic(opts.run_id_file, fs::absolute(root).string() + "\n");
@@ -282,8 +284,11 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
                                             {"untraced_between_processes", untraced},
                                             {"finished", utc_now("%Y-%m-%dT%H:%M:%SZ")}});
   if (!opts.no_report) write_report(host.prefix, root);
-  if (auto who = invoking_user()) chown_tree(root, who->uid, who->gid);
-  std::fprintf(stderr, "harness: bench results in %s (bench.json for compare.py, bench_summary.json)\n", root.c_str());
+  if (auto who = invoking_user()) {
+    chown_tree(root, who->uid, who->gid);
+    hand_over_created_folders(made_for_user, who->uid, who->gid);
+  }
+  std::fprintf(stderr, "harness: bench results in %s (bench.json for compare.py, bench_summary.json)\n", shown(root.string()).c_str());
   if (g_interrupted) return 130;
   if (!failures.empty()) return 1;
   return samples.empty() ? 3 : 0;

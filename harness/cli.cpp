@@ -255,6 +255,15 @@ Methods that use eBPF need root (or CAP_BPF and CAP_PERFMON); under sudo the wor
 themselves run as the user who invoked sudo. Without a GPU, only what can run does (the
 errors workload, host-side tracers), and everything skipped is listed with its reason.
 
+bounds: what the traced program writes cannot exhaust the harness. Its files are read with
+bounds per file and per run (64 MiB of strace output, 128 MiB of preload records, 32 MiB of
+preload tables, 128 MiB of ledgers; devhook: 8 M device records), what lies past them
+counted as loss with its reason; the first 64 MiB of its stdout and of its stderr are kept
+(the rest is freed as it comes and counted in run.json). Harness memory: under 3 GiB
+whatever the program writes to the host-side methods' files (preload, strace, ledgers);
+devhook's device records add up to 8 M events. Bytes that are not UTF-8 are written \xHH
+in the results (schema/README.md).
+
 output: DIR/<run-id>/manifest.json (GPU, driver, CUDA, kernel, tools), runs/<combo>/
 (stdout, stderr, events.jsonl, run.json; target/ is the program's own folder: its
 ledger.jsonl and the raw files of tracers inside it) and summary.json.

@@ -1,6 +1,9 @@
 #include "harness/ledger_check.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <iterator>
 #include <set>
 
 namespace cudatrace {
@@ -82,9 +85,13 @@ LedgerCheck check_ledger(const EventStream& ledger) {
   return c;
 }
 
-// The program wrote its ledger: a larger one is not read (and the run's ledger is then
-// inconsistent, with that reason), so a runaway file cannot exhaust the harness.
-constexpr uint64_t kMaxLedgerBytes = uint64_t(512) << 20;
+// The program wrote its ledgers: one larger than this, or past this in all of a run's, is
+// not read (and the run's ledger is then inconsistent, with that reason), so a runaway
+// file, or one hard-linked under many names, cannot exhaust the harness.
+// (A ledger line becomes an event of about 340 bytes in memory: 128 MiB of the shortest
+// lines, 2.2 M events, is about 750 MB.)
+constexpr uint64_t kMaxLedgerBytes = uint64_t(128) << 20;
+constexpr uint64_t kMaxLedgersBytes = uint64_t(128) << 20;
 
 LedgerCheck read_ledgers(const std::filesystem::path& run_dir, EventStream& merged) {
   std::vector<std::filesystem::path> files;
@@ -101,13 +108,21 @@ LedgerCheck read_ledgers(const std::filesystem::path& run_dir, EventStream& merg
     all.problems.push_back("no ledger written");
     return all;
   }
+  uint64_t left = kMaxLedgersBytes;
   for (const auto& f : files) {
     LedgerCheck one;
     try {
+      struct stat st {};
+      const uint64_t size = lstat(f.c_str(), &st) == 0 ? uint64_t(st.st_size) : 0;
+      if (size > left)
+        throw std::runtime_error(std::to_string(size) + " bytes, over what is left of the run's bound of " +
+                                 std::to_string(kMaxLedgersBytes >> 20) + " MiB for all its ledgers: not read");
+      left -= size;
       EventStream s = read_events(f, kMaxLedgerBytes);
       one = check_ledger(s);
-      merged.meta.insert(merged.meta.end(), s.meta.begin(), s.meta.end());
-      merged.events.insert(merged.events.end(), s.events.begin(), s.events.end());
+      merged.meta.insert(merged.meta.end(), std::make_move_iterator(s.meta.begin()), std::make_move_iterator(s.meta.end()));
+      merged.events.insert(merged.events.end(), std::make_move_iterator(s.events.begin()),
+                           std::make_move_iterator(s.events.end()));
     } catch (const std::exception& e) {
       one.problems.push_back(e.what());
     }

@@ -1,9 +1,11 @@
 // harness: runs CUDA workloads under tracing methods and scores what each method saw
 // against the workloads' own ledger. See --help.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "common/event_io.h"
+#include "common/outside_text.h"
 #include "harness/bench.h"
 #include "harness/catalog.h"
 #include "harness/cli.h"
@@ -122,6 +125,40 @@ int export_otlp(const Options& opts) {
   return 0;
 }
 
+
+// Why the command after "--" cannot be run, in one line, or "" when it can.
+std::string command_problem(const std::string& command) {
+  if (command.empty()) return "the command after '--' is empty";
+  const std::string name = "'" + shown(command) + "'";
+  const auto resolved = find_on_path(command);
+  std::error_code ec;
+  if (!resolved.empty())
+    return std::filesystem::is_directory(resolved, ec) ? "cannot run " + name + ": it is a folder, not a program" : "";
+  // Not runnable: say whether it is missing or there but not executable.
+  std::vector<std::filesystem::path> candidates;
+  if (command.find('/') != std::string::npos) {
+    candidates.push_back(command);
+  } else {
+    const char* path = std::getenv("PATH");
+    const std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+    for (size_t start = 0; start <= dirs.size();) {
+      size_t end = dirs.find(':', start);
+      if (end == std::string::npos) end = dirs.size();
+      candidates.push_back(std::filesystem::path(end > start ? dirs.substr(start, end - start) : ".") / command);
+      start = end + 1;
+    }
+  }
+  for (const auto& c : candidates) {
+    struct stat st {};
+    if (stat(c.c_str(), &st) != 0) continue;
+    if (S_ISDIR(st.st_mode)) return "cannot run " + name + ": it is a folder, not a program";
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));
+    return "cannot run " + name + ": " + shown(c.string()) + " is not executable (mode " + mode + ")";
+  }
+  return "cannot find " + name + " (not a path to an executable, nor on PATH)";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -209,17 +246,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (!opts.command.empty()) {
-    auto resolved = find_on_path(opts.command[0]);
-    std::error_code ec;
-    if (resolved.empty() || std::filesystem::is_directory(resolved, ec)) {
-      if (resolved.empty())
-        std::fprintf(stderr, "harness: cannot find '%s' (not a path to an executable, nor on PATH)\n",
-                     opts.command[0].c_str());
-      else
-        std::fprintf(stderr, "harness: cannot run '%s': it is a folder, not a program\n", opts.command[0].c_str());
+    const std::string why = command_problem(opts.command[0]);
+    if (!why.empty()) {
+      std::fprintf(stderr, "harness: %s\n", why.c_str());
       return 2;
     }
-    opts.command[0] = std::filesystem::absolute(resolved).string();
+    opts.command[0] = std::filesystem::absolute(find_on_path(opts.command[0])).string();
   }
   install_interrupt_handler();
   start_janitor();     // before the next line: the janitor must stay outside our tree

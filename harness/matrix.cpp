@@ -13,6 +13,7 @@
 
 #include "common/clock.h"
 #include "common/event_io.h"
+#include "common/outside_text.h"
 #include "harness/catalog.h"
 #include "common/elf_file.h"
 #include "harness/bench_stats.h"
@@ -92,7 +93,12 @@ struct RunContext {
   // How each program ended untraced (method none), by "workload|linkage|rep": a traced run
   // that ends otherwise changed what the program does, and fails with both named.
   std::map<std::string, ChildResult> untraced;
+  SpaceReserve* reserve = nullptr;  // freed for the summary when the disk is full
 };
+
+// Set aside before the runs for run.json and summary.json (a full matrix's summary is a
+// few hundred KiB).
+constexpr uint64_t kSummaryReserve = uint64_t(4) << 20;
 
 // "exit 0", "signal 11", "timed out": how a run ended, in a few words.
 std::string how_it_ended(const ChildResult& c) {
@@ -113,6 +119,37 @@ const ChildResult* untraced_ending(const RunContext& ctx, const Combo& combo, in
 // A results write that failed for want of space: nothing after it can be kept either.
 bool out_of_space(const std::string& what) {
   return what.find(std::strerror(ENOSPC)) != std::string::npos || what.find(std::strerror(EDQUOT)) != std::string::npos;
+}
+
+// How much of the program's own output a run keeps when the disk is full.
+constexpr uint64_t kOutputKeptWhenFull = uint64_t(64) << 10;
+
+// Out of space: the program's own output goes in its turn (its first bytes kept), and
+// run.json says so.
+void free_program_output(const fs::path& dir, ChildResult& child, json& run) {
+  cut_program_output(dir / "stdout.txt", kOutputKeptWhenFull, child.stdout_kept);
+  cut_program_output(dir / "stderr.txt", kOutputKeptWhenFull, child.stderr_kept);
+  run["program_output"] = to_json(child);
+}
+
+// run.json, whatever the program did to the disk: when it does not fit, the program's
+// output is cut and then the reserve freed, each followed by another try.
+void write_run_json(const fs::path& dir, json& run, std::vector<std::string>& failures, ChildResult& child,
+                    RunContext& ctx) {
+  for (int attempt = 0;; ++attempt) {
+    try {
+      write_json(dir / "run.json", run);
+      return;
+    } catch (const WriteError& e) {
+      if (!out_of_space(e.what()) || attempt == 2) throw;
+      if (ctx.write_error.empty()) ctx.write_error = e.what();  // the matrix stops after this run
+      failures.push_back(e.what());
+      run["ok"] = false;
+      run["failures"] = failures;
+      if (attempt == 0) free_program_output(dir, child, run);
+      else if (!ctx.reserve || !ctx.reserve->release()) throw;
+    }
+  }
 }
 
 // One repetition of one combination: run, read back, check, score, write run.json.
@@ -198,6 +235,7 @@ json run_one(const Combo& combo, int rep, RunContext& ctx, ComboOutcome& outcome
   run["detail"] = child.detail;
   run["launch_env"] = launch.env;
   run["left_running"] = child.left_running;  // killed when the program ended
+  run["program_output"] = to_json(child);     // stdout.txt and stderr.txt: kept and cut
   if (child.status == ChildStatus::Exited && child.exit_code != 0)
     failures.push_back(exit_meaning(combo, child.exit_code));
   else if (child.status != ChildStatus::Exited)
@@ -288,7 +326,8 @@ json run_one(const Combo& combo, int rep, RunContext& ctx, ComboOutcome& outcome
       const std::string name = entry.path().filename().string();
       if (name != "stdout.txt" && name != "stderr.txt") fs::remove_all(entry.path(), ec);
     }
-    run["results_removed"] = "out of space: this run's trace files were removed to keep the summary";
+    free_program_output(dir, child, run);
+    run["results_removed"] = "out of space: this run's trace files were removed and its output cut to keep the summary";
   }
   const auto ms = [](int64_t ns) { return double(ns) / 1e6; };
   run["harness_ms"] = {{"program", ms(child.wall_ns)},
@@ -298,7 +337,7 @@ json run_one(const Combo& combo, int rep, RunContext& ctx, ComboOutcome& outcome
   run["ok"] = failures.empty();
   run["failures"] = failures;
   try {
-    write_json(dir / "run.json", run);
+    write_run_json(dir, run, failures, child, ctx);
   } catch (const WriteError& e) {
     ctx.write_error = e.what();
     failures.push_back(e.what());
@@ -435,7 +474,8 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
   }
 
   fs::path root;
-  const std::string run_id = create_run_folder(opts.out, "", root);
+  std::vector<fs::path> made_for_user;  // a fresh --out: the user's, like the run folder
+  const std::string run_id = create_run_folder(opts.out, "", root, &made_for_user);
   const fs::path runs_dir = root / "runs";
   make_dir_exclusive(runs_dir);
   // The caller learns which folder is this run's without guessing from the newest one.
@@ -450,8 +490,10 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
                    {"workloads_run_as", ctx.run_as ? json(ctx.run_as->user) : json("the harness's own user")}};
   write_json(root / "manifest.json", manifest);
   ctx.manifest = &manifest;
+  SpaceReserve reserve(root, kSummaryReserve);
+  ctx.reserve = &reserve;
   std::fprintf(stderr, "harness: run %s: %zu combination(s) x %d rep(s) to run, %zu skipped; results in %s\n",
-               run_id.c_str(), todo.size(), opts.reps, skipped.size(), root.c_str());
+               run_id.c_str(), todo.size(), opts.reps, skipped.size(), shown(root.string()).c_str());
   // One line per reason, with how many combinations and which (the full list is in
   // summary.json): a method missing here must not bury the rest of the console.
   std::map<std::string, std::vector<std::string>> skips_by_reason;
@@ -528,21 +570,24 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
     summary["verdict"] = command_verdict(views);
     std::fputs(verdict_text(summary["verdict"]).c_str(), stderr);
   }
+  reserve.release();  // the summary is written into the space kept for it
   try {
     write_json(root / "summary.json", summary);
   } catch (const WriteError& e) {
     std::fprintf(stderr, "harness: %s: no summary was kept\n", e.what());
     if (ctx.run_as) chown_tree(root, ctx.run_as->uid, ctx.run_as->gid);
+    if (ctx.run_as) hand_over_created_folders(made_for_user, ctx.run_as->uid, ctx.run_as->gid);
     return 1;
   }
   if (!opts.no_report) write_report(host.prefix, root);
   if (ctx.run_as) chown_tree(root, ctx.run_as->uid, ctx.run_as->gid);
+  if (ctx.run_as) hand_over_created_folders(made_for_user, ctx.run_as->uid, ctx.run_as->gid);
 
   const std::string not_observed =
       unobserved_total ? ", " + std::to_string(unobserved_total) + " method layer(s) NOT OBSERVED (reasons above)" : "";
   std::fprintf(stderr, "harness: %d run(s) ok, %d failed, %zu combination(s) skipped%s%s; summary: %s\n", ok, failed,
                skipped.size(), not_observed.c_str(), g_interrupted ? ", INTERRUPTED (partial results kept)" : "",
-               (root / "summary.json").c_str());
+               shown((root / "summary.json").string()).c_str());
   if (otlp) std::fprintf(stderr, "%s\n", otlp->console_line().c_str());  // the collector's state never changes the exit
   if (g_interrupted) return 130;
   if (failed || !ctx.write_error.empty()) return 1;

@@ -9,6 +9,7 @@
 #include "common/clock.h"
 #include "common/cuda_names.h"
 #include "common/event_io.h"
+#include "common/outside_text.h"
 #include "common/untrusted_file.h"
 #include "harness/cuda_error_names.h"
 
@@ -96,7 +97,7 @@ RunFacts run_facts(const std::string& folder_name, const json& run, const json& 
   a.push_back(kv("service.name", "cudatrace"));
   if (run.contains("argv") && run["argv"].is_array()) {
     std::string line;
-    for (const auto& arg : run["argv"]) line += (line.empty() ? "" : " ") + (arg.is_string() ? arg.get<std::string>() : arg.dump());
+    for (const auto& arg : run["argv"]) line += (line.empty() ? "" : " ") + (arg.is_string() ? arg.get<std::string>() : dump_safe(arg));
     a.push_back(kv("process.command_line", line));
   }
   a.push_back(kv("cudatrace.method", f.method));
@@ -297,7 +298,7 @@ OtlpStats otlp_of_run(const std::string& folder_name, const json& run, const jso
       if (!gpu_spans.empty()) scopes.push_back({{"scope", scope_gpu}, {"spans", std::move(gpu_spans)}});
       host_spans = json::array();
       gpu_spans = json::array();
-      sink(json{{"resourceSpans", json::array({{{"resource", resource}, {"scopeSpans", std::move(scopes)}}})}}.dump());
+      sink(dump_safe(json{{"resourceSpans", json::array({{{"resource", resource}, {"scopeSpans", std::move(scopes)}}})}}));
       ++stats.lines;
     };
     size_t in_line = 0;
@@ -327,8 +328,8 @@ OtlpStats otlp_of_run(const std::string& folder_name, const json& run, const jso
     if (in_line > 0 || indices.size() == untimed) emit_line();  // a process of untimed events still says so
   }
   if (pids.empty()) {  // no event at all: the resource alone still carries the losses and the unobserved layers
-    sink(json{{"resourceSpans", json::array({{{"resource", {{"attributes", facts.attributes}}}, {"scopeSpans", json::array()}}})}}
-             .dump());
+    sink(dump_safe(
+        json{{"resourceSpans", json::array({{{"resource", {{"attributes", facts.attributes}}}, {"scopeSpans", json::array()}}})}}));
     ++stats.lines;
   }
   return stats;

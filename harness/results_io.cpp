@@ -1,5 +1,6 @@
 #include "harness/results_io.h"
 
+#include "common/outside_text.h"
 #include "common/spawn.h"
 #include "harness/safe_files.h"
 
@@ -22,7 +23,7 @@ std::string utc_now(const char* strftime_format) {
 }
 
 void write_json(const std::filesystem::path& path, const nlohmann::json& j) {
-  write_file_atomic(path, j.dump(2) + "\n");
+  write_file_atomic(path, dump_safe(j, 2) + "\n");
 }
 
 ReportPython find_report_python(const std::string& path_env) {

@@ -6,11 +6,13 @@
 #include <pwd.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <vector>
@@ -51,6 +53,38 @@ std::vector<std::string> child_environment(const Launch& launch) {
   for (const auto& [k, v] : launch.env) env.push_back(k + "=" + v);
   return env;
 }
+
+
+// A descriptor closed when it goes out of scope.
+struct Fd {
+  int fd;
+  ~Fd() {
+    if (fd >= 0) close(fd);
+  }
+};
+
+// Keeps one output file at its cap while the program writes it: past the cap the file is
+// truncated back to it. The program's own descriptor keeps its offset, so its later writes
+// land past a hole, which takes no space, and are freed at the next check.
+struct OutputTrim {
+  int fd;
+  uint64_t cap;
+  uint64_t end_seen = 0;  // the furthest end of file seen: what the program wrote, at least
+  void check() {
+    struct stat st {};
+    if (fstat(fd, &st) != 0) return;
+    end_seen = std::max(end_seen, uint64_t(st.st_size));
+    if (uint64_t(st.st_size) > cap) (void)!ftruncate(fd, off_t(cap));
+  }
+  OutputKept finish() {
+    check();
+    OutputKept k;
+    k.written = end_seen;
+    k.kept = std::min(end_seen, cap);
+    if (end_seen > cap) k.cut_reason = "over the cap of " + std::to_string(cap >> 20) + " MiB per output file";
+    return k;
+  }
+};
 
 [[noreturn]] void child_fail(int report_fd, int err) {
   (void)!write(report_fd, &err, sizeof err);
@@ -107,7 +141,10 @@ std::optional<Credentials> invoking_user() {
   return Credentials{uid_t(*u), gid_t(*g), user ? user : ""};
 }
 
-ChildResult run_child(const ChildSpec& spec, Tracer& tracer) {
+namespace {
+
+ChildResult run_child_with(const ChildSpec& spec, Tracer& tracer, const Fd& out, const Fd& err, OutputTrim& trim_out,
+                           OutputTrim& trim_err) {
   ChildResult res;
   int gate[2], report[2];  // gate: parent -> child "go"; report: child -> parent exec errno
   if (pipe2(gate, O_CLOEXEC) != 0 || pipe2(report, O_CLOEXEC) != 0) {
@@ -122,8 +159,6 @@ ChildResult run_child(const ChildSpec& spec, Tracer& tracer) {
   std::vector<std::string> args = spec.launch.argv;
   for (auto& s : args) argv.push_back(s.data());
   argv.push_back(nullptr);
-  const std::string out_path = (spec.run_dir / "stdout.txt").string();
-  const std::string err_path = (spec.run_dir / "stderr.txt").string();
   std::vector<gid_t> groups;
   if (spec.run_as && !spec.run_as->user.empty()) {
     int n = 64;
@@ -145,15 +180,7 @@ ChildResult run_child(const ChildSpec& spec, Tracer& tracer) {
     signal(SIGHUP, SIG_DFL);
     close(gate[1]);
     close(report[0]);
-    // Still root here: created exclusively, never through a link the user planted.
-    int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
-    int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
-    if (out < 0 || err < 0) child_fail(report[1], errno);
-    if (spec.run_as && (fchown(out, spec.run_as->uid, spec.run_as->gid) != 0 ||
-                        fchown(err, spec.run_as->uid, spec.run_as->gid) != 0))
-      child_fail(report[1], errno);
-    dup2(out, 1);
-    dup2(err, 2);
+    if (dup2(out.fd, 1) < 0 || dup2(err.fd, 2) < 0) child_fail(report[1], errno);
     int devnull = open("/dev/null", O_RDONLY);
     if (devnull >= 0) dup2(devnull, 0);
     char go;
@@ -229,6 +256,8 @@ ChildResult run_child(const ChildSpec& spec, Tracer& tracer) {
         for (auto& who : kill_leftovers(pid)) res.left_running.push_back(who);
       }
     }
+    trim_out.check();
+    trim_err.check();
     int slice_ms = int(std::min<int64_t>((deadline - now) / 1000000 + 1, 100));
     if (pidfd >= 0) {
       pollfd p{pidfd, POLLIN, 0};
@@ -260,6 +289,55 @@ ChildResult run_child(const ChildSpec& spec, Tracer& tracer) {
     res.detail = std::string("killed by signal ") + std::to_string(res.signal) + " (" + strsignal(res.signal) + ")";
   }
   return res;
+}
+
+}  // namespace
+
+ChildResult run_child(const ChildSpec& spec, Tracer& tracer) {
+  ChildResult res;
+  const std::string out_path = (spec.run_dir / "stdout.txt").string();
+  const std::string err_path = (spec.run_dir / "stderr.txt").string();
+  // Created here by root, exclusively and never through a link, and kept open: the cap is
+  // applied through these descriptors while the program runs.
+  Fd out{open(out_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644)};
+  Fd err{open(err_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644)};
+  if (out.fd < 0 || err.fd < 0 ||
+      (spec.run_as && (fchown(out.fd, spec.run_as->uid, spec.run_as->gid) != 0 ||
+                       fchown(err.fd, spec.run_as->uid, spec.run_as->gid) != 0))) {
+    res.detail = "cannot create " + (out.fd < 0 ? out_path : err_path) + ": " + std::strerror(errno);
+    return res;
+  }
+  OutputTrim trim_out{out.fd, spec.output_cap}, trim_err{err.fd, spec.output_cap};
+  res = run_child_with(spec, tracer, out, err, trim_out, trim_err);
+  // Whichever way the run ended, the files are cut to the cap and what was cut is said.
+  res.stdout_kept = trim_out.finish();
+  res.stderr_kept = trim_err.finish();
+  return res;
+}
+
+nlohmann::json to_json(const ChildResult& r, uint64_t cap) {
+  const auto one = [](const OutputKept& k) {
+    nlohmann::json j = {{"bytes_written", k.written}, {"bytes_kept", k.kept}, {"bytes_cut", k.written - k.kept}};
+    if (!k.cut_reason.empty()) j["cut"] = k.cut_reason;
+    return j;
+  };
+  return {{"cap_bytes", cap}, {"stdout", one(r.stdout_kept)}, {"stderr", one(r.stderr_kept)}};
+}
+
+uint64_t cut_program_output(const std::filesystem::path& file, uint64_t keep, OutputKept& kept) {
+  // Root's run folder, a file root created: still opened never through a link.
+  const int fd = open(file.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return 0;
+  struct stat st {};
+  uint64_t freed = 0;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1 && uint64_t(st.st_size) > keep &&
+      ftruncate(fd, off_t(keep)) == 0) {
+    freed = uint64_t(st.st_size) - keep;
+    kept.kept = std::min(kept.kept, keep);
+    kept.cut_reason = "out of space: cut to its first " + std::to_string(keep) + " bytes to keep the run's summary";
+  }
+  close(fd);
+  return freed;
 }
 
 }  // namespace cudatrace

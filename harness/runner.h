@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "tracers/tracer.h"
 
 namespace cudatrace {
@@ -28,11 +30,25 @@ struct Credentials {  // who the child runs as (started through sudo: the invoki
 };
 std::optional<Credentials> invoking_user();
 
+// What the program may leave in stdout.txt and stderr.txt, each: their start is kept, the
+// rest freed while it runs (checked every 100 ms) and counted. A program that writes
+// gigabytes to stdout cannot fill the results disk through them.
+inline constexpr uint64_t kProgramOutputCap = uint64_t(64) << 20;
+
 struct ChildSpec {
   Launch launch;                     // argv[0] absolute; env on top of ours
   std::filesystem::path run_dir;     // stdout.txt and stderr.txt go here
   double timeout_s = 600;
   std::optional<Credentials> run_as;
+  uint64_t output_cap = kProgramOutputCap;
+};
+
+// One of the program's two output files: what it wrote (at least: the file's end, as the
+// program's writes moved it) and what was kept.
+struct OutputKept {
+  uint64_t written = 0;
+  uint64_t kept = 0;
+  std::string cut_reason;  // empty: kept whole
 };
 
 struct ChildResult {
@@ -42,7 +58,15 @@ struct ChildResult {
   int64_t wall_ns = 0;  // from the gate opening to the child's exit
   std::string detail;   // one line for a person
   std::vector<std::string> left_running;  // "pid name" of processes it left behind, killed
+  OutputKept stdout_kept, stderr_kept;
 };
+
+// run.json's "program_output": both files' sizes and cuts, with the bound.
+nlohmann::json to_json(const ChildResult& r, uint64_t cap = kProgramOutputCap);
+
+// Out of space: the program's own output is cut to its first `keep` bytes, to make room for
+// the run's summary; `kept` says so. Returns the bytes freed.
+uint64_t cut_program_output(const std::filesystem::path& file, uint64_t keep, OutputKept& kept);
 
 // `tracer.attach(pid)` runs while the child waits at its gate; its exceptions stop the
 // child and come back as TracerFailed.

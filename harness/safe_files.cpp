@@ -10,6 +10,8 @@
 #include <cstring>
 #include <ctime>
 
+#include "common/outside_text.h"
+
 namespace cudatrace {
 
 namespace fs = std::filesystem;
@@ -28,6 +30,13 @@ std::string random_hex(size_t bytes) {
   return s;
 }
 
+// Hands over what root made in the folder `dir` (root's own, open), depth first, then the
+// folder itself. Only what is root's is changed: a folder owned by root, or a regular file
+// owned by root with exactly one link. The program's user can add no entry to a folder of
+// root's; a file of its own there is already its; and a file with a second link is one that
+// exists elsewhere too (a hard link planted, on a host with fs.protected_hardlinks=0, to a
+// file only root may change): handing that over would hand over the other. Each entry is
+// checked and changed through one descriptor, so a name swapped in between changes nothing.
 void chown_dir_fd(int dir, uid_t uid, gid_t gid, int depth) {
   if (depth > 64) return;  // results are a few levels deep; anything deeper is not ours
   int copy = dup(dir);
@@ -37,14 +46,25 @@ void chown_dir_fd(int dir, uid_t uid, gid_t gid, int depth) {
     close(copy);
     return;
   }
+  const uid_t self = geteuid();
   while (dirent* e = readdir(d)) {
     if (!std::strcmp(e->d_name, ".") || !std::strcmp(e->d_name, "..")) continue;
-    (void)!fchownat(dir, e->d_name, uid, gid, AT_SYMLINK_NOFOLLOW);
-    int sub = openat(dir, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (sub >= 0) {
-      chown_dir_fd(sub, uid, gid, depth + 1);
-      close(sub);
+    const int fd = openat(dir, e->d_name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) continue;
+    struct stat st {};
+    if (fstat(fd, &st) == 0 && st.st_uid == self) {
+      if (S_ISDIR(st.st_mode)) {
+        const int sub = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (sub >= 0) {
+          chown_dir_fd(sub, uid, gid, depth + 1);
+          close(sub);
+        }
+        (void)!fchownat(fd, "", uid, gid, AT_EMPTY_PATH);
+      } else if (S_ISREG(st.st_mode) && st.st_nlink == 1) {
+        (void)!fchownat(fd, "", uid, gid, AT_EMPTY_PATH);
+      }
     }
+    close(fd);
   }
   closedir(d);
 }
@@ -55,10 +75,19 @@ void make_dir_exclusive(const fs::path& dir, mode_t mode) {
   if (mkdir(dir.c_str(), mode) != 0) throw WriteError("cannot create folder " + dir.string() + ": " + reason(errno));
 }
 
-std::string create_run_folder(const fs::path& out, const std::string& suffix, fs::path& root) {
+std::string create_run_folder(const fs::path& out, const std::string& suffix, fs::path& root,
+                              std::vector<fs::path>* created) {
+  // The folders missing on the way to OUT, deepest first: those are made here, for the user.
+  std::vector<fs::path> missing;
+  struct stat st {};
+  for (fs::path p = out; !p.empty() && lstat(p.c_str(), &st) != 0 && errno == ENOENT; p = p.parent_path()) {
+    missing.push_back(p);
+    if (p == p.parent_path()) break;
+  }
   std::error_code ec;
   fs::create_directories(out, ec);
-  if (ec) throw WriteError("cannot create " + out.string() + ": " + ec.message());
+  if (ec) throw WriteError("cannot create " + shown(out.string()) + ": " + ec.message());
+  if (created) created->insert(created->end(), missing.rbegin(), missing.rend());
   char stamp[32];
   std::time_t t = std::time(nullptr);
   std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::gmtime(&t));
@@ -66,9 +95,9 @@ std::string create_run_folder(const fs::path& out, const std::string& suffix, fs
     const std::string id = std::string(stamp) + "-" + random_hex(6) + suffix;
     root = out / id;
     if (mkdir(root.c_str(), 0755) == 0) return id;
-    if (errno != EEXIST) throw WriteError("cannot create folder " + root.string() + ": " + reason(errno));
+    if (errno != EEXIST) throw WriteError("cannot create folder " + shown(root.string()) + ": " + reason(errno));
   }
-  throw WriteError("cannot create a fresh run folder in " + out.string() + ": every name drawn exists");
+  throw WriteError("cannot create a fresh run folder in " + shown(out.string()) + ": every name drawn exists");
 }
 
 int create_exclusive(const fs::path& path, mode_t mode) {
@@ -116,9 +145,41 @@ void write_file_atomic(const fs::path& path, const std::string& data) {
 void chown_tree_nofollow(const fs::path& root, uid_t uid, gid_t gid) {
   int dir = open(root.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (dir < 0) return;
-  (void)!fchown(dir, uid, gid);
-  chown_dir_fd(dir, uid, gid, 0);
+  struct stat st {};
+  if (fstat(dir, &st) == 0 && st.st_uid == geteuid()) {  // a folder in its place that is not root's: not ours
+    chown_dir_fd(dir, uid, gid, 0);
+    (void)!fchown(dir, uid, gid);
+  }
   close(dir);
+}
+
+void hand_over_created_folders(const std::vector<fs::path>& folders, uid_t uid, gid_t gid) {
+  for (const auto& f : folders) {
+    int dir = open(f.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dir < 0) continue;
+    struct stat st {};
+    if (fstat(dir, &st) == 0 && st.st_uid == geteuid()) (void)!fchown(dir, uid, gid);
+    close(dir);
+  }
+}
+
+SpaceReserve::SpaceReserve(const fs::path& folder, uint64_t bytes) : path_(folder / ".space-reserve") {
+  const int fd = open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  for (; bytes >= (uint64_t(64) << 10); bytes /= 2) {
+    if (posix_fallocate(fd, 0, off_t(bytes)) == 0) {
+      bytes_ = bytes;
+      break;
+    }
+  }
+  close(fd);
+  if (bytes_ == 0) unlink(path_.c_str());
+}
+
+bool SpaceReserve::release() {
+  if (bytes_ == 0) return false;
+  bytes_ = 0;
+  return unlink(path_.c_str()) == 0;
 }
 
 }  // namespace cudatrace

@@ -6,9 +6,11 @@
 // (What the program wrote is read through common/untrusted_file.h.) Errors carry the path and the system's reason.
 #include <sys/types.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace cudatrace {
 
@@ -18,8 +20,10 @@ struct WriteError : std::runtime_error {
 };
 
 // OUT/<UTC time>-<random>[-suffix], created exclusively (an existing name is never reused:
-// another name is drawn), with OUT created first if missing. Returns the run id.
-std::string create_run_folder(const std::filesystem::path& out, const std::string& suffix, std::filesystem::path& root);
+// another name is drawn), with OUT created first if missing. Returns the run id. `created`
+// gets the folders made on the way to OUT (outermost first), to hand to the user at the end.
+std::string create_run_folder(const std::filesystem::path& out, const std::string& suffix, std::filesystem::path& root,
+                              std::vector<std::filesystem::path>* created = nullptr);
 
 // mkdir that fails when anything (a folder, a file, a link) is already there.
 void make_dir_exclusive(const std::filesystem::path& dir, mode_t mode = 0755);
@@ -31,8 +35,31 @@ int create_exclusive(const std::filesystem::path& path, mode_t mode = 0644);
 // the .tmp is removed and WriteError names the path and the reason.
 void write_file_atomic(const std::filesystem::path& path, const std::string& data);
 
-// Hands a folder tree to uid:gid: descends with openat(O_NOFOLLOW), changes each entry
-// with fchownat(AT_SYMLINK_NOFOLLOW), so a link swapped in anywhere is never followed.
+// Hands a folder tree root made to uid:gid, following no link: only folders owned by root
+// and regular files owned by root with a single link change owner (a file with a second
+// link is also somewhere else: a planted hard link); folders of the user's are not entered.
 void chown_tree_nofollow(const std::filesystem::path& root, uid_t uid, gid_t gid);
+
+// The folders create_run_folder() made on the way to OUT (a fresh --out, the default
+// results/) belong to the user who ran the harness: each handed over if it is still root's.
+void hand_over_created_folders(const std::vector<std::filesystem::path>& folders, uid_t uid, gid_t gid);
+
+// Space set aside in the results folder before the runs, so that the run's summary
+// (run.json, summary.json) can be written when a program has filled the disk: a file
+// allocated now (as much of `bytes` as the disk has, down to 64 KiB) and freed when needed.
+class SpaceReserve {
+ public:
+  SpaceReserve(const std::filesystem::path& folder, uint64_t bytes);
+  ~SpaceReserve() { release(); }
+  SpaceReserve(const SpaceReserve&) = delete;
+  SpaceReserve& operator=(const SpaceReserve&) = delete;
+  // Frees the space (removes the file); true when there was some to free.
+  bool release();
+  uint64_t bytes() const { return bytes_; }
+
+ private:
+  std::filesystem::path path_;
+  uint64_t bytes_ = 0;
+};
 
 }  // namespace cudatrace

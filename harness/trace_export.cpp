@@ -4,6 +4,7 @@
 #include <set>
 
 #include "common/event_io.h"
+#include "common/outside_text.h"
 #include "harness/ledger_check.h"
 #include "harness/safe_files.h"
 
@@ -57,7 +58,7 @@ size_t export_trace(const std::filesystem::path& run_dir) {
   // Root may run this on a folder it already handed to the user: exclusive, never a link.
   std::filesystem::remove(run_dir / "trace.json");
   write_file_atomic(run_dir / "trace.json",
-                    nlohmann::json{{"traceEvents", std::move(trace)}, {"displayTimeUnit", "ns"}}.dump() + "\n");
+                    dump_safe(nlohmann::json{{"traceEvents", std::move(trace)}, {"displayTimeUnit", "ns"}}) + "\n");
   return n;
 }
 

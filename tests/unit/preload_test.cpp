@@ -148,14 +148,22 @@ TEST(PreloadConvert, GenericRecordsAreNamedFromTheSlotTables) {
 
 // The shim's text tables are the program's writing too: one past the bound is refused
 // (counted), never read into memory.
-TEST(PreloadConvert, OversizedTablesAreRefusedAndCounted) {
+// A table past its bound is read up to it: its lines before the bound count, the bytes past
+// it are counted as loss (a whole table refused would lose its good lines too).
+TEST(PreloadConvert, OversizedTablesAreReadToTheirBoundAndTheRestCounted) {
   auto dir = testsupport::temp_dir("preload");
   write_records(dir / "preload.9.9.bin", {rec(HookId(0), 0, 5, {}), trailer(1, 0)});
   std::ofstream(dir / "preload.9.callers") << "1 /x\n";
   std::filesystem::resize_file(dir / "preload.9.callers", (uint64_t(16) << 20) + 1);
   TracerReport r = convert_preload_output(dir, dir / "events.jsonl");
-  EXPECT_EQ(r.loss["unreadable_files"], 1) << r.loss.dump();
-  EXPECT_FALSE(r.notes.contains("runtime_linked_into"));
+  EXPECT_EQ(r.loss["over_bound_table_bytes"], 1) << r.loss.dump();
+  EXPECT_EQ(r.loss["malformed_table_lines"], 1) << "the zeros after the line: one line, cut: " << r.loss.dump();
+  EXPECT_EQ(r.loss["unreadable_files"], 0) << r.loss.dump();
+  ASSERT_TRUE(r.notes.contains("runtime_linked_into")) << r.notes.dump();
+  EXPECT_EQ(r.notes["runtime_linked_into"][0]["object"], "/x");
+  EXPECT_NE(r.notes["table_problems"].dump().find("preload.9.callers: 1 bytes past the per file bound (16 MiB)"),
+            std::string::npos)
+      << r.notes.dump();
   EXPECT_EQ(read_events(dir / "events.jsonl").events.size(), 1u) << "the records are read all the same";
 }
 

@@ -222,4 +222,8 @@ TEST(UprobeOptions, RingSize) {
   EXPECT_THROW(ring_bytes_option({{"ring_mb", "3"}}, "uprobe"), std::invalid_argument);
   EXPECT_THROW(ring_bytes_option({{"ring_mb", "0"}}, "uprobe"), std::invalid_argument);
   EXPECT_THROW(ring_bytes_option({{"ring_mb", "x"}}, "uprobe"), std::invalid_argument);
+  // The kernel's ring size is a 32-bit count of bytes: 2048 MiB is the largest that fits.
+  EXPECT_EQ(ring_bytes_option({{"ring_mb", "2048"}}, "uprobe"), uint64_t(2048) << 20);
+  EXPECT_THROW(ring_bytes_option({{"ring_mb", "4096"}}, "uprobe"), std::invalid_argument);
+  EXPECT_THROW(ring_bytes_option({{"ring_mb", "18446744073709551616"}}, "uprobe"), std::invalid_argument);
 }

@@ -9,6 +9,7 @@
 #include <set>
 #include <tuple>
 
+#include "common/bounded_lines.h"
 #include "common/event_io.h"
 #include "common/untrusted_file.h"
 #include "tracers/devhook/device_record.h"
@@ -37,10 +38,17 @@ struct BlockSeen {
   std::vector<uint8_t> threads;  // thread mode: kinds seen, by the thread's linear index in the block
 };
 
+// What one run reads of the agent's files: its reports are kilobytes, and its records at
+// most the ring it was given; past these bounds a record is counted (over_bound_records),
+// not read: 8 M records of 32 bytes.
+constexpr uint64_t kMaxReportBytes = uint64_t(64) << 20;
+constexpr uint64_t kMaxDeviceRecords = uint64_t(8) << 20;
+
 struct Totals {
   int64_t processes = 0, records = 0, dropped = 0, unfilled = 0, unknown_launch = 0, contexts_unread = 0;
   int64_t unwritten = 0, bad_thread = 0;
   int64_t counters_unread = 0;
+  int64_t over_bound_records = 0, over_bound_reports = 0;
   int64_t launches = 0, launches_instrumented = 0, fatbins = 0, driver_images = 0;
   int64_t graph_nodes = 0, graph_executions = 0, launches_failed = 0;
   std::map<std::string, int64_t> uninstrumented;  // reason -> launches, over every process
@@ -80,7 +88,24 @@ std::map<std::string, int64_t> loss_of(const Totals& t) {
           {"thread_outside_block", t.bad_thread},
           {"records_unwritten", t.unwritten},
           {"contexts_unread", t.contexts_unread},
-          {"graph_counters_unread", t.counters_unread}};
+          {"graph_counters_unread", t.counters_unread},
+          {"over_bound_records", t.over_bound_records},
+          {"over_bound_reports", t.over_bound_reports}};
+}
+
+// A process's report (JSON the agent wrote inside the program), or a thrown reason: never
+// read past kMaxReportBytes.
+json read_report(const fs::path& path, Totals& t) {
+  std::string why;
+  uint64_t size = 0;
+  std::ifstream in = open_untrusted(path, &why, &size);
+  if (!in) throw std::runtime_error("cannot open (" + why + ")");
+  if (size > kMaxReportBytes) {
+    ++t.over_bound_reports;
+    throw std::runtime_error(std::to_string(size) + " bytes, over the bound of " + std::to_string(kMaxReportBytes >> 20) +
+                             " MiB: not read");
+  }
+  return json::parse(in);
 }
 
 // One process's report and ring -> events.
@@ -108,7 +133,7 @@ void convert_process(const json& rep, const fs::path& records_file, EventWriter&
 
   // Every context's records, interleaved, in the order the agent drained them: a record
   // names its launch, and the launch its context.
-  const uint64_t n = tally_contexts(rep, t, notes);
+  uint64_t n = tally_contexts(rep, t, notes);
   // Per launch, its block's shape (thread mode): read from the report once, not per record.
   std::vector<std::array<uint64_t, 3>> block_dims;
   if (per_thread)
@@ -119,6 +144,11 @@ void convert_process(const json& rep, const fs::path& records_file, EventWriter&
   BlockKey last_key{};
   BlockSeen* last = nullptr;  // records come in runs from one block: look it up once per run
   DeviceRecord r;
+  // The agent in the program wrote this file, and its count: a bound on what is read.
+  if (n > kMaxDeviceRecords) {
+    t.over_bound_records += int64_t(n - kMaxDeviceRecords);
+    n = kMaxDeviceRecords;
+  }
   for (uint64_t i = 0; i < n && in.read(reinterpret_cast<char*>(&r), sizeof r); ++i) {
     ++t.records;
     const uint32_t kind = record_kind(r);
@@ -220,11 +250,10 @@ TracerReport convert_devhook_output(const fs::path& dir, const fs::path& events_
     std::smatch m;
     const std::string name = entry.path().filename().string();
     if (!std::regex_match(name, m, report_name)) continue;
-    main_reported |= std::stoll(m[1]) == main_pid;
+    main_reported |= parse_int64(m[1].str()) == main_pid;
     json rep;
     try {
-      std::ifstream in = open_untrusted(entry.path());
-      rep = json::parse(in);
+      rep = read_report(entry.path(), t);
       convert_process(rep, dir / ("devhook." + m[1].str() + ".records"), out, t, notes);
     } catch (const std::exception& e) {
       report.error = "devhook report " + name + " unreadable: " + e.what();
@@ -310,8 +339,7 @@ std::optional<std::map<std::string, int64_t>> devhook_loss_counters(const fs::pa
   for (const auto& entry : fs::directory_iterator(dir)) {
     if (!std::regex_match(entry.path().filename().string(), report_name)) continue;
     try {
-      std::ifstream in = open_untrusted(entry.path());
-      tally_contexts(json::parse(in), t, notes);
+      tally_contexts(read_report(entry.path(), t), t, notes);
       any = true;
     } catch (const std::exception&) {
       return std::nullopt;

@@ -12,7 +12,9 @@
 #include <tuple>
 #include <sstream>
 
+#include "common/bounded_lines.h"
 #include "common/event_io.h"
+#include "common/outside_text.h"
 #include "common/untrusted_file.h"
 #include "tracers/call_args.h"
 #include "tracers/preload/preload_format.h"
@@ -47,28 +49,89 @@ std::vector<std::pair<size_t, Calibration>> calibration_points(const std::vector
   return points;
 }
 
-KernelTable read_kernel_table(std::ifstream in) {
-  KernelTable t;
-  std::string handle, name;
-  while (in >> handle >> name) t[std::stoull(handle, nullptr, 16)] = name;
-  return t;
-}
-
 // The shim's per-process text tables (kernel names, slots, lookups): the program wrote
-// them, so none is read past this bound (a run's real ones are kilobytes).
+// them, so each is read with bounds (a run's real ones are kilobytes): this much of one
+// file, this much of all of a run's, and this many entries kept in all (what a line costs
+// in memory, past its bytes). What lies past a bound is counted, never read.
 constexpr uint64_t kMaxTableBytes = uint64_t(16) << 20;
+constexpr uint64_t kMaxTablesBytes = uint64_t(32) << 20;
+constexpr int64_t kMaxTableEntries = int64_t(1) << 18;
 
-// A table to read, or a closed stream (counted in `refused`) when it is not a regular
-// file or is larger than kMaxTableBytes.
-std::ifstream open_table(const fs::path& path, int64_t& refused) {
-  uint64_t bytes = 0;
-  std::ifstream in = open_untrusted(path, nullptr, &bytes);
-  if (!in || bytes > kMaxTableBytes) {
-    ++refused;
-    return std::ifstream();
+// Reading the tables of one run: the shared bounds, and what went wrong, line by line.
+struct TableReading {
+  ReadBudget budget{kMaxTablesBytes};
+  int64_t entries = 0;
+  int64_t malformed = 0, cut_lines = 0, over_bound_bytes = 0, over_bound_entries = 0, refused = 0;
+  std::vector<std::string> examples;  // "<file> line N: <why>", the first few
+
+  void example(const std::string& what) {
+    if (examples.size() < 8) examples.push_back(escape_invalid_utf8(what));
   }
-  return in;
+
+  // Calls `parse` on each line of `path` (its name, its text); `parse` returns "" when the
+  // line was taken, else why it was not: that line is counted and the rest still read.
+  template <typename Parse>
+  void each_line(const fs::path& path, Parse parse) {
+    const std::string file = path.filename().string();
+    BoundedLines in(path, kMaxTableBytes, &budget);
+    if (!in.is_open()) {
+      ++refused;
+      example(file + ": not read: " + in.why());
+      return;
+    }
+    std::string line;
+    while (in.next(line)) {
+      if (in.line_cut()) {
+        ++cut_lines;
+        example(file + " line " + std::to_string(in.line_number()) + ": longer than " +
+                std::to_string(BoundedLines::kDefaultMaxLine) + " bytes: not read");
+        continue;
+      }
+      if (line.empty()) continue;
+      if (entries >= kMaxTableEntries) {
+        ++over_bound_entries;
+        continue;
+      }
+      const std::string why = parse(line);
+      if (why.empty()) {
+        ++entries;
+      } else {
+        ++malformed;
+        example(file + " line " + std::to_string(in.line_number()) + ": " + why);
+      }
+    }
+    if (const uint64_t unread = in.unread_bytes()) {
+      over_bound_bytes += int64_t(unread);
+      example(file + ": " + std::to_string(unread) + " bytes past the " + in.bound_hit() + " bound (" +
+              std::to_string((std::string(in.bound_hit()) == "per file" ? kMaxTableBytes : kMaxTablesBytes) >> 20) +
+              " MiB): not read");
+    }
+  }
+};
+
+// "word word rest of line": the first `n` space-separated words, then the rest (may hold spaces).
+bool split_words(const std::string& line, size_t n, std::vector<std::string>& words, std::string* rest = nullptr) {
+  words.clear();
+  size_t pos = 0;
+  for (size_t k = 0; k < n; ++k) {
+    const size_t b = line.find_first_not_of(" \t", pos);
+    if (b == std::string::npos) return false;
+    size_t e = line.find_first_of(" \t", b);
+    if (e == std::string::npos) e = line.size();
+    words.push_back(line.substr(b, e - b));
+    pos = e;
+  }
+  if (rest) {
+    const size_t b = line.find_first_not_of(" \t", pos);
+    if (b == std::string::npos) return false;
+    *rest = line.substr(b);
+  } else if (line.find_first_not_of(" \t", pos) != std::string::npos) {
+    return false;
+  }
+  return true;
 }
+
+std::string shown_word(const std::string& s) { return "'" + shown(s, 64) + "'"; }
 
 }  // namespace
 
@@ -94,49 +157,97 @@ TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_
   std::map<std::string, int64_t> own_lookups;           // object calling cuGetProcAddress -> entry points asked
   std::map<std::string, std::set<std::string>> uncovered;  // library -> exports the shim does not cover
   std::map<std::string, std::set<std::string>> uncovered_imports;  // object -> those of them it links to
+  TableReading tables;
+  int64_t bad_names = 0;
   for (const auto& entry : fs::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
+    if (name.rfind("preload.", 0) != 0) continue;
     std::smatch m;
+    // The pid in a table's name "preload.<pid>.<kind>": a name the program made up whose
+    // number does not parse is that file's loss, not the run's.
+    const auto table_pid = [&]() -> std::optional<int64_t> {
+      const size_t dot = name.find('.', 8);
+      auto pid = dot == std::string::npos ? std::nullopt : parse_int64(std::string_view(name).substr(8, dot - 8));
+      if (!pid) {
+        ++bad_names;
+        tables.example(name + ": the pid in the file name is not a number: not read");
+      }
+      return pid;
+    };
+    const std::string ext = entry.path().extension().string();
     if (std::regex_match(name, m, bin_name)) {
-      files[{std::stoll(m[1]), std::stoll(m[2])}] = entry.path();
-    } else if (name.rfind("preload.", 0) == 0 && entry.path().extension() == ".kernels") {
-      kernels[std::stoll(name.substr(8))] = read_kernel_table(open_table(entry.path(), unreadable_tables));
-    } else if (name.rfind("preload.", 0) == 0 && entry.path().extension() == ".generic") {
-      std::ifstream in = open_table(entry.path(), unreadable_tables);
-      uint64_t slot;
-      std::string layer_name, sym;
-      while (in >> slot >> layer_name >> sym)
-        generic_names[std::stoll(name.substr(8))][slot] = {layer_name == "runtime" ? layer::kRuntime : layer::kDriver, sym};
-    } else if (name.rfind("preload.", 0) == 0 && entry.path().extension() == ".callers") {
-      std::ifstream in = open_table(entry.path(), unreadable_tables);
-      int64_t n;
+      const auto pid = parse_int64(m[1].str()), tid = parse_int64(m[2].str());
+      if (!pid || !tid) {
+        ++bad_names;
+        tables.example(name + ": the pid or thread id in the file name is out of range: not read");
+        continue;
+      }
+      files[{*pid, *tid}] = entry.path();
+    } else if (ext == ".kernels") {
+      const auto pid = table_pid();
+      if (!pid) continue;
+      KernelTable& t = kernels[*pid];
+      std::vector<std::string> w;
+      tables.each_line(entry.path(), [&](const std::string& line) -> std::string {
+        if (!split_words(line, 2, w)) return "not 'HANDLE NAME'";
+        const auto handle = parse_uint64(w[0], 16);
+        if (!handle) return "handle " + shown_word(w[0]) + " is not a hex number";
+        t[*handle] = w[1];
+        return "";
+      });
+    } else if (ext == ".generic") {
+      const auto pid = table_pid();
+      if (!pid) continue;
+      auto& names = generic_names[*pid];
+      std::vector<std::string> w;
+      tables.each_line(entry.path(), [&](const std::string& line) -> std::string {
+        if (!split_words(line, 3, w)) return "not 'SLOT LAYER NAME'";
+        const auto slot = parse_uint64(w[0]);
+        if (!slot) return "slot " + shown_word(w[0]) + " is not a number";
+        names[*slot] = {w[1] == "runtime" ? layer::kRuntime : layer::kDriver, w[2]};
+        return "";
+      });
+    } else if (ext == ".callers") {
+      std::vector<std::string> w;
       std::string object;
-      while (in >> n && std::getline(in >> std::ws, object)) own_lookups[object] += n;
-    } else if (name.rfind("preload.", 0) == 0 && entry.path().extension() == ".uncovered") {
-      std::ifstream in = open_table(entry.path(), unreadable_tables);
-      std::string kind, layer_name, sym, rest;
-      while (in >> kind) {
-        if (kind == "export" && in >> layer_name >> sym && std::getline(in >> std::ws, rest))
-          uncovered[rest].insert(sym);
-        else if (kind == "import" && in >> sym && std::getline(in >> std::ws, rest))
-          uncovered_imports[rest].insert(sym);
-        else
-          break;
-      }
-    } else if (name.rfind("preload.", 0) == 0 && entry.path().extension() == ".resolved") {
-      std::ifstream in = open_table(entry.path(), unreadable_tables);
-      int how;  // 0 not hooked, 1 hooked with arguments, 2 hooked generically (no arguments)
-      std::string sym;
-      while (in >> how >> sym) {
-        if (how == 1) ++decoded;
-        else if (how == 2) ++generic;
-        else {
-          ++unhooked;
-          unhooked_names.push_back(sym);
+      tables.each_line(entry.path(), [&](const std::string& line) -> std::string {
+        if (!split_words(line, 1, w, &object)) return "not 'COUNT OBJECT'";
+        const auto n = parse_int64(w[0]);
+        if (!n || *n < 0) return "count " + shown_word(w[0]) + " is not a number";
+        own_lookups[object] += *n;
+        return "";
+      });
+    } else if (ext == ".uncovered") {
+      std::vector<std::string> w;
+      std::string rest;
+      tables.each_line(entry.path(), [&](const std::string& line) -> std::string {
+        if (split_words(line, 3, w, &rest) && w[0] == "export") {
+          uncovered[rest].insert(w[2]);
+        } else if (split_words(line, 2, w, &rest) && w[0] == "import") {
+          uncovered_imports[rest].insert(w[1]);
+        } else {
+          return "not 'export LAYER NAME LIBRARY' nor 'import NAME OBJECT'";
         }
-      }
+        return "";
+      });
+    } else if (ext == ".resolved") {
+      std::vector<std::string> w;
+      tables.each_line(entry.path(), [&](const std::string& line) -> std::string {
+        // 0 not hooked, 1 hooked with arguments, 2 hooked generically (no arguments)
+        if (!split_words(line, 2, w)) return "not 'HOW NAME'";
+        if (w[0] == "1") ++decoded;
+        else if (w[0] == "2") ++generic;
+        else if (w[0] == "0") {
+          ++unhooked;
+          unhooked_names.push_back(w[1]);
+        } else {
+          return "'" + shown(w[0], 64) + "' is not 0, 1 or 2";
+        }
+        return "";
+      });
     }
   }
+  unreadable_tables = tables.refused + bad_names;
 
   // Read every file, and each process's average TSC rate (for a file cut short, whose
   // last records have no calibration point after them).
@@ -265,10 +376,10 @@ TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_
                  {"unterminated_files", unterminated},
                  {"corrupt_records", bad},
                  {"over_bound_records", over_bound},
-                 {"unreadable_files", unreadable + unreadable_tables}};
-  if (over_bound)
-    report.notes["over_bound"] = "the shim's files held more than " + std::to_string(kMaxSpoolBytes >> 20) +
-                                 " MiB: the records past that were not read (counted in over_bound_records)";
+                 {"unreadable_files", unreadable + unreadable_tables},
+                 {"malformed_table_lines", tables.malformed + tables.cut_lines},
+                 {"over_bound_table_bytes", tables.over_bound_bytes},
+                 {"over_bound_table_entries", tables.over_bound_entries}};
   std::sort(unhooked_names.begin(), unhooked_names.end());
   report.notes = {{"records", records},
                   {"driver_records", driver_records},
@@ -279,6 +390,15 @@ TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_
                   {"driver_entry_points_not_hooked", unhooked_names},
                   {"runtime_records_without_arguments", runtime_generic},
                   {"untimed_records", untimed}};
+  // Set after the notes above (which replace the object): the bound and the reason, said.
+  if (over_bound)
+    report.notes["over_bound"] = "the shim's files held more than " + std::to_string(kMaxSpoolBytes >> 20) +
+                                 " MiB: the records past that were not read (counted in over_bound_records)";
+  if (tables.over_bound_entries)
+    report.notes["over_bound_table_entries"] = "the shim's tables held more than " +
+                                               std::to_string(kMaxTableEntries) +
+                                               " entries: the lines past that were not read";
+  if (!tables.examples.empty()) report.notes["table_problems"] = tables.examples;
   // An object other than libcudart.so that asks cuGetProcAddress for driver entry points
   // carries a cudart of its own (static, or hidden inside a library as cuBLAS does): its
   // runtime calls never pass through an export the shim can replace. Its driver calls do.

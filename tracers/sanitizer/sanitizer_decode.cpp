@@ -219,6 +219,7 @@ TracerReport convert_sanitizer_output(const fs::path& dir, const fs::path& event
   bool main_reported = false, any_loaded = false, threads = false;
   std::set<std::string> not_loaded;  // why a process's library could not start
   uint64_t budget = kSanitizerMaxLaunchRecords;
+  uint64_t report_budget = kSanitizerMaxReportBytesPerRun;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     std::smatch m;
@@ -234,6 +235,11 @@ TracerReport convert_sanitizer_output(const fs::path& dir, const fs::path& event
       if (size > kSanitizerMaxReportBytes)
         throw std::runtime_error(std::to_string(size) + " bytes, over the bound of " +
                                  std::to_string(kSanitizerMaxReportBytes));
+      // Reports are few and small; a folder of many large ones is the program's doing.
+      if (size > report_budget)
+        throw std::runtime_error("over the bound of " + std::to_string(kSanitizerMaxReportBytesPerRun) +
+                                 " bytes of reports per run");
+      report_budget -= size;
       const json rep = json::parse(in);
       if (!rep.is_object()) throw std::runtime_error("not a JSON object");
       if (!text_of(rep, "library_error").empty()) not_loaded.insert(text_of(rep, "library_error"));

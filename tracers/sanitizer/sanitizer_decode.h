@@ -21,6 +21,7 @@ TracerReport convert_sanitizer_output(const std::filesystem::path& dir, const st
 
 // Bounds on what is read back (the folder is the program's: it could write anything there).
 inline constexpr uint64_t kSanitizerMaxReportBytes = uint64_t(64) << 20;
+inline constexpr uint64_t kSanitizerMaxReportBytesPerRun = uint64_t(256) << 20;
 inline constexpr uint64_t kSanitizerMaxLaunchRecords = uint64_t(8) << 20;  // per run: 512 MiB of records
 
 }  // namespace cudatrace

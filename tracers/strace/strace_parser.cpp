@@ -148,7 +148,7 @@ void StraceParser::feed(const std::string& raw) {
   while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
   auto unparsed = [&] {
     ++stats_.unparsed;
-    if (stats_.unparsed_examples.size() < 5) stats_.unparsed_examples.push_back(line.substr(0, 200));
+    if (stats_.unparsed_examples.size() < 5) stats_.unparsed_examples.push_back("line " + std::to_string(stats_.lines) + ": " + line.substr(0, 200));
   };
 
   size_t p = 0;

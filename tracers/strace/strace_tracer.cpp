@@ -2,12 +2,19 @@
 
 #include <fstream>
 
+#include "common/bounded_lines.h"
 #include "common/clock.h"
 #include "common/event_io.h"
 #include "common/untrusted_file.h"
 #include "tracers/strace/strace_parser.h"
 
 namespace cudatrace {
+
+namespace {
+// strace's own output for a real run is tens of MiB at most; each line read becomes an
+// event in memory (a few hundred bytes), so this bounds the harness as well as the read.
+constexpr uint64_t kMaxStraceBytes = uint64_t(64) << 20;
+}  // namespace
 
 std::vector<std::string> StraceTracer::strace_args(const std::filesystem::path& strace,
                                                    const std::filesystem::path& output) {
@@ -36,14 +43,16 @@ TracerReport convert_strace_output(const std::filesystem::path& strace_file, con
                                    int64_t realtime_minus_monotonic_ns) {
   TracerReport report;
   report.layers = {layer::kSyscall};
-  std::ifstream in = open_untrusted(strace_file);
-  if (!in) {
-    report.error = "strace wrote no output (" + strace_file.string() + ")";
+  // The program can replace strace's output (it is in the program's folder): read with a
+  // bound, the rest counted as loss (a 2 GiB sparse file must not become 4 GB of harness).
+  BoundedLines in(strace_file, kMaxStraceBytes);
+  if (!in.is_open()) {
+    report.error = "strace wrote no output (" + strace_file.string() + ": " + in.why() + ")";
     return report;
   }
   StraceParser parser(realtime_minus_monotonic_ns);
   std::string line;
-  while (std::getline(in, line)) parser.feed(line);
+  while (in.next(line)) parser.feed(line);  // a cut line does not parse: counted as unparsed
   std::vector<Event> events = parser.finish();
   EventWriter out(events_file);
   int64_t nvidia_ioctls = 0;
@@ -56,9 +65,14 @@ TracerReport convert_strace_output(const std::filesystem::path& strace_file, con
   // ptrace stops the thread at every syscall, so strace itself drops nothing; what can
   // go wrong is a line we could not read, or a call still open when the thread died.
   report.loss = {{"unparsed_lines", s.unparsed}, {"unfinished_at_end", s.unfinished_at_end},
-                 {"orphan_resumed", s.orphan_resumed}};
+                 {"orphan_resumed", s.orphan_resumed}, {"over_bound_bytes", int64_t(in.unread_bytes())}};
   report.notes = {{"lines", s.lines},         {"syscalls", s.syscalls}, {"signals", s.signals},
-                  {"nvidia_ioctls", nvidia_ioctls}, {"unparsed_examples", s.unparsed_examples}};
+                  {"nvidia_ioctls", nvidia_ioctls}, {"unparsed_examples", nlohmann::json::array()}};
+  for (const auto& x : s.unparsed_examples) report.notes["unparsed_examples"].push_back(strace_file.filename().string() + " " + x);
+  if (in.unread_bytes())
+    report.notes["over_bound"] = strace_file.filename().string() + " held more than " +
+                                 std::to_string(kMaxStraceBytes >> 20) + " MiB: the " +
+                                 std::to_string(in.unread_bytes()) + " bytes past that were not read (over_bound_bytes)";
   return report;
 }
 
