@@ -257,12 +257,12 @@ errors workload, host-side tracers), and everything skipped is listed with its r
 
 bounds: what the traced program writes cannot exhaust the harness. Its files are read with
 bounds per file and per run (64 MiB of strace output, 128 MiB of preload records, 32 MiB of
-preload tables, 128 MiB of ledgers; devhook: 8 M device records), what lies past them
-counted as loss with its reason; the first 64 MiB of its stdout and of its stderr are kept
-(the rest is freed as it comes and counted in run.json). Harness memory: under 3 GiB
-whatever the program writes to the host-side methods' files (preload, strace, ledgers);
-devhook's device records add up to 8 M events. Bytes that are not UTF-8 are written \xHH
-in the results (schema/README.md).
+preload tables, 128 MiB of ledgers; devhook: 1 G device records streamed, 8 M blocks
+kept), what lies past them counted as loss with its reason; the first 64 MiB of its stdout
+and of its stderr are kept (the rest is freed as it comes and counted in run.json).
+Harness memory: under 3 GiB whatever the program writes to the host-side methods' files
+(preload, strace, ledgers); devhook keeps at most 8 M blocks and 1 GiB of thread marks.
+Bytes that are not UTF-8 are written \xHH in the results (schema/README.md).
 
 output: DIR/<run-id>/manifest.json (GPU, driver, CUDA, kernel, tools), runs/<combo>/
 (stdout, stderr, events.jsonl, run.json; target/ is the program's own folder: its

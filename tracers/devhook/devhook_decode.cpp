@@ -38,11 +38,16 @@ struct BlockSeen {
   std::vector<uint8_t> threads;  // thread mode: kinds seen, by the thread's linear index in the block
 };
 
-// What one run reads of the agent's files: its reports are kilobytes, and its records at
-// most the ring it was given; past these bounds a record is counted (over_bound_records),
-// not read: 8 M records of 32 bytes.
+// What one run reads of the agent's files. Records are streamed, so their count bounds
+// time, not memory: a per-thread run writes two per thread (a 2^19-thread launch 100 times
+// is 105 M), so up to 1 G records (32 GiB) are read. Memory goes to the blocks kept (one
+// entry per block, and per thread a byte in thread mode): at most kMaxBlocksKept blocks and
+// kMaxThreadBytes of thread marks; a record of a block past them is counted
+// (over_bound_records), not kept.
 constexpr uint64_t kMaxReportBytes = uint64_t(64) << 20;
-constexpr uint64_t kMaxDeviceRecords = uint64_t(8) << 20;
+constexpr uint64_t kMaxDeviceRecords = uint64_t(1) << 30;
+constexpr size_t kMaxBlocksKept = size_t(8) << 20;
+constexpr uint64_t kMaxThreadBytes = uint64_t(1) << 30;
 
 struct Totals {
   int64_t processes = 0, records = 0, dropped = 0, unfilled = 0, unknown_launch = 0, contexts_unread = 0;
@@ -143,6 +148,7 @@ void convert_process(const json& rep, const fs::path& records_file, EventWriter&
   std::map<BlockKey, BlockSeen> blocks;
   BlockKey last_key{};
   BlockSeen* last = nullptr;  // records come in runs from one block: look it up once per run
+  uint64_t thread_bytes = 0;  // thread mode: the marks kept for every block so far
   DeviceRecord r;
   // The agent in the program wrote this file, and its count: a bound on what is read.
   if (n > kMaxDeviceRecords) {
@@ -163,8 +169,19 @@ void convert_process(const json& rep, const fs::path& records_file, EventWriter&
     }
     const BlockKey key{launch, execution_number(r.launch), r.block_x, r.block_yz};
     if (!last || key != last_key) {
+      auto it = blocks.find(key);
+      if (it == blocks.end()) {
+        const auto [bx, by, bz] = per_thread ? block_dims[launch] : std::array<uint64_t, 3>{0, 0, 0};
+        if (blocks.size() >= kMaxBlocksKept || thread_bytes + bx * by * bz > kMaxThreadBytes) {
+          ++t.over_bound_records;
+          last = nullptr;
+          continue;
+        }
+        thread_bytes += bx * by * bz;
+        it = blocks.emplace(key, BlockSeen{}).first;
+      }
       last_key = key;
-      last = &blocks[key];
+      last = &it->second;
     }
     BlockSeen& b = *last;
     b.sm = record_sm(r);
