@@ -152,156 +152,171 @@ void write_run_json(const fs::path& dir, json& run, std::vector<std::string>& fa
   }
 }
 
-// One repetition of one combination: run, read back, check, score, write run.json.
-json run_one(const Combo& combo, int rep, RunContext& ctx, ComboOutcome& outcome) {
-  const fs::path dir = ctx.runs_dir / (combo.label() + ".r" + std::to_string(rep));
-  // Two folders: the run's, where root writes (run.json, events.jsonl, stdout/stderr) and
-  // the program cannot; and target/, the program's own (its user's), for its ledger and
-  // what tracers inside it write. Root reads from there never through a link (safe_files.h).
-  make_dir_exclusive(dir);
-  const fs::path target_dir = dir / "target";
-  make_dir_exclusive(target_dir);
-  if (ctx.run_as && chown(target_dir.c_str(), ctx.run_as->uid, ctx.run_as->gid) != 0)
-    throw WriteError("cannot hand " + target_dir.string() + " to " + ctx.run_as->user + ": " + std::strerror(errno));
+// One repetition in flight: what each stage of run_one leaves for the next.
+struct RunState {
+  const Combo& combo;
+  int rep;
+  fs::path dir;         // the run's folder: root writes here, the program cannot
+  fs::path target_dir;  // dir/target: the program's own, for its ledger and in-process tracers
+  json run;             // becomes run.json
+  std::vector<std::string> failures;
+  ChildResult child;
+  TracerReport report;
+  EventStream events;
+  int64_t t_start = 0, t_ran = 0, t_finished = 0;  // monotonic: where the harness's time went
+};
 
-  json run = {{"workload", combo.workload.empty() ? json(nullptr) : json(combo.workload)},
-              {"linkage", combo.linkage.empty() ? json(nullptr) : json(combo.linkage)},
-              {"method", combo.method},
-              {"rep", rep}};
+// Stage 1: the run's two folders. Root reads from target/ never through a link (safe_files.h).
+void make_run_folders(RunState& r, const RunContext& ctx) {
+  r.dir = ctx.runs_dir / (r.combo.label() + ".r" + std::to_string(r.rep));
+  make_dir_exclusive(r.dir);
+  r.target_dir = r.dir / "target";
+  make_dir_exclusive(r.target_dir);
+  if (ctx.run_as && chown(r.target_dir.c_str(), ctx.run_as->uid, ctx.run_as->gid) != 0)
+    throw WriteError("cannot hand " + r.target_dir.string() + " to " + ctx.run_as->user + ": " + std::strerror(errno));
+  r.run = {{"workload", r.combo.workload.empty() ? json(nullptr) : json(r.combo.workload)},
+           {"linkage", r.combo.linkage.empty() ? json(nullptr) : json(r.combo.linkage)},
+           {"method", r.combo.method},
+           {"rep", r.rep}};
   // Events carry CLOCK_MONOTONIC: this is what turns them into wall-clock time (OTLP export).
   const ClockOffset clock = realtime_minus_monotonic();
-  run["clock"] = {{"realtime_minus_monotonic_ns", clock.realtime_minus_monotonic_ns},
-                  {"uncertainty_ns", clock.uncertainty_ns}};
-  std::vector<std::string> failures;
+  r.run["clock"] = {{"realtime_minus_monotonic_ns", clock.realtime_minus_monotonic_ns},
+                    {"uncertainty_ns", clock.uncertainty_ns}};
+}
 
-  Target target;
-  Launch launch;
-  if (!combo.workload.empty()) {
-    fs::path bin = workload_binary(ctx.host.prefix, combo.workload, combo.linkage);
+// Stage 2: what runs, with what in its environment: a workload (its ledger in target/) or
+// the user's command.
+void describe_target(RunState& r, const RunContext& ctx, Target& target, Launch& launch) {
+  if (!r.combo.workload.empty()) {
+    fs::path bin = workload_binary(ctx.host.prefix, r.combo.workload, r.combo.linkage);
     target.argv.push_back(bin.string());
-    auto extra = ctx.opts.workload_args.find(combo.workload);
+    auto extra = ctx.opts.workload_args.find(r.combo.workload);
     if (extra != ctx.opts.workload_args.end())
       target.argv.insert(target.argv.end(), extra->second.begin(), extra->second.end());
-    target.cudart = combo.linkage;
-    launch.env[ledger::kEnvVar] = (target_dir / "ledger.jsonl").string();
+    target.cudart = r.combo.linkage;
+    launch.env[ledger::kEnvVar] = (r.target_dir / "ledger.jsonl").string();
   } else {
     target.argv = ctx.opts.command;
     target.cudart = cudart_linkage(target.argv[0]);
   }
-  target.writable_dir = target_dir;
+  target.writable_dir = r.target_dir;
   launch.argv = target.argv;
-  run["argv"] = target.argv;
-  run["cudart"] = target.cudart;
+  r.run["argv"] = target.argv;
+  r.run["cudart"] = target.cudart;
+}
 
-  const Method& method = *find_method(combo.method);
-  auto options = ctx.opts.method_options.find(method.name);
-  std::unique_ptr<Tracer> tracer =
-      method.make(ctx.host, options == ctx.opts.method_options.end() ? MethodOptions{} : options->second);
-  // Where a run's time goes besides the program (the main job has a time budget): the
-  // tracer's set-up, start and stop around the child, its conversion, then scoring.
-  const int64_t t_start = monotonic_ns();
-  ChildResult child;
+// Stage 3: the program under the tracer, then the method's conversion and its report.
+// A tracer that throws fails the run with its reason; it never ends the matrix.
+void run_traced(RunState& r, const RunContext& ctx, Tracer& tracer, Launch& launch, const Target& target) {
+  r.t_start = monotonic_ns();
   try {
-    tracer->prepare(launch, target, dir);
-    ChildSpec spec{launch, dir, ctx.opts.timeout_s, ctx.run_as};
-    child = run_child(spec, *tracer);
+    tracer.prepare(launch, target, r.dir);
+    ChildSpec spec{launch, r.dir, ctx.opts.timeout_s, ctx.run_as};
+    r.child = run_child(spec, tracer);
   } catch (const std::exception& e) {
-    child.status = ChildStatus::TracerFailed;
-    child.detail = std::string("tracer could not prepare the run: ") + e.what();
+    r.child.status = ChildStatus::TracerFailed;
+    r.child.detail = std::string("tracer could not prepare the run: ") + e.what();
   }
-  const int64_t t_ran = monotonic_ns();
-  TracerReport report;
+  r.t_ran = monotonic_ns();
   try {
     // The method's converter runs as the program did: it reads what the program's user wrote.
-    if (const std::vector<std::string> convert = tracer->conversion(dir);
-        !convert.empty() && child.status != ChildStatus::TracerFailed) {
-      const fs::path convert_dir = dir / "conversion";
+    if (const std::vector<std::string> convert = tracer.conversion(r.dir);
+        !convert.empty() && r.child.status != ChildStatus::TracerFailed) {
+      const fs::path convert_dir = r.dir / "conversion";
       make_dir_exclusive(convert_dir);
       NoneTracer no_tracer;
       const ChildResult c = run_child(ChildSpec{Launch{convert, {}}, convert_dir, ctx.opts.timeout_s, ctx.run_as}, no_tracer);
-      tracer->converted(c.status == ChildStatus::Exited && c.exit_code == 0,
-                        convert.front() + ": " + c.detail + " (see " + (convert_dir / "stderr.txt").string() + ")");
+      tracer.converted(c.status == ChildStatus::Exited && c.exit_code == 0,
+                       convert.front() + ": " + c.detail + " (see " + (convert_dir / "stderr.txt").string() + ")");
     }
-    report = tracer->finish(dir);
+    r.report = tracer.finish(r.dir);
   } catch (const std::exception& e) {
-    report.error = e.what();
+    r.report.error = e.what();
   }
+  r.t_finished = monotonic_ns();
+  r.run["launch_env"] = launch.env;
+}
 
-  const int64_t t_finished = monotonic_ns();
-  run["status"] = to_string(child.status);
-  run["exit_code"] = child.exit_code;
-  run["signal"] = child.signal;
-  run["wall_ns"] = child.wall_ns;
-  run["detail"] = child.detail;
-  run["launch_env"] = launch.env;
-  run["left_running"] = child.left_running;  // killed when the program ended
-  run["program_output"] = to_json(child);     // stdout.txt and stderr.txt: kept and cut
+// Stage 4: how the program ended, and whether tracing changed that: a traced run must end
+// as the untraced run of the same program did.
+void judge_ending(RunState& r, RunContext& ctx) {
+  const ChildResult& child = r.child;
+  r.run["status"] = to_string(child.status);
+  r.run["exit_code"] = child.exit_code;
+  r.run["signal"] = child.signal;
+  r.run["wall_ns"] = child.wall_ns;
+  r.run["detail"] = child.detail;
+  r.run["left_running"] = child.left_running;  // killed when the program ended
+  r.run["program_output"] = to_json(child);     // stdout.txt and stderr.txt: kept and cut
   if (child.status == ChildStatus::Exited && child.exit_code != 0)
-    failures.push_back(exit_meaning(combo, child.exit_code));
+    r.failures.push_back(exit_meaning(r.combo, child.exit_code));
   else if (child.status != ChildStatus::Exited)
-    failures.push_back(std::string(to_string(child.status)) + ": " + child.detail);
-  // A tracer must not change how the program ends: checked against the untraced run.
-  if (combo.method == "none") {
+    r.failures.push_back(std::string(to_string(child.status)) + ": " + child.detail);
+  if (r.combo.method == "none") {
     if (child.status == ChildStatus::Exited || child.status == ChildStatus::Signaled)
-      ctx.untraced[combo.workload + "|" + combo.linkage + "|" + std::to_string(rep)] = child;
-  } else if (const ChildResult* untraced = untraced_ending(ctx, combo, rep)) {
+      ctx.untraced[r.combo.workload + "|" + r.combo.linkage + "|" + std::to_string(r.rep)] = child;
+  } else if (const ChildResult* untraced = untraced_ending(ctx, r.combo, r.rep)) {
     const bool same = how_it_ended(*untraced) == how_it_ended(child);
-    run["untraced_check"] = {{"untraced", how_it_ended(*untraced)}, {"traced", how_it_ended(child)}, {"same", same}};
+    r.run["untraced_check"] = {{"untraced", how_it_ended(*untraced)}, {"traced", how_it_ended(child)}, {"same", same}};
     if (!same)
-      failures.insert(failures.begin(), "traced, the program ended otherwise than untraced: " + how_it_ended(child) +
-                                            " where the untraced run ended with " + how_it_ended(*untraced));
+      r.failures.insert(r.failures.begin(), "traced, the program ended otherwise than untraced: " + how_it_ended(child) +
+                                                " where the untraced run ended with " + how_it_ended(*untraced));
   } else {
-    run["untraced_check"] = {{"untraced", nullptr},
-                             {"why", combo.workload.empty() ? "--no-baseline: the command did not run untraced"
-                                                            : "no untraced run (method none) of this workload in the matrix"}};
+    r.run["untraced_check"] = {{"untraced", nullptr},
+                               {"why", r.combo.workload.empty() ? "--no-baseline: the command did not run untraced"
+                                                                : "no untraced run (method none) of this workload in the matrix"}};
   }
+}
 
-  // The ground truth: one ledger per process (ledger.jsonl, ledger.jsonl.<pid>), each
-  // checked on its own, their calls matched together.
+// Stage 5: the ground truth. One ledger per process (ledger.jsonl, ledger.jsonl.<pid>),
+// each checked on its own, their calls matched together. Commands have none.
+EventStream read_ground_truth(RunState& r, ComboOutcome& outcome) {
   EventStream ledger;
-  if (!combo.workload.empty()) {
-    LedgerCheck check = read_ledgers(target_dir, ledger);
-    run["ledger"] = to_json(check);
-    if (!check.consistent) {
-      outcome.ledger_consistent = false;
-      failures.push_back("ledger: " + (check.problems.empty() ? std::string("inconsistent") : check.problems.front()));
-    }
+  if (r.combo.workload.empty()) return ledger;
+  LedgerCheck check = read_ledgers(r.target_dir, ledger);
+  r.run["ledger"] = to_json(check);
+  if (!check.consistent) {
+    outcome.ledger_consistent = false;
+    r.failures.push_back("ledger: " + (check.problems.empty() ? std::string("inconsistent") : check.problems.front()));
   }
+  return ledger;
+}
 
-  // What the tracer saw.
-  run["tracer"] = {{"layers", report.layers}, {"loss", report.loss}, {"notes", report.notes}, {"error", report.error}};
-  if (!report.error.empty()) failures.push_back("tracer: " + report.error);
-  EventStream events;
-  if (fs::exists(dir / "events.jsonl")) {
+// Stage 6: what the tracer saw, which layers it could not see (each with its reason), and
+// for a workload, its events scored against the ledger.
+void score_events(RunState& r, const Method& method, const EventStream& ledger, ComboOutcome& outcome) {
+  const TracerReport& report = r.report;
+  r.run["tracer"] = {{"layers", report.layers}, {"loss", report.loss}, {"notes", report.notes}, {"error", report.error}};
+  if (!report.error.empty()) r.failures.push_back("tracer: " + report.error);
+  if (fs::exists(r.dir / "events.jsonl")) {
     try {
-      events = read_events(dir / "events.jsonl");
+      r.events = read_events(r.dir / "events.jsonl");
     } catch (const std::exception& e) {
-      failures.push_back(std::string("tracer output: ") + e.what());
+      r.failures.push_back(std::string("tracer output: ") + e.what());
     }
   }
-  for (const auto& e : events.events) ++outcome.event_counts[e.layer][e.name];
-  count_families(events.events, outcome.families);
-  // The layers this method exists to observe and did not, each with its reason.
+  for (const auto& e : r.events.events) ++outcome.event_counts[e.layer][e.name];
+  count_families(r.events.events, outcome.families);
   const json unobserved = unobserved_layers(method, report);
-  run["unobserved"] = unobserved;
+  r.run["unobserved"] = unobserved;
   for (const auto& u : unobserved) outcome.unobserved[u["layer"].get<std::string>()] = u["reason"].get<std::string>();
   json partly = json::array();
   for (const auto& [layer, reason] : report.partly_unobserved) {
     partly.push_back({{"layer", layer}, {"reason", reason}});
     outcome.partly_unobserved[layer] = reason;
   }
-  run["partly_observed"] = partly;
+  r.run["partly_observed"] = partly;
   for (const auto& l : report.layers) outcome.observed.insert(l);
-  if (combo.workload.empty()) {
+  if (r.combo.workload.empty()) {
     json per_layer = json::object();
-    for (const auto& e : events.events) per_layer[e.layer] = per_layer.value(e.layer, int64_t(0)) + 1;
-    run["event_counts"] = per_layer;
+    for (const auto& e : r.events.events) per_layer[e.layer] = per_layer.value(e.layer, int64_t(0)) + 1;
+    r.run["event_counts"] = per_layer;
   } else {
     json scores = json::array();  // empty when the tracer observed no layer of this target
     MatchOptions match_opts;
     match_opts.slack_ns = report.match_slack_ns;
     match_opts.device_mode = report.device_mode;
-    for (const auto& s : match(ledger.events, events.events, report.layers, match_opts)) {
+    for (const auto& s : match(ledger.events, r.events.events, report.layers, match_opts)) {
       scores.push_back(to_json(s));
       outcome.layers[s.layer].add(s);
       // A layer seen in part always says why: the tracer's account, its loss, or the
@@ -309,52 +324,77 @@ json run_one(const Combo& combo, int rep, RunContext& ctx, ComboOutcome& outcome
       if (s.matched < s.expected && !outcome.partly_unobserved.count(s.layer)) {
         const std::string why = partial_reason(report.partly_unobserved, report.loss, method.limits, s.layer);
         const std::string reason = why.empty() ? "the method names no limit for this layer (Method::limits)" : why;
-        run["partly_observed"].push_back({{"layer", s.layer}, {"reason", reason}});
+        r.run["partly_observed"].push_back({{"layer", s.layer}, {"reason", reason}});
         outcome.partly_unobserved[s.layer] = reason;
       }
     }
-    run["match"] = scores;
+    r.run["match"] = scores;
   }
   add_loss(outcome.loss, report.loss);
+}
 
-  if (out_of_space(report.error)) ctx.write_error = report.error;
-  if (!ctx.write_error.empty()) {
-    // The disk is full: this run's raw and partial files go, so that its run.json and the
-    // summary of what finished still fit. The run is failed with the reason either way.
-    std::error_code ec;
-    for (const auto& entry : fs::directory_iterator(dir, ec)) {
-      const std::string name = entry.path().filename().string();
-      if (name != "stdout.txt" && name != "stderr.txt") fs::remove_all(entry.path(), ec);
-    }
-    free_program_output(dir, child, run);
-    run["results_removed"] = "out of space: this run's trace files were removed and its output cut to keep the summary";
+// Stage 7: on a full disk, this run's raw and partial files go, so that its run.json and
+// the summary of what finished still fit. The run is failed with the reason either way.
+void give_up_space_if_full(RunState& r, RunContext& ctx) {
+  if (out_of_space(r.report.error)) ctx.write_error = r.report.error;
+  if (ctx.write_error.empty()) return;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(r.dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name != "stdout.txt" && name != "stderr.txt") fs::remove_all(entry.path(), ec);
   }
+  free_program_output(r.dir, r.child, r.run);
+  r.run["results_removed"] = "out of space: this run's trace files were removed and its output cut to keep the summary";
+}
+
+// Stage 8: run.json written (or the reason it could not be), sent on, and counted.
+void record_run(RunState& r, RunContext& ctx, ComboOutcome& outcome) {
   const auto ms = [](int64_t ns) { return double(ns) / 1e6; };
-  run["harness_ms"] = {{"program", ms(child.wall_ns)},
-                       {"tracer_around_program", ms(t_ran - t_start - child.wall_ns)},
-                       {"conversion_and_finish", ms(t_finished - t_ran)},
-                       {"reading_and_scoring", ms(monotonic_ns() - t_finished)}};
-  run["ok"] = failures.empty();
-  run["failures"] = failures;
+  // Where a run's time goes besides the program (the main job has a time budget).
+  r.run["harness_ms"] = {{"program", ms(r.child.wall_ns)},
+                         {"tracer_around_program", ms(r.t_ran - r.t_start - r.child.wall_ns)},
+                         {"conversion_and_finish", ms(r.t_finished - r.t_ran)},
+                         {"reading_and_scoring", ms(monotonic_ns() - r.t_finished)}};
+  r.run["ok"] = r.failures.empty();
+  r.run["failures"] = r.failures;
   try {
-    write_run_json(dir, run, failures, child, ctx);
+    write_run_json(r.dir, r.run, r.failures, r.child, ctx);
   } catch (const WriteError& e) {
     ctx.write_error = e.what();
-    failures.push_back(e.what());
-    run["ok"] = false;
-    run["failures"] = failures;
+    r.failures.push_back(e.what());
+    r.run["ok"] = false;
+    r.run["failures"] = r.failures;
   }
-  if (ctx.otlp) ctx.otlp->send_run(dir.filename().string(), run, *ctx.manifest, events.events);
-
-  outcome.statuses.push_back(failures.empty() ? "ok" : to_string(child.status));
-  outcome.wall_ns.push_back(child.wall_ns);
-  if (failures.empty()) {
+  if (ctx.otlp) ctx.otlp->send_run(r.dir.filename().string(), r.run, *ctx.manifest, r.events.events);
+  outcome.statuses.push_back(r.failures.empty() ? "ok" : to_string(r.child.status));
+  outcome.wall_ns.push_back(r.child.wall_ns);
+  if (r.failures.empty()) {
     ++outcome.ok;
   } else {
     ++outcome.failed;
-    outcome.failures.push_back(failures.front());
+    outcome.failures.push_back(r.failures.front());
   }
-  return run;
+}
+
+// One repetition of one combination, stage by stage: folders, target, traced run, its
+// ending, the ground truth, the scoring, the disk, the record.
+json run_one(const Combo& combo, int rep, RunContext& ctx, ComboOutcome& outcome) {
+  RunState r{combo, rep};
+  make_run_folders(r, ctx);
+  Target target;
+  Launch launch;
+  describe_target(r, ctx, target, launch);
+  const Method& method = *find_method(combo.method);
+  auto options = ctx.opts.method_options.find(method.name);
+  std::unique_ptr<Tracer> tracer =
+      method.make(ctx.host, options == ctx.opts.method_options.end() ? MethodOptions{} : options->second);
+  run_traced(r, ctx, *tracer, launch, target);
+  judge_ending(r, ctx);
+  const EventStream ledger = read_ground_truth(r, outcome);
+  score_events(r, method, ledger, outcome);
+  give_up_space_if_full(r, ctx);
+  record_run(r, ctx, outcome);
+  return r.run;
 }
 
 json combo_json(const ComboOutcome& o, const std::vector<ComboOutcome>& all) {
