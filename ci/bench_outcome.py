@@ -87,4 +87,5 @@ if seconds:
     total = sum(sum(v) for v in seconds.values())
     print(f"\ntime in benchmark processes: {total:.0f} s; per method (all rounds and linkages, longest first):")
     for method, v in sorted(seconds.items(), key=lambda kv: -sum(kv[1])):
-        print(f"  {method:16} {sum(v):7.1f} s  ({len(v)} process{'es' if len(v) != 1 else ''}, longest {max(v):.1f} s)")
+        print(f"  {method:16} {sum(v):7.1f} s  ({len(v)} process{'es' if len(v) != 1 else ''}, "
+              f"mean {sum(v) / len(v):.1f} s, longest {max(v):.1f} s)")
