@@ -187,31 +187,40 @@ def bench_agreement_section(benches):
 
 def bench_estimator_section(benches):
     """4b: cupti against Nsight Systems and an empty CUPTI subscriber, one estimator for all
-    three (the difference of medians to none between processes, same run); cupti's
-    in-process A/B beside it, labelled as the other quantity it is."""
+    three (the difference of medians to none between processes, same run), each its own row
+    under the call; cupti's in-process A/B on a row of its own, labelled as the other
+    quantity it is."""
+    def delta(block):
+        if not block:
+            return "—"
+        lo, hi = block["ci95_ns"]
+        text = f'{block["delta_ns"]:+.0f} [{lo:+.0f}, {hi:+.0f}]'
+        return text + " (no measurable cost)" if block.get("no_measurable_cost") else text
+
+    def ratio(x):
+        return f"{x:.2f}×" if isinstance(x, (int, float)) else "—"
+
     rows, notes = [], []
     for b in benches:
         est = results.estimators(b)
         if not est.get("calls"):
             continue
-        notes.append(f'{esc(b.get("run_id", ""))}: {est["met"]} met, {est["missed"]} missed, '
-                     f'{est["not_judged"]} not judged')
+        run = esc(b.get("run_id", ""))
+        notes.append(f'{run}: {est["met"]} met, {est["missed"]} missed, {est["not_judged"]} not judged')
         for e in est["calls"]:
-            def delta(block):
-                if not block:
-                    return "—"
-                lo, hi = block["ci95_ns"]
-                text = f'{block["delta_ns"]:+.0f} [{lo:+.0f}, {hi:+.0f}]'
-                return text + " (no measurable cost)" if block.get("no_measurable_cost") else text
-            def ratio(x):
-                return f"{x:.2f}×" if isinstance(x, (int, float)) else "—"
             t = e["target"]
             cls = "empty" if t["met"] is None else "good" if t["met"] else "bad"
-            rows.append([esc(e["call"]), esc(e["linkage"]), esc(e.get("call_kind") or "?"), delta(e["cupti"]),
-                         delta(e.get("nsys")), delta(e.get("empty_subscriber")), ratio(e.get("cupti_over_nsys")),
-                         ratio(e.get("cupti_over_empty_subscriber")),
-                         f'<b class="{cls}">{esc(results.target_text(t))}</b>',
-                         delta(e.get("cupti_in_process")), esc(b.get("run_id", ""))])
+            where = [esc(e["call"]), esc(e["linkage"]), esc(e.get("call_kind") or "?")]
+            rows.append(where + ["<b>cupti</b>", delta(e["cupti"]), "",
+                                 f'<b class="{cls}">{esc(results.target_text(t))}</b>', run])
+            for key, name, r, against in (("nsys", "nsys", "cupti_over_nsys", "nsys"),
+                                          ("empty_subscriber", "empty CUPTI subscriber (cupti-bare)",
+                                           "cupti_over_empty_subscriber", "cupti-bare")):
+                bar = "the bar for this call" if t["against"] == against else ""
+                rows.append(where + [esc(name), delta(e.get(key)), ratio(e.get(r)), bar, run])
+            if e.get("cupti_in_process"):
+                rows.append(where + ["<i>cupti, in process: paused against live (another quantity)</i>",
+                                     delta(e["cupti_in_process"]), "", "", run])
     if not rows:
         return ""
     return ("<h3>cupti against Nsight Systems and an empty CUPTI subscriber</h3>"
@@ -219,11 +228,10 @@ def bench_estimator_section(benches):
             "processes, in the same run (Nsight Systems cannot be paused in process). The empty subscriber "
             "(<code>cupti-bare</code>, both callback domains, an empty callback) is the floor any CUPTI-based "
             "tool pays. Targets: cupti at most 0.7× nsys on launches and copies, at most 1.2× the empty "
-            "subscriber on every other call. The last column is another quantity, labelled: cupti paused and "
+            "subscriber on every other call. The row in italics is another quantity, labelled: cupti paused and "
             "live in one process, what its callbacks and activity add over a subscribed, idle CUPTI.</p>"
             f'<p>{"; ".join(notes)}.</p>'
-            + table(["call", "cudart", "kind", "cupti Δ ns [95%]", "nsys Δ ns [95%]", "empty subscriber Δ ns [95%]",
-                     "cupti / nsys", "cupti / empty", "target", "cupti in-process A/B ns [95%]", "bench run"],
+            + table(["call", "cudart", "kind", "who", "Δ vs none ns [95%]", "cupti ÷ this", "target", "bench run"],
                     rows, "cupti-estimators"))
 
 
