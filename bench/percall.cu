@@ -6,10 +6,18 @@
 // Asynchronous calls are timed in batches of kBatch with a synchronisation after each
 // batch, outside the timed region: the per-call time is the batch time / kBatch, without
 // the launch queue ever filling up and without a sync inside the measurement.
+//
+// Each benchmark's label is its call's kind (launch, copy or other): the harness holds
+// cupti against Nsight Systems on launches and copies and against an empty CUPTI
+// subscriber on the rest. A call this process cannot make (the two-GPU ones with one GPU,
+// NCCL's all-reduce without libnccl) is not registered; the reason goes into the JSON's
+// context as "skipped:<call>", which the harness copies into its summary.
 #include <benchmark/benchmark.h>
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <dlfcn.h>
+
+#include <time.h>
 
 #include <algorithm>
 #include <array>
@@ -17,6 +25,7 @@
 #include <cstdlib>
 #include <map>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "bench/pause_client.h"
@@ -147,6 +156,7 @@ void pair(bool control, Timed&& timed, Settle&& settle, std::vector<Pairs>& into
 // preempted batch (this runs in a VM) moves a mean by hundreds of ns, a median not.
 template <class Call>
 void batched(benchmark::State& state) {
+  state.SetLabel(Call::kKind);
   for (int64_t w = 0; w < std::max<int64_t>(1, state.max_iterations / 4); ++w) timed_batch<Call>();
   std::vector<double> per_call;
   per_call.reserve(size_t(state.max_iterations));
@@ -220,25 +230,25 @@ struct Sync {
   static void after() {}
 };
 struct LaunchChevrons : Async {
-  static constexpr const char* kName = "launch<<<>>>";
+  static constexpr const char* kName = "launch<<<>>>", *kKind = "launch";
   static void body() { empty_kernel<<<1, 1, 0, g_stream>>>(); }
 };
 struct LaunchRuntime : Async {
-  static constexpr const char* kName = "cudaLaunchKernel";
+  static constexpr const char* kName = "cudaLaunchKernel", *kKind = "launch";
   static void body() {
     cudaLaunchKernel(reinterpret_cast<const void*>(&empty_kernel), dim3(1), dim3(1), nullptr, 0, g_stream);
   }
 };
 struct LaunchDriver : Async {
-  static constexpr const char* kName = "cuLaunchKernel";
+  static constexpr const char* kName = "cuLaunchKernel", *kKind = "launch";
   static void body() { g_cuLaunchKernel(g_function, 1, 1, 1, 1, 1, 1, 0, g_stream, nullptr, nullptr); }
 };
 struct CopyAsync : Async {
-  static constexpr const char* kName = "cudaMemcpyAsync_4B_HtoD";
+  static constexpr const char* kName = "cudaMemcpyAsync_4B_HtoD", *kKind = "copy";
   static void body() { cudaMemcpyAsync(g_device, g_pinned, 4, cudaMemcpyHostToDevice, g_stream); }
 };
 struct MallocFree : Sync {
-  static constexpr const char* kName = "cudaMalloc+cudaFree_1MiB";
+  static constexpr const char* kName = "cudaMalloc+cudaFree_1MiB", *kKind = "other";
   static void body() {
     void* p = nullptr;
     cudaMalloc(&p, 1 << 20);
@@ -246,17 +256,18 @@ struct MallocFree : Sync {
   }
 };
 struct EventRecord : Async {
-  static constexpr const char* kName = "cudaEventRecord";
+  static constexpr const char* kName = "cudaEventRecord", *kKind = "other";
   static void body() { cudaEventRecord(g_event, g_stream); }
 };
 struct StreamSyncIdle : Sync {
-  static constexpr const char* kName = "cudaStreamSynchronize_idle";
+  static constexpr const char* kName = "cudaStreamSynchronize_idle", *kKind = "other";
   static void body() { cudaStreamSynchronize(g_stream); }
 };
 template <int kN>
 struct VecaddSync {
   static constexpr int kCalls = 1, kIterationsPerRep = kVecaddIterations;
   static constexpr const char* kName = kN == kVecaddSmall ? "vecadd_n65536+sync" : "vecadd_n524288+sync";
+  static constexpr const char* kKind = "launch";  // a launch waited for: its kernel's run, traced or not, included
   static_assert(kN == kVecaddSmall || kN == kVecaddLarge);
   static void body() {
     vecadd_kernel<<<(kN + 255) / 256, 256, 0, g_stream>>>(g_vec[0], g_vec[1], g_vec[2], kN);
@@ -265,11 +276,153 @@ struct VecaddSync {
   static void after() {}
 };
 struct GetDevice : Sync {
-  static constexpr const char* kName = "cudaGetDevice";
+  static constexpr const char* kName = "cudaGetDevice", *kKind = "other";
   static void body() {
     int d;
     cudaGetDevice(&d);
   }
+};
+
+// The calls that need two GPUs: a peer copy, and an NCCL all-reduce over both from this one
+// process (what a data-parallel step does between its kernels). Set up only where the
+// process sees two GPUs; each says why not otherwise, or why its set-up failed.
+void* g_peer;  // on device 1
+std::string g_peer_skipped, g_nccl_skipped;
+
+// NCCL is loaded at run time (CUDATRACE_NCCL_LIB, else libnccl.so.2 as the loader finds it):
+// nothing links against it, and a host without it skips the call. Only what the benchmark
+// calls is declared, with nccl.h's values; its enums are passed as the ints they are.
+namespace nccl {
+using Comm = struct Opaque*;
+using Result = int;  // ncclResult_t; ncclSuccess is 0
+constexpr int kFloat32 = 7, kSum = 0;  // ncclFloat32, ncclSum
+constexpr size_t kCount = 1024;        // floats per GPU: 4 KiB
+Result (*comm_init_all)(Comm*, int, const int*);
+Result (*all_reduce)(const void*, void*, size_t, int, int, Comm, cudaStream_t);
+Result (*group_start)();
+Result (*group_end)();
+const char* (*error_string)(Result);
+Result (*get_version)(int*);
+Result (*comm_destroy)(Comm);
+Comm comms[2];
+cudaStream_t streams[2];
+float* buffers[2];
+}  // namespace nccl
+
+// NCCL's kernels on the two GPUs wait for each other, so a tracer that makes one launch wait
+// for another would hang them for good: a batch not done in time ends the process with the
+// reason, rather than the harness's timeout, minutes later and without one. Polled with a
+// pause between queries, so that the wait itself adds few calls to a tracer's record.
+void sync_within(cudaStream_t stream, const char* what) {
+  constexpr int64_t kDeadlineNs = 30'000'000'000;
+  const int64_t deadline = cudatrace::monotonic_ns() + kDeadlineNs;
+  cudaError_t e;
+  while ((e = cudaStreamQuery(stream)) == cudaErrorNotReady) {
+    if (cudatrace::monotonic_ns() > deadline) {
+      std::fprintf(stderr, "percall: %s not done after %lld s (its kernels wait for each other's): stopping\n", what,
+                   (long long)(kDeadlineNs / 1'000'000'000));
+      std::_Exit(3);
+    }
+    const timespec pause{0, 50'000};
+    nanosleep(&pause, nullptr);
+  }
+  must(e, what);
+}
+
+std::string load_nccl() {
+  const char* named = std::getenv("CUDATRACE_NCCL_LIB");
+  const std::string path = named && *named ? named : "libnccl.so.2";
+  void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    const char* why = dlerror();
+    return "NCCL not loaded (" + std::string(why ? why : path) + "): set CUDATRACE_NCCL_LIB to a libnccl.so.2";
+  }
+  bool all = true;
+  auto find = [&](auto& fn, const char* symbol) {
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, symbol));
+    all = all && fn;
+  };
+  find(nccl::comm_init_all, "ncclCommInitAll");
+  find(nccl::all_reduce, "ncclAllReduce");
+  find(nccl::group_start, "ncclGroupStart");
+  find(nccl::group_end, "ncclGroupEnd");
+  find(nccl::error_string, "ncclGetErrorString");
+  find(nccl::get_version, "ncclGetVersion");
+  find(nccl::comm_destroy, "ncclCommDestroy");
+  if (!all) return path + " lacks one of ncclCommInitAll, ncclAllReduce, ncclGroupStart/End, ncclGetErrorString, ncclCommDestroy";
+  int version = 0;
+  if (nccl::get_version(&version) == 0) benchmark::AddCustomContext("nccl_version", std::to_string(version));
+  return {};
+}
+
+void nccl_all_reduce() {
+  nccl::group_start();
+  for (int d = 0; d < 2; ++d)
+    nccl::all_reduce(nccl::buffers[d], nccl::buffers[d], nccl::kCount, nccl::kFloat32, nccl::kSum, nccl::comms[d],
+                     nccl::streams[d]);
+  nccl::group_end();
+}
+
+void sync_nccl() {
+  for (cudaStream_t s : nccl::streams) sync_within(s, "an NCCL all-reduce");
+}
+
+std::string setup_nccl() {
+  if (std::string why = load_nccl(); !why.empty()) return why;
+  const int devices[2] = {0, 1};
+  if (nccl::Result r = nccl::comm_init_all(nccl::comms, 2, devices); r != 0)
+    return std::string("ncclCommInitAll over devices 0 and 1 failed: ") + nccl::error_string(r);
+  for (int d = 0; d < 2; ++d) {
+    must(cudaSetDevice(d), "cudaSetDevice");
+    must(cudaStreamCreate(&nccl::streams[d]), "cudaStreamCreate");
+    must(cudaMalloc(&nccl::buffers[d], nccl::kCount * sizeof(float)), "cudaMalloc");
+    must(cudaMemset(nccl::buffers[d], 0, nccl::kCount * sizeof(float)), "cudaMemset");
+  }
+  must(cudaSetDevice(0), "cudaSetDevice");
+  // One all-reduce before anything is timed: NCCL's own set-up, and a failure found here
+  // is a skipped call with its reason rather than a batch of failed calls.
+  nccl::group_start();
+  nccl::Result r = 0;
+  for (int d = 0; d < 2 && r == 0; ++d)
+    r = nccl::all_reduce(nccl::buffers[d], nccl::buffers[d], nccl::kCount, nccl::kFloat32, nccl::kSum, nccl::comms[d],
+                         nccl::streams[d]);
+  if (nccl::Result end = nccl::group_end(); r == 0) r = end;
+  if (r != 0) return std::string("ncclAllReduce failed: ") + nccl::error_string(r);
+  sync_nccl();
+  return {};
+}
+
+void setup_two_gpus() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) n = 0;
+  if (n < 2) {
+    g_peer_skipped = g_nccl_skipped = "this process sees " + std::to_string(n) + " GPU: the call needs two";
+    return;
+  }
+  must(cudaSetDevice(1), "cudaSetDevice(1)");
+  must(cudaMalloc(&g_peer, 4096), "cudaMalloc on device 1");
+  must(cudaSetDevice(0), "cudaSetDevice(0)");
+  // Direct where the GPUs can reach each other, staged through the host otherwise: the
+  // context says which this run timed.
+  int direct = 0;
+  if (cudaDeviceCanAccessPeer(&direct, 0, 1) == cudaSuccess && direct) {
+    const cudaError_t e = cudaDeviceEnablePeerAccess(1, 0);
+    if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled) direct = 0;
+    (void)cudaGetLastError();
+  }
+  benchmark::AddCustomContext("peer_copy_0to1", direct ? "direct (peer access enabled)" : "staged through the host");
+  g_nccl_skipped = setup_nccl();
+}
+
+struct PeerCopy : Async {
+  static constexpr const char* kName = "cudaMemcpyPeerAsync_4B_0to1", *kKind = "copy";
+  static void body() { cudaMemcpyPeerAsync(g_peer, 1, g_device, 0, 4, g_stream); }
+};
+struct NcclAllReduce {
+  static constexpr int kCalls = kBatch, kIterationsPerRep = kIterations;
+  static constexpr const char* kName = "ncclAllReduce_4KiB_2GPUs", *kKind = "launch";
+  static void body() { nccl_all_reduce(); }
+  static void after() { sync_nccl(); }
 };
 
 // A registered call, for the sweeps: its name, its batch and how many calls that is.
@@ -279,18 +432,28 @@ struct Registered {
   int calls;
 };
 
+template <class Call>
+void add(std::vector<Registered>& all, const std::string& suffix) {
+  benchmark::RegisterBenchmark((std::string(Call::kName) + suffix).c_str(), batched<Call>)
+      ->UseManualTime()
+      ->Iterations(Call::kIterationsPerRep)
+      ->Unit(benchmark::kNanosecond);
+  all.push_back({Call::kName, &timed_batch<Call>, Call::kCalls});
+}
+
+// Registered where it can run; otherwise its reason goes where the harness reads it.
+template <class Call>
+void add_unless(const std::string& skipped, std::vector<Registered>& all, const std::string& suffix) {
+  if (skipped.empty())
+    add<Call>(all, suffix);
+  else
+    benchmark::AddCustomContext(std::string("skipped:") + Call::kName, skipped);
+}
+
 template <class... Calls>
 std::vector<Registered> register_all(const std::string& suffix) {
   std::vector<Registered> all;
-  (
-      [&] {
-        benchmark::RegisterBenchmark((std::string(Calls::kName) + suffix).c_str(), batched<Calls>)
-            ->UseManualTime()
-            ->Iterations(Calls::kIterationsPerRep)
-            ->Unit(benchmark::kNanosecond);
-        all.push_back({Calls::kName, &timed_batch<Calls>, Calls::kCalls});
-      }(),
-      ...);
+  (add<Calls>(all, suffix), ...);
   return all;
 }
 
@@ -330,6 +493,7 @@ int main(int argc, char** argv) {
   const char* method = std::getenv("CUDATRACE_METHOD");
   g_pause = reinterpret_cast<PauseFn>(dlsym(RTLD_DEFAULT, CUDATRACE_PAUSE_SYMBOL));
   setup();
+  setup_two_gpus();
   if (const char* injected = std::getenv("CUDA_INJECTION64_PATH"); !g_pause && injected && *injected)
     if (void* library = dlopen(injected, RTLD_NOW | RTLD_NOLOAD))
       g_pause = reinterpret_cast<PauseFn>(dlsym(library, CUDATRACE_PAUSE_SYMBOL));
@@ -346,13 +510,18 @@ int main(int argc, char** argv) {
     g_pause_from_outside = false;  // no sweeps either: every benchmark times live batches
   }
   if (g_pause) pause_or_exit(0);
-  const auto calls = register_all<LaunchChevrons, LaunchRuntime, LaunchDriver, CopyAsync, MallocFree, EventRecord,
-                                  StreamSyncIdle, VecaddSync<kVecaddSmall>, VecaddSync<kVecaddLarge>, GetDevice>(
-      std::string("/") + CUDATRACE_CUDART + "/method:" + (method && *method ? method : "unknown"));
+  const std::string suffix = std::string("/") + CUDATRACE_CUDART + "/method:" + (method && *method ? method : "unknown");
+  auto calls = register_all<LaunchChevrons, LaunchRuntime, LaunchDriver, CopyAsync, MallocFree, EventRecord,
+                            StreamSyncIdle, VecaddSync<kVecaddSmall>, VecaddSync<kVecaddLarge>, GetDevice>(suffix);
+  add_unless<PeerCopy>(g_peer_skipped, calls, suffix);
+  add_unless<NcclAllReduce>(g_nccl_skipped, calls, suffix);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
   if (g_pause && g_pause_from_outside) sweep(calls);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
+  // NCCL's proxy threads are stopped before the process exits, not left to race its teardown.
+  if (g_nccl_skipped.empty() && nccl::comm_destroy)
+    for (nccl::Comm c : nccl::comms) nccl::comm_destroy(c);
   return 0;
 }

@@ -1,19 +1,19 @@
 #!/usr/bin/env python3
-"""Do two `harness --bench` runs agree? The bar of issue 19: every per-call cost above
-100 ns agrees within 10%, or within the two runs' 95% intervals where those are narrower.
-The cost compared is the in-process A/B where the method pauses in process (the figure
-the report leads with), else the difference to `none` between processes. Two runs that
-both read "no measurable cost" (bench_stats: noise, shown as such) agree on it; one
-that reads it beside a measured cost does not. Whether a cost is "no measurable cost" is
-the harness's decision (harness/bench_stats.h), read from the file, never made here.
-
-Beside the verdict, for every cost that disagrees: whether the call itself, untraced,
-moved between the two runs (the median of none's processes and the method's paused
-halves, harness/bench.cpp), which is the machine moving rather than the tracer; and how
-many costs are at least consistent with their own intervals (the intervals overlap).
-    usage: ci/bench_agreement.py RUN_A/bench_summary.json RUN_B/bench_summary.json
-Exit status 0 when every compared cost agrees, 1 otherwise, 2 when not given two runs."""
+"""Do two `harness --bench` runs agree? The rule is the harness's own (harness/bench_stats.h,
+the same that `harness --bench --agree-with RUN_A` applies to the run it makes): a delta of
+run B agrees when it lies within run A's 95% interval of the same delta, or within
+max(10%, 100 ns) of A's value; the runs agree when at least 95% of the deltas they share
+do (every call, linkage and method; the difference to `none` between processes and the
+in-process A/B alike). This script only finds the rule's program (bench_agreement, built
+beside the harness) and shows its verdict, with every delta that fell outside and how far
+the untraced call moved there.
+    usage: ci/bench_agreement.py RUN_A RUN_B   (results folders or their bench_summary.json)
+The program is $CUDATRACE_BENCH_AGREEMENT, else libexec/cudatrace/bench_agreement under dist/,
+build-gpu/ or build/ beside this script's checkout.
+Exit status 0 when they agree, 1 when not, 2 when not given two readable runs."""
+import json
 import os
+import subprocess
 import sys
 
 # The analysis package: beside this script where installed (share/cudatrace/report/), in
@@ -26,45 +26,35 @@ for _p in (_here, os.path.join(_here, "..", "analysis")):
 import cudatrace_results as results  # noqa: E402
 
 
-def costs(path):
-    """(call, linkage, method) -> (kind, value, ci, noise, untraced), noise as the harness wrote it."""
-    try:
-        bench = results.load_result(path)
-    except results.SchemaError as e:
-        sys.exit(f"bench_agreement: {e}")
-    return {k: tuple(c) for k, c in results.bench.costs(bench).items()}
+def summary_path(arg):
+    return os.path.join(arg, "bench_summary.json") if os.path.isdir(arg) else arg
+
+
+def rule_program():
+    named = os.environ.get("CUDATRACE_BENCH_AGREEMENT")
+    if named:
+        return named
+    for tree in ("dist", "build-gpu", "build"):
+        candidate = os.path.join(_here, "..", tree, "libexec", "cudatrace", "bench_agreement")
+        if os.access(candidate, os.X_OK):
+            return candidate
+    sys.exit("bench_agreement: no bench_agreement program (build the tree, or set CUDATRACE_BENCH_AGREEMENT)")
 
 
 if len(sys.argv) != 3 or sys.argv[1] in ("-h", "--help"):
     print(__doc__)
     sys.exit(0 if sys.argv[1:2] in (["-h"], ["--help"]) else 2)
-a, b = costs(sys.argv[1]), costs(sys.argv[2])
-bad = compared = overlapping = moved = 0
-print(f"{'call':28} {'cudart':7} {'method':13} {'kind':10} {'run A':>9} {'run B':>9} {'diff':>7}  verdict")
-for key in sorted(set(a) & set(b)):
-    kind, va, ia, noise_a, base_a = a[key]
-    _, vb, ib, noise_b, base_b = b[key]
-    if max(va, vb) <= 100:
-        continue
-    compared += 1
-    rel = abs(va - vb) / max(abs(va), abs(vb))
-    overlap = ia[0] <= ib[1] and ib[0] <= ia[1]
-    overlapping += overlap or (noise_a and noise_b)
-    narrow = max(ia[1] - ia[0], ib[1] - ib[0]) < 0.1 * max(abs(va), abs(vb))
-    # What the tables show must agree: "no measurable cost" beside a cost does not, however
-    # close the numbers behind them.
-    ok = (noise_a and noise_b) or (noise_a == noise_b and rel <= 0.10 and (overlap or not narrow))
-    bad += not ok
-    why = "  one run reads no measurable cost" if noise_a != noise_b else ""
-    if not ok and base_a and base_b:
-        base_rel = abs(base_a - base_b) / max(base_a, base_b)
-        if base_rel > 0.10:
-            moved += 1
-            why = f"  untraced call moved too: {base_a:.0f} -> {base_b:.0f} ns"
-    print(f"{key[0]:28} {key[1]:7} {key[2]:13} {kind:10} {va:+9.1f} {vb:+9.1f} {rel:6.1%}  "
-          f"{'ok' if ok else 'DISAGREE'}{why}")
-print(f"{compared - bad} of {compared} costs above 100 ns agree")
-print(f"{overlapping} of {compared} are consistent with their own 95% intervals (the two intervals overlap)")
-if bad:
-    print(f"{moved} of the {bad} that disagree: the call itself, untraced, moved by more than 10% between the runs")
-sys.exit(1 if bad else 0)
+paths = [summary_path(a) for a in sys.argv[1:]]
+try:
+    for p in paths:
+        results.load_result(p)  # a version this analysis cannot read is refused here, with what to do
+except (results.SchemaError, OSError, ValueError) as e:
+    print(f"bench_agreement: {e}")
+    sys.exit(2)
+run = subprocess.run([rule_program()] + paths, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+if run.returncode not in (0, 1):
+    print(f"bench_agreement: {run.stderr.strip() or 'the rule program failed'}")
+    sys.exit(2)
+for line in results.agreement_lines(json.loads(run.stdout)):
+    print(line)
+sys.exit(run.returncode)

@@ -11,6 +11,7 @@
 #include <ctime>
 #include <fstream>
 #include <map>
+#include <stdexcept>
 
 #include "harness/bench_stats.h"
 #include "harness/host.h"
@@ -69,7 +70,85 @@ json untraced_between_processes(const PerProcess& samples, const PerProcess& pau
   return out;
 }
 
+// The agreement, estimator and uprobe tables, on the console: the summary has every figure.
+void print_derived(const json& summary) {
+  const json& est = summary["estimators"];
+  if (!est["calls"].empty()) {
+    std::fprintf(stderr, "\ncupti against nsys and the empty subscriber (cupti-bare), difference to none between "
+                         "processes:\n%-28s %-7s %-7s %9s %9s %9s %7s %7s  %s\n",
+                 "call", "cudart", "kind", "cupti", "nsys", "bare", "/nsys", "/bare", "target");
+    for (const auto& e : est["calls"]) {
+      auto ns = [&](const char* k) {
+        char b[32] = "-";
+        if (e.contains(k)) std::snprintf(b, sizeof b, "%+.0f", e[k]["delta_ns"].get<double>());
+        return std::string(b);
+      };
+      auto ratio = [&](const char* k) {
+        char b[32] = "-";
+        if (e.contains(k) && e[k].is_number()) std::snprintf(b, sizeof b, "%.2fx", e[k].get<double>());
+        return std::string(b);
+      };
+      const json& t = e["target"];
+      char target[160];
+      std::snprintf(target, sizeof target, "<= %.1fx %s: %s", t["at_most"].get<double>(),
+                    t["against"].get<std::string>().c_str(),
+                    t["met"].is_null() ? "not judged" : t["met"].get<bool>() ? "met" : "MISSED");
+      std::fprintf(stderr, "%-28s %-7s %-7s %9s %9s %9s %7s %7s  %s\n", e["call"].get<std::string>().c_str(),
+                   e["linkage"].get<std::string>().c_str(),
+                   e["call_kind"].is_string() ? e["call_kind"].get<std::string>().c_str() : "?",
+                   ns("cupti").c_str(), ns("nsys").c_str(), ns("empty_subscriber").c_str(),
+                   ratio("cupti_over_nsys").c_str(), ratio("cupti_over_empty_subscriber").c_str(), target);
+    }
+    std::fprintf(stderr, "cupti's targets: %d met, %d missed, %d not judged\n", est["met"].get<int>(),
+                 est["missed"].get<int>(), est["not_judged"].get<int>());
+  }
+  const json& split = summary["uprobe_split"];
+  if (!split["calls"].empty()) {
+    std::fprintf(stderr, "\nuprobe's cost, entry and return probes (ns per call):\n%-28s %-7s %-10s %9s %9s %9s %9s\n",
+                 "call", "cudart", "kind", "entry", "return", "whole", "empty");
+    for (const auto& e : split["calls"]) {
+      auto ns = [&](const char* k) {
+        char b[32] = "-";
+        if (e.contains(k)) std::snprintf(b, sizeof b, "%+.0f", e[k]["ns"].get<double>());
+        return std::string(b);
+      };
+      std::fprintf(stderr, "%-28s %-7s %-10s %9s %9s %9s %9s\n", e["call"].get<std::string>().c_str(),
+                   e["linkage"].get<std::string>().c_str(), e["kind"].get<std::string>().c_str(), ns("entry").c_str(),
+                   ns("return").c_str(), ns("whole").c_str(), ns("empty").c_str());
+    }
+  }
+  if (summary.contains("agreement")) {
+    const json& a = summary["agreement"];
+    std::fprintf(stderr, "\nagreement with %s: %zu of %zu deltas within its 95%% interval or max(10%%, 100 ns) of it "
+                         "(%.1f%%, at least %.0f%% needed): %s\n",
+                 a["against"].get<std::string>().c_str(), a["within"].get<size_t>(), a["compared"].get<size_t>(),
+                 100 * a["fraction"].get<double>(), 100 * a["required"].get<double>(),
+                 a["pass"].get<bool>() ? "PASS" : "FAIL");
+    for (const auto& o : a["outside"])
+      std::fprintf(stderr, "  outside: %s %s %s %s: %+.1f ns, was %+.1f [%+.1f, %+.1f]\n",
+                   o["call"].get<std::string>().c_str(), o["linkage"].get<std::string>().c_str(),
+                   o["method"].get<std::string>().c_str(), o["kind"].get<std::string>().c_str(),
+                   o["second_ns"].get<double>(), o["first_ns"].get<double>(), o["first_ci95_ns"][0].get<double>(),
+                   o["first_ci95_ns"][1].get<double>());
+  }
+}
+
 }  // namespace
+
+json read_bench_summary(const fs::path& folder_or_file) {
+  const fs::path path = fs::is_directory(folder_or_file) ? folder_or_file / "bench_summary.json" : folder_or_file;
+  std::string why;
+  std::ifstream in = open_untrusted(path, &why);
+  if (!in) throw std::runtime_error(shown(path.string()) + ": " + (why.empty() ? "cannot be read" : why));
+  json s = json::parse(in, nullptr, false);
+  if (!s.is_object()) throw std::runtime_error(shown(path.string()) + ": not a JSON object");
+  // Files from before schema_version carry only v: 1, the same shape.
+  const json version = s.contains("schema_version") ? s["schema_version"] : s.value("v", json(nullptr));
+  if (version != 1 && version != kBenchSummaryVersion)
+    throw std::runtime_error(shown(path.string()) + ": schema_version " + version.dump() +
+                             " is not one this harness reads (1, " + std::to_string(kBenchSummaryVersion) + ")");
+  return s;
+}
 
 int run_bench(const Options& opts, const HostFacts& host, const std::vector<std::string>& command_line) {
   if (!host.gpu) {
@@ -77,6 +156,16 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
     return 3;
   }
   const int reps = opts.reps_given ? opts.reps : 5;
+  // The run to agree with is read before minutes are spent measuring.
+  json agree_with;
+  if (!opts.agree_with.empty()) {
+    try {
+      agree_with = read_bench_summary(opts.agree_with);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "harness: --agree-with: %s\n", e.what());
+      return 2;
+    }
+  }
   fs::path root;
   std::vector<fs::path> made_for_user;  // a fresh --out: the user's, like the run folder
   const std::string run_id = create_run_folder(opts.out, "-bench", root, &made_for_user);
@@ -103,6 +192,9 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> paused_samples;
   std::vector<std::pair<std::string, std::string>> plan;  // (linkage, method) that can run
   json process_seconds = json::array();  // where a bench's wall time goes, process by process
+  std::map<std::string, std::string> call_kinds;  // percall's label: launch, copy, other
+  // (call, why) -> the processes that could not make the call (percall's "skipped:<call>").
+  std::map<std::pair<std::string, std::string>, json> calls_skipped;
   for (const auto& linkage : opts.linkages)
     for (const auto& method : opts.methods) {
       const auto options = opts.method_options.find(method);
@@ -165,12 +257,18 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
       std::ifstream in = open_untrusted(bench_json);
       json out = json::parse(in);
       if (merged["context"].empty()) merged["context"] = out["context"];
+      if (out["context"].is_object())
+        for (const auto& [key, why] : out["context"].items())
+          if (key.rfind("skipped:", 0) == 0 && why.is_string())
+            calls_skipped[{key.substr(8), why.get<std::string>()}].push_back(linkage + "/" + method);
       for (auto b : out["benchmarks"]) {
         b["repetition_index"] = rep - 1;
         merged["benchmarks"].push_back(b);
         std::string call, l, m;
         if (b.value("run_type", "") == "iteration" && split_name(b.value("name", ""), call, l, m))
         {
+          if (b.contains("label") && b["label"].is_string() && !b["label"].get<std::string>().empty())
+            call_kinds[call] = b["label"].get<std::string>();
           samples[{call, l, m}].push_back(b.contains("median_ns") ? b["median_ns"].get<double>()
                                                                   : b.value("real_time", 0.0));
           if (b.contains("ab_delta_ns")) ab_samples[{call, l, m}].push_back(b["ab_delta_ns"].get<double>());
@@ -200,6 +298,7 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
     const auto& [call, linkage, method] = key;
     json row = {{"call", call}, {"linkage", linkage}, {"method", method}, {"reps", values.size()},
                 {"median_ns", median_of(values)}, {"values_ns", values}};
+    if (auto kind = call_kinds.find(call); kind != call_kinds.end()) row["call_kind"] = kind->second;
     auto base = samples.find({call, linkage, "none"});
     std::string delta = "", interval = "", ratio = "";
     if (base != samples.end() && method != "none") {
@@ -277,12 +376,22 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
                  median_of(values), delta.c_str(), interval.c_str(), ratio.c_str(), in_process.c_str());
     rows.push_back(row);
   }
-  // schema_version: schema/bench_summary.v1.schema.json, checked by the analysis package.
-  write_json(root / "bench_summary.json", {{"v", 1}, {"schema_version", 1}, {"run_id", run_id}, {"repetitions", reps}, {"rows", rows},
-                                            {"skipped", skipped}, {"failures", failures},
-                                            {"process_seconds", process_seconds},
-                                            {"untraced_between_processes", untraced},
-                                            {"finished", utc_now("%Y-%m-%dT%H:%M:%SZ")}});
+  json skipped_calls = json::array();
+  for (const auto& [call_why, where] : calls_skipped) {
+    skipped_calls.push_back({{"call", call_why.first}, {"reason", call_why.second}, {"processes", where}});
+    std::fprintf(stderr, "harness: bench call %s not measured: %s\n", call_why.first.c_str(), call_why.second.c_str());
+  }
+  // schema_version: schema/bench_summary.v2.schema.json, checked by the analysis package.
+  json summary = {{"v", 1}, {"schema_version", kBenchSummaryVersion}, {"run_id", run_id}, {"repetitions", reps}, {"rows", rows},
+                  {"skipped", skipped}, {"failures", failures}, {"calls_skipped", skipped_calls},
+                  {"process_seconds", process_seconds},
+                  {"untraced_between_processes", untraced},
+                  {"estimators", estimator_comparison(rows)},
+                  {"uprobe_split", uprobe_split(rows)}};
+  if (!agree_with.is_null()) summary["agreement"] = bench_agreement(agree_with, summary);
+  summary["finished"] = utc_now("%Y-%m-%dT%H:%M:%SZ");
+  print_derived(summary);
+  write_json(root / "bench_summary.json", summary);
   if (!opts.no_report) write_report(host.prefix, root);
   if (auto who = invoking_user()) {
     chown_tree(root, who->uid, who->gid);

@@ -77,3 +77,233 @@ std::map<std::pair<std::string, std::string>, Spread> untraced_spread(const PerP
 }
 
 }  // namespace cudatrace
+
+namespace cudatrace {
+
+namespace {
+
+using json = nlohmann::json;
+using RowKey = std::tuple<std::string, std::string, std::string>;  // call, linkage, method
+
+std::map<RowKey, const json*> index_rows(const json& rows) {
+  std::map<RowKey, const json*> out;
+  if (!rows.is_array()) return out;
+  for (const auto& r : rows)
+    if (r.is_object() && r.contains("call") && r.contains("linkage") && r.contains("method"))
+      out[{r["call"].get<std::string>(), r["linkage"].get<std::string>(), r["method"].get<std::string>()}] = &r;
+  return out;
+}
+
+const json* row_of(const std::map<RowKey, const json*>& rows, const RowKey& key) {
+  auto it = rows.find(key);
+  return it == rows.end() ? nullptr : it->second;
+}
+
+bool has_number(const json* row, const char* key) { return row && row->contains(key) && (*row)[key].is_number(); }
+
+std::vector<double> numbers(const json* row, const char* key) {
+  std::vector<double> out;
+  if (!row || !row->contains(key) || !(*row)[key].is_array()) return out;
+  for (const auto& v : (*row)[key])
+    if (v.is_number()) out.push_back(v.get<double>());
+  return out;
+}
+
+// [lo, hi] of a row's interval; the value itself, zero wide, where the row has none.
+std::pair<double, double> interval_of(const json& row, const char* key, double value) {
+  if (row.contains(key) && row[key].is_array() && row[key].size() == 2 && row[key][0].is_number() &&
+      row[key][1].is_number())
+    return {row[key][0].get<double>(), row[key][1].get<double>()};
+  return {value, value};
+}
+
+json figure(const Difference& d) { return {{"ns", d.delta}, {"ci95_ns", {d.lo, d.hi}}}; }
+
+// A row's difference to `none` between processes, as the harness wrote it.
+json between_of(const json& row) {
+  const double v = row["delta_ns"].get<double>();
+  const auto [lo, hi] = interval_of(row, "delta_ci95_ns", v);
+  json j = {{"delta_ns", v}, {"ci95_ns", {lo, hi}}};
+  if (row.value("no_measurable_cost", false)) j["no_measurable_cost"] = true;
+  return j;
+}
+
+}  // namespace
+
+bool delta_agrees(double first, double first_lo, double first_hi, double second) {
+  if (second >= first_lo && second <= first_hi) return true;
+  return std::abs(second - first) <= std::max(kAgreementRelative * std::abs(first), kAgreementAbsoluteNs);
+}
+
+json bench_agreement(const json& first_summary, const json& second_summary) {
+  // Pointers into the summaries themselves, never into a copy.
+  static const json kNoRows = json::array();
+  const auto rows_of = [](const json& summary) -> const json& {
+    return summary.contains("rows") ? summary["rows"] : kNoRows;
+  };
+  const auto first = index_rows(rows_of(first_summary));
+  const auto second = index_rows(rows_of(second_summary));
+  struct Kind {
+    const char *name, *value, *ci;
+  };
+  static const Kind kKinds[] = {{"between", "delta_ns", "delta_ci95_ns"},
+                                {"in-process", "in_process_delta_ns", "in_process_delta_ci95_ns"}};
+  auto untraced = [](const std::map<RowKey, const json*>& rows, const RowKey& key) -> json {
+    const json* none = row_of(rows, {std::get<0>(key), std::get<1>(key), "none"});
+    return has_number(none, "median_ns") ? (*none)["median_ns"] : json(nullptr);
+  };
+  size_t compared = 0, within = 0, not_compared = 0;
+  json outside = json::array();
+  for (const auto& [key, b] : second)
+    for (const Kind& k : kKinds) {
+      if (!has_number(b, k.value)) continue;
+      const json* a = row_of(first, key);
+      if (!has_number(a, k.value)) {
+        ++not_compared;
+        continue;
+      }
+      const double v1 = (*a)[k.value].get<double>(), v2 = (*b)[k.value].get<double>();
+      const auto [lo, hi] = interval_of(*a, k.ci, v1);
+      ++compared;
+      if (delta_agrees(v1, lo, hi, v2)) {
+        ++within;
+        continue;
+      }
+      outside.push_back({{"call", std::get<0>(key)}, {"linkage", std::get<1>(key)}, {"method", std::get<2>(key)},
+                         {"kind", k.name}, {"first_ns", v1}, {"first_ci95_ns", {lo, hi}}, {"second_ns", v2},
+                         {"difference_ns", v2 - v1},
+                         {"untraced_ns", {untraced(first, key), untraced(second, key)}}});
+    }
+  for (const auto& [key, a] : first)
+    for (const Kind& k : kKinds)
+      if (has_number(a, k.value) && !has_number(row_of(second, key), k.value)) ++not_compared;
+  const double fraction = compared ? double(within) / double(compared) : 0.0;
+  json out = {{"against", first_summary.value("run_id", "")},
+              {"rule", "a delta of this run agrees when it lies within the other run's 95% interval of the same "
+                       "delta, or within max(10%, 100 ns) of its value; the runs agree when at least 95% of the "
+                       "deltas they share do (between processes and in process, every call, linkage and method)"},
+              {"compared", compared},
+              {"within", within},
+              {"fraction", fraction},
+              {"required", kAgreementShare},
+              {"pass", compared > 0 && double(within) >= kAgreementShare * double(compared) - 1e-9},
+              {"outside", outside},
+              {"not_compared", not_compared}};
+  if (!compared) out["why"] = "the two runs share no delta (no call, linkage and method measured in both)";
+  return out;
+}
+
+json estimator_comparison(const json& rows) {
+  const auto by_key = index_rows(rows);
+  json calls = json::array();
+  int met = 0, missed = 0, not_judged = 0;
+  for (const auto& [key, cupti] : by_key) {
+    const auto& [call, linkage, method] = key;
+    if (method != "cupti" || !has_number(cupti, "delta_ns")) continue;
+    const std::string kind = cupti->value("call_kind", "");
+    const double cost = (*cupti)["delta_ns"].get<double>();
+    json e = {{"call", call}, {"linkage", linkage}, {"call_kind", kind.empty() ? json(nullptr) : json(kind)},
+              {"cupti", between_of(*cupti)}};
+    if (has_number(cupti, "in_process_delta_ns")) {
+      const double ab = (*cupti)["in_process_delta_ns"].get<double>();
+      const auto [lo, hi] = interval_of(*cupti, "in_process_delta_ci95_ns", ab);
+      e["cupti_in_process"] = {{"delta_ns", ab}, {"ci95_ns", {lo, hi}}};
+    }
+    struct Reference {
+      const char *method, *field, *ratio;
+    };
+    for (const Reference& r : {Reference{"nsys", "nsys", "cupti_over_nsys"},
+                               Reference{"cupti-bare", "empty_subscriber", "cupti_over_empty_subscriber"}}) {
+      const json* ref = row_of(by_key, {call, linkage, r.method});
+      if (!has_number(ref, "delta_ns")) continue;
+      e[r.field] = between_of(*ref);
+      const double d = (*ref)["delta_ns"].get<double>();
+      e[r.ratio] = d > 0 ? json(cost / d) : json(nullptr);
+    }
+    const bool launch_or_copy = kind == "launch" || kind == "copy";
+    const std::string against = launch_or_copy ? "nsys" : "cupti-bare";
+    const double at_most = launch_or_copy ? kCuptiOverNsysTarget : kCuptiOverEmptyTarget;
+    json target = {{"against", against}, {"at_most", at_most}, {"met", nullptr}};
+    const json* ref = row_of(by_key, {call, linkage, against});
+    if (kind.empty())
+      target["why_not_judged"] = "the call's kind is not in this summary (written before percall labelled its calls)";
+    else if (!has_number(ref, "delta_ns"))
+      target["why_not_judged"] = against + " has no difference to none for this call (it did not run, or failed)";
+    else if ((*ref)["delta_ns"].get<double>() <= 0)
+      target["why_not_judged"] = against + "'s difference to none is not above zero: no ratio to hold cupti to";
+    else
+      target["met"] = cost <= at_most * (*ref)["delta_ns"].get<double>();
+    if (target["met"].is_null())
+      ++not_judged;
+    else if (target["met"].get<bool>())
+      ++met;
+    else
+      ++missed;
+    e["target"] = target;
+    calls.push_back(e);
+  }
+  json out = {{"estimator", "the difference of medians to none between processes, in the same run, for cupti, nsys "
+                            "and the empty subscriber alike"},
+              {"cupti_in_process", "beside it: cupti paused and live in one process, what its callbacks and activity "
+                                   "add over a subscribed, idle CUPTI (not the same quantity)"},
+              {"empty_subscriber", "cupti-bare"},
+              {"targets", {{{"calls", "launch, copy"}, {"against", "nsys"}, {"at_most", kCuptiOverNsysTarget}},
+                           {{"calls", "other"}, {"against", "cupti-bare"}, {"at_most", kCuptiOverEmptyTarget}}}},
+              {"calls", calls},
+              {"met", met},
+              {"missed", missed},
+              {"not_judged", not_judged}};
+  if (calls.empty()) out["why"] = "cupti has no difference to none in this benchmark (it did not run, or failed)";
+  return out;
+}
+
+json uprobe_split(const json& rows) {
+  const auto by_key = index_rows(rows);
+  json calls = json::array();
+  for (const auto& [key, whole] : by_key) {
+    const auto& [call, linkage, method] = key;
+    if (method != "uprobe") continue;
+    const json* enter = row_of(by_key, {call, linkage, "uprobe-enter"});
+    const json* empty = row_of(by_key, {call, linkage, "uprobe-empty"});
+    const json* none = row_of(by_key, {call, linkage, "none"});
+    if (!enter) continue;
+    json e = {{"call", call}, {"linkage", linkage}};
+    const auto ab_whole = numbers(whole, "in_process_values_ns"), ab_enter = numbers(enter, "in_process_values_ns");
+    if (!ab_whole.empty() && !ab_enter.empty()) {
+      // Each figure from its own processes' A/B; the return side as a difference of the two
+      // methods' medians, its interval from resampling both.
+      e["kind"] = "in-process";
+      e["whole"] = figure(median_interval(ab_whole));
+      e["entry"] = figure(median_interval(ab_enter));
+      e["return"] = figure(median_difference(ab_enter, ab_whole));
+      if (const auto ab_empty = numbers(empty, "in_process_values_ns"); !ab_empty.empty())
+        e["empty"] = figure(median_interval(ab_empty));
+    } else {
+      const auto base = numbers(none, "values_ns"), v_whole = numbers(whole, "values_ns"),
+                 v_enter = numbers(enter, "values_ns");
+      if (base.empty() || v_whole.empty() || v_enter.empty()) continue;
+      e["kind"] = "between";
+      e["whole"] = figure(median_difference(base, v_whole));
+      e["entry"] = figure(median_difference(base, v_enter));
+      e["return"] = figure(median_difference(v_enter, v_whole));
+      if (const auto v_empty = numbers(empty, "values_ns"); !v_empty.empty())
+        e["empty"] = figure(median_difference(base, v_empty));
+    }
+    json caveats = json::array();
+    for (const json* r : {whole, enter, empty})
+      if (r && r->contains("loss_during_runs")) caveats.push_back((*r)["method"].get<std::string>() + " measured under loss");
+    if (!caveats.empty()) e["caveats"] = caveats;
+    calls.push_back(e);
+  }
+  json out = {{"how", "entry = uprobe-enter's cost (entry probes that record each call); return = uprobe's cost - "
+                      "uprobe-enter's (what adding the return probes adds: the return trap, and pairing entry with "
+                      "exit, the record then written at exit instead of at entry); empty = uprobe-empty's (both "
+                      "probes, programs that return at once: the traps alone). In process (each method paused and "
+                      "live in one process) where uprobe and uprobe-enter both paused, else the difference to none "
+                      "between processes; intervals by resampling the processes"},
+              {"calls", calls}};
+  if (calls.empty()) out["why"] = "needs uprobe and uprobe-enter in one benchmark";
+  return out;
+}
+
+}  // namespace cudatrace

@@ -7,6 +7,8 @@
 #include <tuple>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace cudatrace {
 
 double median_of(std::vector<double> v);
@@ -46,5 +48,34 @@ struct Spread {
 // linkage): `none`'s per-process times (from `live`) pooled with every pausing method's
 // paused halves (`paused`). A call seen in fewer than two processes has no spread.
 std::map<std::pair<std::string, std::string>, Spread> untraced_spread(const PerProcess& live, const PerProcess& paused);
+
+// What the harness derives from a benchmark's rows (bench_summary.json, each row with its
+// per-process values_ns and, where the method paused, in_process_values_ns), decided here
+// once and written into the summary; readers show it as written.
+
+// Two back-to-back runs agree when at least kAgreementShare of the second run's deltas
+// (every row's difference to `none` between processes and, where it has one, its
+// in-process A/B) lie within the first run's 95% interval of the same delta, or within
+// max(10%, 100 ns) of the first run's value. A noisy first run is not rewarded: its wide
+// interval admits more, but only around where it read.
+inline constexpr double kAgreementShare = 0.95, kAgreementRelative = 0.10, kAgreementAbsoluteNs = 100;
+bool delta_agrees(double first, double first_lo, double first_hi, double second);
+// -> {"against", "rule", "compared", "within", "fraction", "required", "pass",
+//     "outside": [each delta outside, with how far the untraced call moved], "not_compared"}
+nlohmann::json bench_agreement(const nlohmann::json& first_summary, const nlohmann::json& second_summary);
+
+// cupti against Nsight Systems and against an empty CUPTI subscriber (cupti-bare), all as
+// the difference of medians to `none` between processes in the same run (nsys cannot be
+// paused in process, so this is the one estimator the three share); cupti's in-process
+// A/B beside it, labelled. Targets by the call's kind (percall's label): cupti at most
+// 0.7x nsys on launches and copies, at most 1.2x cupti-bare on every other call.
+inline constexpr double kCuptiOverNsysTarget = 0.7, kCuptiOverEmptyTarget = 1.2;
+nlohmann::json estimator_comparison(const nlohmann::json& rows);
+
+// uprobe's per-call cost split into its entry and return probes: entry = uprobe-enter's
+// cost, return = uprobe's cost - uprobe-enter's, uprobe-empty's (both probes, programs
+// that return at once) beside them; in process where all of them paused, else between
+// processes; each with a bootstrap 95% interval.
+nlohmann::json uprobe_split(const nlohmann::json& rows);
 
 }  // namespace cudatrace

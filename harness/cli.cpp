@@ -99,7 +99,7 @@ Options parse_cli(const std::vector<std::string>& args, const std::vector<std::s
     static const std::vector<std::string> with_value{"--workload", "--method",       "--linkage",     "--reps",
                                                      "--out",      "--timeout",      "--set",         "--export-trace",
                                                      "--export-otlp", "--otlp-endpoint", "-o",
-                                                     "--run-id-file"};
+                                                     "--run-id-file", "--agree-with"};
     if (std::find(with_value.begin(), with_value.end(), flag) == with_value.end())
       throw UsageError("unknown option '" + a + "'");
     if (!inline_value) {
@@ -129,6 +129,9 @@ Options parse_cli(const std::vector<std::string>& args, const std::vector<std::s
     } else if (flag == "--export-otlp") {
       if (value.empty()) throw UsageError("--export-otlp needs a results folder (results/<run-id>) or one of its runs");
       o.export_otlp = value;
+    } else if (flag == "--agree-with") {
+      if (value.empty()) throw UsageError("--agree-with needs an earlier bench run's folder (results/<run-id>)");
+      o.agree_with = value;
     } else if (flag == "--run-id-file") {
       if (value.empty()) throw UsageError("--run-id-file needs a file name");
       o.run_id_file = value;
@@ -166,6 +169,7 @@ Options parse_cli(const std::vector<std::string>& args, const std::vector<std::s
     throw UsageError("-o names the file of --export-otlp, which was not given");
   if (o.bench && !o.otlp_endpoint.empty())
     throw UsageError("--otlp-endpoint sends a run's events: --bench keeps none (send a workload or command run)");
+  if (!o.agree_with.empty() && !o.bench) throw UsageError("--agree-with goes with --bench");
   if (o.bench && (!o.command.empty() || workload_given))
     throw UsageError("--bench runs the per-call benchmark: it takes no --workload and no command");
   if (!o.command.empty() && (workload_given || linkage_given))
@@ -210,10 +214,17 @@ options:
   --bench                      per-call overhead instead of the workloads: single CUDA calls
                                (empty launch three ways, 4-byte async copy, 1 MiB malloc+free,
                                event record, idle stream sync, cudaGetDevice, and vecadd launch
-                               + sync at 2^16 and 2^19 elements) timed under each method;
+                               + sync at 2^16 and 2^19 elements; with two GPUs, a peer copy and
+                               an NCCL all-reduce, NCCL loaded at run time from
+                               CUDATRACE_NCCL_LIB or libnccl.so.2) timed under each method;
                                --reps is the benchmark's repetitions (default 5).
                                Writes bench.json (Google Benchmark; compare.py works on it) and
                                bench_summary.json (median, delta to none with 95% interval)
+  --agree-with RUN_FOLDER      with --bench: check this run against an earlier one (two runs
+                               agree when >= 95% of this run's deltas lie in the earlier run's
+                               95% interval or within max(10%, 100 ns) of its value); the
+                               outcome goes into bench_summary.json and the report, not the
+                               exit status
   --export-trace RUN_FOLDER    write RUN_FOLDER/trace.json (Chrome/Perfetto: open it in
                                ui.perfetto.dev) from that run's events and ledger, then stop
   --export-otlp DIR [-o FILE]  write the events of every run in DIR (results/<run-id>, or one of

@@ -20,6 +20,7 @@ struct Options {
   int reps = 1;
   bool reps_given = false;
   bool bench = false;  // run the per-call benchmark instead of the workloads
+  std::filesystem::path agree_with;  // --bench --agree-with: an earlier bench run this one is checked against
   bool baseline = true;  // a command runs untraced too, and every traced run's exit is checked against it
   std::filesystem::path export_trace;  // a run folder to write as trace.json, then stop
   std::filesystem::path export_otlp;   // a results or run folder to write as OTLP JSON lines, then stop

@@ -155,6 +155,122 @@ def untraced_section(benches):
                     rows, "untraced-spread"))
 
 
+def bench_agreement_section(benches):
+    """4a: a bench run made with --agree-with, against the earlier run it names: the
+    harness's verdict, the share, and every delta that fell outside."""
+    out = []
+    for b in benches:
+        a = results.agreement(b)
+        if not a:
+            continue
+        verdict = '<b class="good">PASS</b>' if a["pass"] else '<b class="bad">FAIL</b>'
+        why = f' ({esc(a["why"])})' if a.get("why") else ""
+        one_run = f' {a["not_compared"]} delta(s) measured in one run only.' if a.get("not_compared") else ""
+        out.append(f'<p id="bench-agreement">Run {esc(b.get("run_id", ""))} against {esc(a["against"])}: {verdict}, '
+                   f'{a["within"]} of {a["compared"]} deltas agree ({100 * a["fraction"]:.1f}%, at least '
+                   f'{100 * a["required"]:.0f}% needed){why}.{one_run} Rule: {esc(a.get("rule", ""))}.</p>')
+        rows = []
+        for o in a.get("outside", []):
+            untraced = o.get("untraced_ns") or [None, None]
+            moved = "—" if None in untraced else f"{untraced[0]:.0f} → {untraced[1]:.0f}"
+            lo, hi = o["first_ci95_ns"]
+            rows.append([esc(o["call"]), esc(o["linkage"]), esc(o["method"]), esc(o["kind"]),
+                         f'{o["first_ns"]:+.1f} [{lo:+.1f}, {hi:+.1f}]', f'{o["second_ns"]:+.1f}',
+                         f'{o["difference_ns"]:+.1f}', moved])
+        out.append(table(["call", "cudart", "method", "delta", "earlier run ns [95%]", "this run ns", "difference ns",
+                          "untraced call ns (earlier → this)"], rows, "bench-agreement-outside",
+                         empty="Every delta the two runs share agreed."))
+    if not out:
+        return ""
+    return "<h3>Do two back-to-back benchmark runs agree?</h3>" + "\n".join(out)
+
+
+def bench_estimator_section(benches):
+    """4b: cupti against Nsight Systems and an empty CUPTI subscriber, one estimator for all
+    three (the difference of medians to none between processes, same run), each its own row
+    under the call; cupti's in-process A/B on a row of its own, labelled as the other
+    quantity it is."""
+    def delta(block):
+        if not block:
+            return "—"
+        lo, hi = block["ci95_ns"]
+        text = f'{block["delta_ns"]:+.0f} [{lo:+.0f}, {hi:+.0f}]'
+        return text + " (no measurable cost)" if block.get("no_measurable_cost") else text
+
+    def ratio(x):
+        return f"{x:.2f}×" if isinstance(x, (int, float)) else "—"
+
+    rows, notes = [], []
+    for b in benches:
+        est = results.estimators(b)
+        if not est.get("calls"):
+            continue
+        run = esc(b.get("run_id", ""))
+        notes.append(f'{run}: {est["met"]} met, {est["missed"]} missed, {est["not_judged"]} not judged')
+        for e in est["calls"]:
+            t = e["target"]
+            cls = "empty" if t["met"] is None else "good" if t["met"] else "bad"
+            where = [esc(e["call"]), esc(e["linkage"]), esc(e.get("call_kind") or "?")]
+            rows.append(where + ["<b>cupti</b>", delta(e["cupti"]), "",
+                                 f'<b class="{cls}">{esc(results.target_text(t))}</b>', run])
+            for key, name, r, against in (("nsys", "nsys", "cupti_over_nsys", "nsys"),
+                                          ("empty_subscriber", "empty CUPTI subscriber (cupti-bare)",
+                                           "cupti_over_empty_subscriber", "cupti-bare")):
+                bar = "the bar for this call" if t["against"] == against else ""
+                rows.append(where + [esc(name), delta(e.get(key)), ratio(e.get(r)), bar, run])
+            if e.get("cupti_in_process"):
+                rows.append(where + ["<i>cupti, in process: paused against live (another quantity)</i>",
+                                     delta(e["cupti_in_process"]), "", "", run])
+    if not rows:
+        return ""
+    return ("<h3>cupti against Nsight Systems and an empty CUPTI subscriber</h3>"
+            "<p>One estimator for the three: each method's difference of medians to <code>none</code> between "
+            "processes, in the same run (Nsight Systems cannot be paused in process). The empty subscriber "
+            "(<code>cupti-bare</code>, both callback domains, an empty callback) is the floor any CUPTI-based "
+            "tool pays. Targets: cupti at most 0.7× nsys on launches and copies, at most 1.2× the empty "
+            "subscriber on every other call. The row in italics is another quantity, labelled: cupti paused and "
+            "live in one process, what its callbacks and activity add over a subscribed, idle CUPTI.</p>"
+            f'<p>{"; ".join(notes)}.</p>'
+            + table(["call", "cudart", "kind", "who", "Δ vs none ns [95%]", "cupti ÷ this", "target", "bench run"],
+                    rows, "cupti-estimators"))
+
+
+def bench_uprobe_split_section(benches):
+    """4c: uprobe's per-call cost split into its entry and return probes, as the harness
+    derived it, with how."""
+    rows, how = [], ""
+    for b in benches:
+        split = results.uprobe_split(b)
+        how = how or split.get("how", "")
+        for e in split.get("calls", []):
+            def fig(f):
+                return "—" if not f else f'{f["ns"]:+.0f} [{f["ci95_ns"][0]:+.0f}, {f["ci95_ns"][1]:+.0f}]'
+            caveats = "".join(f'<br><b class="bad">{esc(c)}</b>' for c in e.get("caveats", []))
+            rows.append([esc(e["call"]), esc(e["linkage"]), esc(e["kind"]), fig(e["entry"]), fig(e["return"]),
+                         fig(e["whole"]) + caveats, fig(e.get("empty")), esc(b.get("run_id", ""))])
+    if not rows:
+        return ""
+    return ("<h3>uprobe's cost: entry probe and return probe</h3>"
+            f"<p>How: {esc(how)}.</p>"
+            + table(["call", "cudart", "measured", "entry ns [95%]", "return ns [95%]", "uprobe (both) ns [95%]",
+                     "uprobe-empty (traps alone) ns [95%]", "bench run"], rows, "uprobe-split"))
+
+
+def bench_skipped_calls_section(benches):
+    """Calls the benchmark could not make (the two-GPU calls on one GPU, NCCL absent), with why."""
+    items = []
+    for b in benches:
+        for c in results.calls_skipped(b):
+            items.append(f'<li><b>{esc(c["call"])}</b>: {esc(c["reason"])} ({len(c["processes"])} processes, '
+                         f'{esc(b.get("run_id", ""))})</li>')
+    return f'<p>Calls not measured:</p><ul id="bench-calls-skipped">{"".join(items)}</ul>' if items else ""
+
+
+def bench_derived_sections(benches):
+    return (bench_agreement_section(benches) + bench_estimator_section(benches)
+            + bench_uprobe_split_section(benches) + bench_skipped_calls_section(benches))
+
+
 def completeness_section(combos):
     cells = {}
     for c in combos:
@@ -384,6 +500,7 @@ summary{{cursor:pointer}}</style></head><body>
 <p>Runs: {esc(", ".join(ids))}. {failed} failed run(s).</p>
 <h2>Per-call overhead</h2>{chart}{per_call}
 {untraced_section(benches)}
+{bench_derived_sections(benches)}
 <h2>Completeness</h2>{completeness_section(combos)}{unobserved_table(combos)}{fidelity_table(combos)}
 <h2>What each method saw of the command</h2>{command_section(summaries)}
 <h2>Loss</h2><p>Every counter a tracer reports about events it could not keep; 0 is the only good value.</p>{loss_table(combos)}

@@ -7,12 +7,14 @@ does not know is refused, never guessed at.
 """
 from .load import (SUPPORTED_VERSIONS, SchemaError, Run, load_json, load_result, load_run, load_runs,
                    schema_version)
-from .bench import Cost, cost_of, between_is_noise, in_process_is_noise, rows_by_key
+from .bench import (Cost, cost_of, between_is_noise, in_process_is_noise, rows_by_key, agreement, estimators,
+                    uprobe_split, calls_skipped, agreement_lines, target_text)
 from .reasons import short_reason, reason_lines, grouped_reasons
 from .percall import load_percall_folder
 
 __all__ = [
     "SUPPORTED_VERSIONS", "SchemaError", "Run", "load_json", "load_result", "load_run", "load_runs", "schema_version",
-    "Cost", "cost_of", "between_is_noise", "in_process_is_noise", "rows_by_key",
+    "Cost", "cost_of", "between_is_noise", "in_process_is_noise", "rows_by_key", "agreement", "estimators",
+    "uprobe_split", "calls_skipped", "agreement_lines", "target_text",
     "short_reason", "reason_lines", "grouped_reasons", "load_percall_folder",
 ]

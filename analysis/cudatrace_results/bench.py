@@ -2,7 +2,9 @@
 
 Whether a difference is "no measurable cost" is harness/bench_stats.h's decision, written
 into each row as `no_measurable_cost` / `in_process_no_measurable_cost` (absent: a cost).
-Nothing here decides it again.
+So are, since version 2, whether two runs agree (`agreement`), cupti against nsys and the
+empty subscriber (`estimators`) and uprobe's entry and return probes (`uprobe_split`).
+Nothing here decides them again: these functions read and word them.
 """
 import statistics
 from collections import namedtuple
@@ -49,3 +51,52 @@ def costs(bench):
         if c is not None:
             out[r["call"], r["linkage"], r["method"]] = c
     return out
+
+
+def agreement(bench):
+    """The harness's verdict on this run against an earlier one (--agree-with), or None."""
+    return bench.get("agreement")
+
+
+def estimators(bench):
+    """cupti against nsys and cupti-bare, per call (version 2); {} before that."""
+    return bench.get("estimators") or {}
+
+
+def uprobe_split(bench):
+    """uprobe's cost split into entry and return probes (version 2); {} before that."""
+    return bench.get("uprobe_split") or {}
+
+
+def calls_skipped(bench):
+    """Calls the benchmark could not make, each with its reason and the processes that could not."""
+    return bench.get("calls_skipped", [])
+
+
+def agreement_lines(a):
+    """The agreement as lines of text: the verdict, then every delta that fell outside."""
+    verdict = "PASS" if a["pass"] else "FAIL"
+    lines = [f"agreement with {a['against']}: {a['within']} of {a['compared']} deltas within its 95% interval or "
+             f"max(10%, 100 ns) of its value ({100 * a['fraction']:.1f}%, at least {100 * a['required']:.0f}% "
+             f"needed): {verdict}"]
+    if a.get("why"):
+        lines.append(f"  {a['why']}")
+    for o in a.get("outside", []):
+        untraced = o.get("untraced_ns") or [None, None]
+        moved = ""
+        if None not in untraced and min(untraced) > 0:
+            moved = f"  (untraced call {untraced[0]:.0f} -> {untraced[1]:.0f} ns)"
+        lo, hi = o["first_ci95_ns"]
+        lines.append(f"  outside: {o['call']} {o['linkage']} {o['method']} {o['kind']}: {o['second_ns']:+.1f} ns, "
+                     f"was {o['first_ns']:+.1f} [{lo:+.1f}, {hi:+.1f}]{moved}")
+    if a.get("not_compared"):
+        lines.append(f"  {a['not_compared']} delta(s) in one run only, not compared")
+    return lines
+
+
+def target_text(target):
+    """The bar (e.g. '<= 0.7x nsys') and 'met', 'MISSED' or 'not judged: why'."""
+    bar = f"<= {target['at_most']:g}x {target['against']}"
+    if target["met"] is None:
+        return f"{bar}: not judged: {target.get('why_not_judged', '')}"
+    return f"{bar}: {'met' if target['met'] else 'MISSED'}"

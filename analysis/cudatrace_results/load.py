@@ -2,11 +2,12 @@
 import json
 import os
 
-# What this package knows how to read, by file name. The harness writes `schema_version`
-# (schema/summary.v1.schema.json, schema/bench_summary.v1.schema.json); files written
-# before that field existed carry only the record version `v`, which was 1 for both, and
-# have the same shape: they read as version 1.
-SUPPORTED_VERSIONS = {"summary.json": (1,), "bench_summary.json": (1,)}
+# What this package knows how to read, by file name, oldest first. The harness writes
+# `schema_version` (schema/summary.v1.schema.json, schema/bench_summary.v<N>.schema.json);
+# files written before that field existed carry only the record version `v`, which was 1
+# for both, and have the same shape: they read as version 1. bench_summary.json version 2
+# adds to version 1 (call kinds, skipped calls, estimators, uprobe split, agreement).
+SUPPORTED_VERSIONS = {"summary.json": (1,), "bench_summary.json": (1, 2)}
 
 
 class SchemaError(ValueError):

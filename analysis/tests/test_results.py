@@ -86,7 +86,8 @@ class TheHarnessDecides(unittest.TestCase):
                               f"{script} re-derives 'no measurable cost'")
 
 
-READERS = ["reports/generate_report.py", "docs/make_results_doc.py", "ci/bench_agreement.py", "ci/percall_table.py"]
+READERS = ["reports/generate_report.py", "docs/make_results_doc.py", "ci/bench_agreement.py", "ci/bench_outcome.py",
+           "ci/percall_table.py"]
 
 
 class EveryReaderUsesThePackage(unittest.TestCase):
@@ -115,6 +116,49 @@ class EveryReaderUsesThePackage(unittest.TestCase):
         self.assertEqual(ab["cudaGetDevice", "preload"], [25.0])
         self.assertEqual(control["cudaGetDevice", "preload"], [1.0])
         self.assertNotIn(("cudaGetDevice_mean", "none"), medians)
+
+
+class BenchVersion2(unittest.TestCase):
+    """What the harness derived from a run's rows (version 2), read and worded, never decided here."""
+
+    def setUp(self):
+        self.bench = results.load_run(fixture("bench-v2")).bench
+
+    def test_version_2_reads_and_version_1_has_none_of_it(self):
+        self.assertEqual(results.schema_version(self.bench), 2)
+        legacy = results.load_run(fixture("legacy")).bench
+        self.assertEqual((results.estimators(legacy), results.uprobe_split(legacy), results.agreement(legacy),
+                          results.calls_skipped(legacy)), ({}, {}, None, []))
+
+    def test_the_agreement_as_the_harness_decided_it(self):
+        a = results.agreement(self.bench)
+        lines = results.agreement_lines(a)
+        self.assertIn(f"{a['within']} of {a['compared']} deltas", lines[0])
+        self.assertTrue(lines[0].endswith("PASS" if a["pass"] else "FAIL"))
+        outside = [l for l in lines if l.startswith("  outside:")]
+        self.assertEqual(len(outside), len(a["outside"]))
+        self.assertTrue(outside and all("untraced call" in l for l in outside), lines)
+
+    def test_targets_are_worded_as_written(self):
+        calls = {(e["call"], e["linkage"]): e for e in results.estimators(self.bench)["calls"]}
+        self.assertEqual(results.target_text(calls["cudaLaunchKernel", "shared"]["target"]), "<= 0.7x nsys: met")
+        self.assertEqual(results.target_text(calls["cudaStreamSynchronize_idle", "shared"]["target"]),
+                         "<= 1.2x cupti-bare: MISSED")
+        self.assertIn("not judged: nsys has no difference",
+                      results.target_text(calls["cuLaunchKernel", "shared"]["target"]))
+
+    def test_bench_outcome_prints_4a_4b_4c(self):
+        r = subprocess.run([sys.executable, os.path.join(SOURCE, "ci", "bench_outcome.py"), fixture("bench-v2")],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.assertEqual(r.returncode, 0, r.stdout)
+        for text in ("4a. agreement", "agreement with 20260101T000000Z-bench-v1", "4b. cupti", "<= 0.7x nsys: met",
+                     "4c. uprobe", "how: entry = uprobe-enter", "ncclAllReduce_4KiB_2GPUs: this process sees 1 GPU"):
+            self.assertIn(text, r.stdout)
+        self.assertRegex(r.stdout, r"\n  uprobe +6\.5 s ")
+        r = subprocess.run([sys.executable, os.path.join(SOURCE, "ci", "bench_outcome.py"), fixture("legacy")],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.assertEqual(r.returncode, 0, r.stdout)
+        self.assertIn("not checked: this run was not made with --agree-with", r.stdout)
 
 
 class Reasons(unittest.TestCase):
@@ -191,14 +235,21 @@ class Schemas(unittest.TestCase):
     """schema/ beside event.v1.schema.json describes what the harness writes and the package reads."""
 
     def check(self, name, paths):
-        with open(os.path.join(SOURCE, "schema", name)) as f:
-            schema = json.load(f)
-        self.assertEqual(schema["properties"]["schema_version"]["const"],
-                         results.SUPPORTED_VERSIONS[name.split(".")[0] + ".json"][-1])
+        """Every file against the schema of its own version; the newest schema is the newest
+        version the package reads."""
+        stem = name.split(".")[0]
+        versions = results.SUPPORTED_VERSIONS[stem + ".json"]
+        schemas = {}
+        for v in versions:
+            with open(os.path.join(SOURCE, "schema", f"{stem}.v{v}.schema.json")) as f:
+                schemas[v] = json.load(f)
+            self.assertEqual(schemas[v]["properties"]["schema_version"]["const"], v)
         self.assertTrue(paths)
         for path in paths:
             with open(path) as f:
-                self.assertEqual(validate(json.load(f), schema, schema), [], path)
+                data = json.load(f)
+            schema = schemas[results.schema_version(data)]
+            self.assertEqual(validate(data, schema, schema), [], path)
 
     def test_summary(self):
         paths = [p for p in glob.glob(os.path.join(FIXTURES, "*", "summary.json")) if "future" not in p]
@@ -210,6 +261,7 @@ class Schemas(unittest.TestCase):
         paths = glob.glob(os.path.join(FIXTURES, "*", "bench_summary.json"))
         paths += glob.glob(os.path.join(SOURCE, "docs", "results", "*", "*", "bench_summary.json"))
         paths += glob.glob(os.path.join(SOURCE, "tests", "fixtures", "results-h100", "*", "bench_summary.json"))
+        paths += glob.glob(os.path.join(SOURCE, "tests", "bench", "fixtures", "*", "bench_summary.json"))
         self.check("bench_summary.v1.schema.json", paths)
 
     def test_the_validator_finds_a_wrong_file(self):
@@ -229,7 +281,8 @@ class Report(unittest.TestCase):
         cls.dir = tempfile.TemporaryDirectory()
         cls.html = os.path.join(cls.dir.name, "r.html")
         subprocess.run([python, os.path.join(SOURCE, "reports", "generate_report.py"), fixture("matrix"),
-                        fixture("bench"), fixture("command"), "-o", cls.html], check=True, stdout=subprocess.DEVNULL)
+                        fixture("bench"), fixture("bench-v2"), fixture("command"), "-o", cls.html], check=True,
+                       stdout=subprocess.DEVNULL)
         with open(cls.html) as f:
             cls.text = f.read()
 
@@ -254,6 +307,21 @@ class Report(unittest.TestCase):
     def test_the_flags_as_written(self):
         self.assertIn("no measurable cost [-1.0, +90.0]", self.text)
         self.assertIn("<td>-1.0</td>", self.text)  # uprobe's unflagged difference is shown as measured
+
+    def test_what_the_harness_derived_from_a_bench_run(self):
+        # 4a: the verdict, the share and every delta outside; 4b: one estimator, the in-process
+        # A/B labelled beside it; 4c: entry and return, with how; the calls not measured.
+        self.assertRegex(self.text, r'<p id="bench-agreement">Run 20260102T000000Z-bench-v2 against '
+                                    r'20260101T000000Z-bench-v1: <b class="(good|bad)">(PASS|FAIL)</b>')
+        self.assertIn('id="bench-agreement-outside"', self.text)
+        self.assertIn('id="cupti-estimators"', self.text)
+        self.assertIn("empty CUPTI subscriber (cupti-bare)", self.text)
+        self.assertIn("cupti, in process: paused against live (another quantity)", self.text)
+        self.assertIn("&lt;= 0.7x nsys: met", self.text)
+        self.assertIn('id="uprobe-split"', self.text)
+        self.assertIn("How: entry = uprobe-enter&#x27;s cost", self.text)
+        self.assertIn("uprobe measured under loss", self.text)
+        self.assertIn('id="bench-calls-skipped"', self.text)
 
     def test_fits_1280_pixels(self):
         self.assertIn("max-width:1240px", self.text)

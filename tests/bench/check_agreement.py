@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""ci/bench_agreement.py on runs built here: it passes what agrees, fails what does not,
-and says when the untraced call moved between the runs (the machine, not the tracer).
-    usage: check_agreement.py PATH/TO/bench_agreement.py"""
+"""ci/bench_agreement.py on runs written here: it shows the harness's verdict (the rule is
+bench_agreement's, harness/bench_stats.h), passes what agrees, fails what does not, names
+every delta outside with how far the untraced call moved, and refuses what it cannot read.
+    usage: check_agreement.py PATH/TO/bench_agreement.py   (CUDATRACE_BENCH_AGREEMENT: the program)"""
 import json
 import os
 import subprocess
@@ -11,26 +12,27 @@ import tempfile
 script = sys.argv[1]
 
 
-def row(call, method, delta, ci, paused=None, noise=False, none_ns=100.0):
+def row(call, method, delta, ci, in_process=None, none_ns=100.0):
     if method == "none":
-        return {"call": call, "linkage": "shared", "method": "none", "median_ns": none_ns}
-    r = {"call": call, "linkage": "shared", "method": method, "median_ns": none_ns + delta,
-         "in_process_delta_ns": delta, "in_process_delta_ci95_ns": ci}
-    if paused:
-        r["in_process_paused_values_ns"] = paused
-    if noise:
-        r["in_process_no_measurable_cost"] = True
+        return {"call": call, "linkage": "shared", "method": "none", "reps": 3, "median_ns": none_ns,
+                "values_ns": [none_ns]}
+    r = {"call": call, "linkage": "shared", "method": method, "reps": 3, "median_ns": none_ns + delta,
+         "values_ns": [none_ns + delta], "delta_ns": delta, "delta_ci95_ns": ci}
+    if in_process:
+        r["in_process_delta_ns"], r["in_process_delta_ci95_ns"] = in_process
     return r
 
 
-def agreement(rows_a, rows_b, version=1):
+def agreement(rows_a, rows_b, version=2, as_folders=False):
     with tempfile.TemporaryDirectory() as d:
         paths = []
         for name, rows in (("a", rows_a), ("b", rows_b)):
             os.makedirs(os.path.join(d, name))
             paths.append(os.path.join(d, name, "bench_summary.json"))
             with open(paths[-1], "w") as f:
-                json.dump({"schema_version": version, "run_id": name, "rows": rows}, f)
+                json.dump({"schema_version": version, "run_id": "run-" + name, "rows": rows}, f)
+        if as_folders:
+            paths = [os.path.dirname(p) for p in paths]
         p = subprocess.run([sys.executable, script] + paths, capture_output=True, text=True)
         return p.returncode, p.stdout + p.stderr
 
@@ -43,41 +45,39 @@ def check(cond, what, out):
         failures.append(f"{what}\n{out}")
 
 
-base = [row("cudaGetDevice", "none", 0, None), row("cudaGetDevice", "cupti", 400, [300, 500], [50, 52, 51])]
+base = [row("cudaGetDevice", "none", 0, None), row("cudaGetDevice", "cupti", 400, [300, 500], (350, [340, 360]))]
 code, out = agreement(base, base)
-check(code == 0 and "1 of 1 costs above 100 ns agree" in out, "identical runs must agree", out)
+check(code == 0 and "2 of 2 deltas" in out and "PASS" in out, "identical runs agree", out)
+code, out = agreement(base, base, as_folders=True)
+check(code == 0 and "agreement with run-a" in out, "results folders are taken too", out)
 
-# 25% apart, the untraced call 1.6x slower in run B: disagrees, and says the machine moved.
-moved = [row("cudaGetDevice", "none", 0, None), row("cudaGetDevice", "cupti", 300, [250, 350], [80, 82, 81])]
+# 25% apart between processes but at the edge of run A's interval (inside it), 31% and 110 ns
+# apart in process (outside), the untraced call 1.6x slower in run B: the one outside named,
+# with the untraced call's move.
+moved = [row("cudaGetDevice", "none", 0, None, none_ns=160),
+         row("cudaGetDevice", "cupti", 300, [290, 310], (240, [238, 242]))]
 code, out = agreement(base, moved)
-check(code == 1 and "DISAGREE" in out, "25% apart must disagree", out)
-check("untraced call moved too: 51 -> 81 ns" in out, "the untraced call's move must be named", out)
-check("1 of 1 are consistent with their own 95% intervals" in out, "overlapping intervals are counted", out)
+check(code == 1 and "FAIL" in out and "1 of 2 deltas" in out, "one of two deltas outside disagrees", out)
+check("outside: cudaGetDevice shared cupti between: +300.0 ns, was +400.0 [+300.0, +500.0]" not in out,
+      "a delta at the edge of the interval is inside it", out)
+check("outside: cudaGetDevice shared cupti in-process: +240.0 ns, was +350.0 [+340.0, +360.0]" in out,
+      "the in-process delta outside is named", out)
+check("untraced call 100 -> 160 ns" in out, "the untraced call's move is named", out)
 
-# Both runs read no measurable cost (noise): they agree on it, whatever the numbers.
-noise_a = [row("cudaMalloc", "strace", 150, [-50, 300], noise=True)]
-noise_b = [row("cudaMalloc", "strace", 400, [-20, 800], noise=True)]
-code, out = agreement(noise_a, noise_b)
-check(code == 0, "two readings of no measurable cost agree", out)
-
-# "No measurable cost" is the harness's decision, read from the flag and never made again:
-# a reading the harness did not flag is a cost, even with an interval reaching zero, so
-# beside a flagged one it disagrees, and the line says why.
-unflagged = [row("vecadd", "preload", 188.5, [-32, 249])]
-code, out = agreement(unflagged, [row("vecadd", "preload", 12, [-103, 330], noise=True)])
-check(code == 1 and "one run reads no measurable cost" in out, "the flag as written, not re-derived", out)
-# Flagged noise against a measured cost disagrees too.
-code, out = agreement([row("vecadd", "preload", 188.5, [-32, 249], noise=True)], [row("vecadd", "preload", 170, [25, 303])])
-check(code == 1, "noise against a measured cost disagrees", out)
+# Within 100 ns or 10% of the earlier value, whatever the intervals: agrees.
+code, out = agreement([row("cudaMalloc", "strace", 150, [140, 160])], [row("cudaMalloc", "strace", 245, [240, 250])])
+check(code == 0, "95 ns apart agrees", out)
+code, out = agreement([row("vecadd", "nsys", 5000, [4990, 5010])], [row("vecadd", "nsys", 5450, [5440, 5460])])
+check(code == 0, "9% apart agrees", out)
+code, out = agreement([row("vecadd", "nsys", 5000, [4990, 5010])], [row("vecadd", "nsys", 5600, [5590, 5610])])
+check(code == 1, "12% and 600 ns apart, outside the interval, disagrees", out)
 
 # A summary of a version the analysis does not know is refused, with the version named.
 code, out = agreement(base, base, version=99)
-check(code != 0 and "schema_version 99" in out, "an unknown version is refused", out)
-
-# A cost of 100 ns or less in both runs is not compared.
-small = [row("cudaGetDevice", "preload", 60, [50, 70])]
-code, out = agreement(small, [row("cudaGetDevice", "preload", 95, [90, 99])])
-check(code == 0 and "0 of 0" in out, "costs at or below 100 ns are not compared", out)
+check(code == 2 and "schema_version 99" in out, "an unknown version is refused", out)
+# Version 1 summaries (before the estimators) still compare.
+code, out = agreement(base, base, version=1)
+check(code == 0, "version 1 summaries compare", out)
 
 # Called without two runs, it says how to call it and does not read a verdict into nothing.
 p = subprocess.run([sys.executable, script, "only-one.json"], capture_output=True, text=True)

@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
+#include <system_error>
+#include <thread>
 
 #include "tracers/ebpf/libbpf_log.h"
 #include "tracers/ebpf/percpu_counters.h"
@@ -45,6 +47,28 @@ static_assert(sizeof(LinkCreateUprobeMulti) == 64);
 
 // What the kernel opens to probe the file behind one of our descriptors.
 std::string fd_path(int fd) { return "/proc/self/fd/" + std::to_string(fd); }
+
+// Closing a uprobe_multi link returns only after the kernel has waited out two grace
+// periods (RCU tasks trace, then the uretprobe SRCU: uprobe_unregister_sync()), whatever
+// the link's size. Closed one after another, a file's entry and return links and every
+// other file's wait in turn, and each pause of the per-call benchmark (tens a process)
+// paid that wait once per link. Closed on threads of their own, the waits overlap.
+void close_links(std::vector<int>& fds) {
+  if (fds.size() == 1) close(fds[0]);
+  if (fds.size() > 1) {
+    std::vector<std::thread> closing;
+    closing.reserve(fds.size());
+    for (int fd : fds) {
+      try {
+        closing.emplace_back([fd] { close(fd); });
+      } catch (const std::system_error&) {
+        close(fd);  // no thread to be had: this one waits in turn
+      }
+    }
+    for (auto& t : closing) t.join();
+  }
+  fds.clear();
+}
 
 }  // namespace
 
@@ -209,8 +233,7 @@ std::string UprobeSession::pause_calls(bool paused) {
   if (!multi_) return "per-probe links (a kernel before 6.6 has no uprobe_multi): detaching them takes seconds";
   if (paused == paused_) return {};
   if (paused) {
-    for (int fd : multi_fds_) close(fd);
-    multi_fds_.clear();
+    close_links(multi_fds_);
     paused_ = true;
     return {};
   }
@@ -227,10 +250,9 @@ std::string UprobeSession::pause_calls(bool paused) {
 
 void UprobeSession::detach_all() {
   std::lock_guard lock(probes_mutex_);
-  for (int fd : multi_fds_) close(fd);
-  multi_fds_.clear();
-  for (int fd : loader_fds_) close(fd);
+  multi_fds_.insert(multi_fds_.end(), loader_fds_.begin(), loader_fds_.end());
   loader_fds_.clear();
+  close_links(multi_fds_);
   for (const CallProbes& p : call_probes_) close(p.fd);
   call_probes_.clear();
   for (bpf_link* l : links_) bpf_link__destroy(l);

@@ -1,0 +1,197 @@
+// What the harness derives from a benchmark's rows (harness/bench_stats.h), on small fixture
+// summaries (tests/bench/fixtures/): whether two runs agree, cupti against nsys and the empty
+// subscriber, uprobe's entry and return probes. No GPU: the rows are written by hand.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "harness/bench.h"
+#include "harness/bench_stats.h"
+#include "harness/cli.h"
+
+using namespace cudatrace;
+using json = nlohmann::json;
+
+namespace {
+
+const std::filesystem::path kFixtures = FIXTURES_DIR;
+
+json fixture(const char* name) { return read_bench_summary(kFixtures / name); }
+
+const json& by_call(const json& list, const std::string& call, const std::string& linkage = "shared") {
+  for (const auto& e : list)
+    if (e["call"] == call && e["linkage"] == linkage) return e;
+  static const json none;
+  ADD_FAILURE() << "no entry for " << call << " " << linkage << " in " << list.dump(1);
+  return none;
+}
+
+// A summary of `n` deltas, each a row of its own: `first` true for the earlier run.
+json deltas(int n, int outside, bool first) {
+  json rows = json::array();
+  for (int i = 0; i < n; ++i) {
+    const double v = first ? 1000 : (i < outside ? 1500 : 1050);
+    rows.push_back({{"call", "c" + std::to_string(i)}, {"linkage", "shared"}, {"method", "m"}, {"delta_ns", v},
+                    {"delta_ci95_ns", {v - 10, v + 10}}});
+  }
+  return {{"run_id", first ? "first" : "second"}, {"rows", rows}};
+}
+
+}  // namespace
+
+TEST(BenchAgreement, ADeltaAgreesWithinTheIntervalOrTenPercentOrAHundredNanoseconds) {
+  EXPECT_TRUE(delta_agrees(400, 300, 700, 650)) << "inside the first run's interval";
+  EXPECT_TRUE(delta_agrees(3000, 2950, 3050, 3300)) << "exactly 10%";
+  EXPECT_FALSE(delta_agrees(3000, 2950, 3050, 3301));
+  EXPECT_TRUE(delta_agrees(50, 45, 55, 150)) << "exactly 100 ns on a small cost";
+  EXPECT_FALSE(delta_agrees(50, 45, 55, 151));
+  EXPECT_TRUE(delta_agrees(-20, -100, 60, 70)) << "a negative first value: 100 ns either way";
+  EXPECT_TRUE(delta_agrees(-2000, -2100, -1900, -2190)) << "10% of the value's size, whatever its sign";
+}
+
+TEST(BenchAgreement, TheRunsAgreeWhenNinetyFivePercentOfTheSharedDeltasDo) {
+  json a = bench_agreement(deltas(20, 0, true), deltas(20, 1, false));
+  EXPECT_EQ(a["compared"], 20);
+  EXPECT_EQ(a["within"], 19);
+  EXPECT_TRUE(a["pass"].get<bool>()) << "19 of 20 is 95%";
+  a = bench_agreement(deltas(20, 0, true), deltas(20, 2, false));
+  EXPECT_FALSE(a["pass"].get<bool>()) << "18 of 20 is not";
+  ASSERT_EQ(a["outside"].size(), 2u);
+  EXPECT_EQ(a["outside"][0]["difference_ns"], 500);
+  a = bench_agreement(deltas(0, 0, true), deltas(0, 0, false));
+  EXPECT_FALSE(a["pass"].get<bool>()) << "nothing compared is no agreement";
+  EXPECT_TRUE(a.contains("why"));
+}
+
+TEST(BenchAgreement, OnTwoFixtureRuns) {
+  const json a = bench_agreement(fixture("agree-first"), fixture("agree-second"));
+  EXPECT_EQ(a["against"], "fixture-first");
+  EXPECT_EQ(a["compared"], 10);
+  EXPECT_EQ(a["within"], 8);
+  EXPECT_DOUBLE_EQ(a["fraction"].get<double>(), 0.8);
+  EXPECT_FALSE(a["pass"].get<bool>());
+  EXPECT_EQ(a["not_compared"], 1) << "a delta of the second run only";
+  ASSERT_EQ(a["outside"].size(), 2u) << a.dump(1);
+  const json& nsys = by_call(a["outside"], "cudaGetDevice");
+  EXPECT_EQ(nsys["method"], "nsys");
+  EXPECT_EQ(nsys["kind"], "between");
+  EXPECT_EQ(nsys["first_ci95_ns"], json({370, 390}));
+  EXPECT_EQ(nsys["untraced_ns"], json({100, 160})) << "how far the untraced call moved, from none's rows";
+  EXPECT_EQ(by_call(a["outside"], "cudaLaunchKernel")["method"], "cupti");
+}
+
+TEST(BenchAgreement, InProcessDeltasAreComparedToo) {
+  const json first = {{"rows", {{{"call", "c"}, {"linkage", "static"}, {"method", "uprobe"}, {"delta_ns", 3000},
+                                 {"delta_ci95_ns", {2000, 4000}}, {"in_process_delta_ns", 2000},
+                                 {"in_process_delta_ci95_ns", {1990, 2010}}}}}};
+  json second = first;
+  second["rows"][0]["in_process_delta_ns"] = 2500;
+  const json a = bench_agreement(first, second);
+  EXPECT_EQ(a["compared"], 2);
+  ASSERT_EQ(a["outside"].size(), 1u);
+  EXPECT_EQ(a["outside"][0]["kind"], "in-process");
+}
+
+TEST(BenchEstimators, CuptiAgainstNsysOnLaunchesAndCopiesAndTheEmptySubscriberOnTheRest) {
+  const json est = estimator_comparison(fixture("derive")["rows"]);
+  const json& launch = by_call(est["calls"], "cudaLaunchKernel");
+  EXPECT_EQ(launch["call_kind"], "launch");
+  EXPECT_EQ(launch["cupti"]["delta_ns"], 1000);
+  EXPECT_EQ(launch["nsys"]["delta_ns"], 1500);
+  EXPECT_EQ(launch["empty_subscriber"]["delta_ns"], 300);
+  EXPECT_NEAR(launch["cupti_over_nsys"].get<double>(), 1000.0 / 1500, 1e-9);
+  EXPECT_NEAR(launch["cupti_over_empty_subscriber"].get<double>(), 1000.0 / 300, 1e-9);
+  EXPECT_EQ(launch["target"]["against"], "nsys");
+  EXPECT_EQ(launch["target"]["met"], true) << "0.67x nsys";
+  EXPECT_EQ(launch["cupti_in_process"]["delta_ns"], 600) << "the in-process A/B beside it";
+
+  const json& copy = by_call(est["calls"], "cudaMemcpyAsync_4B_HtoD");
+  EXPECT_EQ(copy["target"]["met"], false) << "0.9x nsys";
+  EXPECT_FALSE(copy.contains("empty_subscriber"));
+  EXPECT_TRUE(copy["cupti_over_empty_subscriber"].is_null() || !copy.contains("cupti_over_empty_subscriber"));
+
+  const json& get_device = by_call(est["calls"], "cudaGetDevice");
+  EXPECT_EQ(get_device["target"]["against"], "cupti-bare");
+  EXPECT_DOUBLE_EQ(get_device["target"]["at_most"].get<double>(), 1.2);
+  EXPECT_EQ(get_device["target"]["met"], true) << "1.05x the empty subscriber (nsys's 380 does not count here)";
+  EXPECT_EQ(by_call(est["calls"], "cudaStreamSynchronize_idle")["target"]["met"], false) << "1.4x";
+
+  const json& event = by_call(est["calls"], "cudaEventRecord");
+  EXPECT_TRUE(event["target"]["met"].is_null());
+  EXPECT_NE(event["target"]["why_not_judged"].get<std::string>().find("not above zero"), std::string::npos);
+  EXPECT_EQ(event["empty_subscriber"]["no_measurable_cost"], true);
+  EXPECT_TRUE(event["cupti_over_empty_subscriber"].is_null());
+  const json& driver = by_call(est["calls"], "cuLaunchKernel");
+  EXPECT_TRUE(driver["target"]["met"].is_null());
+  EXPECT_NE(driver["target"]["why_not_judged"].get<std::string>().find("nsys has no difference"), std::string::npos);
+
+  EXPECT_EQ(est["met"], 2);
+  EXPECT_EQ(est["missed"], 2);
+  EXPECT_EQ(est["not_judged"], 2);
+}
+
+TEST(BenchEstimators, WithoutCuptiOrWithoutKindsItSaysSo) {
+  EXPECT_TRUE(estimator_comparison(json::array()).contains("why"));
+  json rows = fixture("derive")["rows"];
+  for (auto& r : rows) r.erase("call_kind");
+  const json est = estimator_comparison(rows);
+  EXPECT_EQ(est["not_judged"], est["calls"].size()) << "a summary from before percall labelled its calls";
+}
+
+TEST(BenchUprobeSplit, EntryIsUprobeEnterAndReturnIsWhatUprobeAddsOverIt) {
+  const json split = uprobe_split(fixture("derive")["rows"]);
+  ASSERT_EQ(split["calls"].size(), 2u) << split.dump(1);
+  const json& shared = by_call(split["calls"], "cudaGetDevice", "shared");
+  EXPECT_EQ(shared["kind"], "in-process") << "every one of the three paused";
+  EXPECT_DOUBLE_EQ(shared["entry"]["ns"].get<double>(), 2150);
+  EXPECT_DOUBLE_EQ(shared["whole"]["ns"].get<double>(), 3280);
+  EXPECT_DOUBLE_EQ(shared["return"]["ns"].get<double>(), 3280 - 2150);
+  EXPECT_DOUBLE_EQ(shared["empty"]["ns"].get<double>(), 2800);
+  EXPECT_LE(shared["return"]["ci95_ns"][0].get<double>(), 1130);
+  EXPECT_GE(shared["return"]["ci95_ns"][1].get<double>(), 1130);
+
+  const json& stat = by_call(split["calls"], "cudaGetDevice", "static");
+  EXPECT_EQ(stat["kind"], "between") << "no in-process A/B on static cudart in the fixture";
+  EXPECT_DOUBLE_EQ(stat["entry"]["ns"].get<double>(), 2200 - 100);
+  EXPECT_DOUBLE_EQ(stat["return"]["ns"].get<double>(), 3600 - 2200);
+  EXPECT_DOUBLE_EQ(stat["whole"]["ns"].get<double>(), 3600 - 100);
+  EXPECT_FALSE(stat.contains("empty"));
+  ASSERT_TRUE(stat.contains("caveats"));
+  EXPECT_EQ(stat["caveats"][0], "uprobe measured under loss");
+  EXPECT_NE(split["how"].get<std::string>().find("uprobe-enter"), std::string::npos);
+}
+
+TEST(BenchUprobeSplit, WithoutUprobeEnterThereIsNoSplit) {
+  json rows = json::array();
+  for (const auto& r : fixture("derive")["rows"])
+    if (r["method"] != "uprobe-enter") rows.push_back(r);
+  const json split = uprobe_split(rows);
+  EXPECT_TRUE(split["calls"].empty());
+  EXPECT_TRUE(split.contains("why"));
+}
+
+TEST(BenchSummary, AVersionThisHarnessDoesNotReadIsRefused) {
+  const auto dir = std::filesystem::temp_directory_path() / ("cudatrace-bench-version-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream(dir / "bench_summary.json") << R"({"schema_version": 3, "run_id": "x", "rows": []})";
+  }
+  try {
+    read_bench_summary(dir);
+    ADD_FAILURE() << "version 3 read";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("schema_version 3"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove_all(dir);
+  EXPECT_THROW(read_bench_summary(dir), std::runtime_error) << "a folder without a summary";
+}
+
+TEST(BenchSummary, AgreeWithGoesWithBench) {
+  const Options o = parse_cli({"--bench", "--agree-with", "results/earlier"}, {"vecadd"}, {"none"});
+  EXPECT_EQ(o.agree_with, "results/earlier");
+  EXPECT_THROW(parse_cli({"--agree-with", "results/earlier"}, {"vecadd"}, {"none"}), UsageError);
+  EXPECT_THROW(parse_cli({"--bench", "--agree-with="}, {"vecadd"}, {"none"}), UsageError);
+}
