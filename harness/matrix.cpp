@@ -638,7 +638,7 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
                        int(o.statuses.size()), o.partly_unobserved, m.limits, o.loss});
     }
     summary["verdict"] = command_verdict(views);
-    std::fputs(verdict_text(summary["verdict"]).c_str(), stderr);
+    if (!outcomes.empty()) std::fputs(verdict_text(summary["verdict"]).c_str(), stderr);  // nothing ran: nothing to say
   }
   if (cost) std::fputs(cost->table(summary["cost"]).c_str(), stderr);
   reserve.release();  // the summary is written into the space kept for it
