@@ -240,8 +240,8 @@ options:
                                --reps N rounds (default 5), each running every program under
                                every method, round k starting at method k mod M, none (added
                                when not named) in every round. Per method: the median wall
-                               time, its ratio to none's from the rounds in which both ran,
-                               with a 95% interval from resampling those rounds (3 or more),
+                               time, the median of its ratios to none's run of the same
+                               round, with a 95% interval from resampling the rounds (3+),
                                and start-up apart from the rest where a run tells it (the
                                ledger's first kernel launch; a command's mark, see below).
                                Every run is checked as in the matrix: one that failed, lost
