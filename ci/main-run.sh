@@ -1,62 +1,122 @@
 #!/usr/bin/env bash
 # The main job's run, over an installed tree (ci/main.sh builds one into dist/ first; a GPU
-# host given a built tree runs this alone): the matrix, the per-call benchmark where there
-# is a GPU, and one report over both, each step timed.
-#   usage: ci/main-run.sh PREFIX [harness flags for the matrix, e.g. --reps 3]
-# Environment: MAIN_BENCH_REPS (benchmark rounds, default 3), MAIN_RESULTS (default
-# results), MAIN_REPORT (default reports/overhead.html).
+# host given a built tree runs this alone): the matrix, the slowdown of every method on the
+# workloads and on real software (the cost mode), the per-call benchmark where there is a
+# GPU, and one report over all of them, each step timed.
+#   usage: ci/main-run.sh PREFIX [harness flags for the workload runs, e.g. --timeout 120]
+# Environment:
+#   MAIN_BUDGET_S          the job's time, from its start, that the cost steps fit their
+#                          rounds into (default 570: the job must end within 10 minutes on
+#                          one H100, and a cost run stops only between two runs)
+#   MAIN_COST_ROUNDS       rounds of each cost run (default 3: the fewest that give a 95%
+#                          interval); a cost run stops earlier when its share of the budget
+#                          is spent, and says so in the report
+#   MAIN_WORKLOAD_COST_S   the workloads' cost run's share of the budget (default 180)
+#   MAIN_PYTHON            the interpreter of the framework programs (default: the first
+#                          python3 on PATH that imports the program's framework, else python3)
+#   MAIN_BENCH_REPS (benchmark rounds, default 3), MAIN_RESULTS (default results),
+#   MAIN_REPORT (default reports/overhead.html).
 #
-# What it runs, and why, on the budget of 10 minutes for the whole job on one GPU:
-# - the matrix: every workload x both cudart linkages x the methods a user compares
-#   (`--method compared`: the registry's methods, references and placeholders). The cost
-#   references (`harness --list` names their kind) see what their method sees at a different
-#   price: they are measured by the benchmark, not scored again. `--method all` after PREFIX
-#   adds them (the harness adds repeated lists up).
-# - the benchmark: every method and cost reference, both linkages, MAIN_BENCH_REPS rounds.
+# What it runs, and why:
+# - workloads: every workload with shared cudart in the cost mode, MAIN_COST_ROUNDS
+#   interleaved rounds of every method a user compares but nsys. Each round is a full
+#   matrix run of those programs (every run checked and scored), so this step is the
+#   matrix for shared cudart and its slowdown at once. Shared cudart because there every
+#   method observes every layer it exists to observe (static cudart hides the runtime
+#   layer from preload, whose cost there is the cost of seeing less).
+# - matrix: static cudart, one repetition, the same methods: what each method sees of
+#   nvcc's default linkage.
+# - nsys: vecadd in the cost mode, both linkages. On the GPU host Nsight Systems can
+#   capture but not export (capture only): each nsys run costs about 3 s of its own start
+#   and observes nothing, so running it on every workload bought nothing but time. Once
+#   per linkage keeps its capture path and its reason checked; its cost is measured here
+#   and on the real programs below, where a user would pay it.
+# - benchmark: every method and cost reference, both linkages, MAIN_BENCH_REPS rounds.
+# - programs: a PyTorch training step, a CuPy kernel loop and a JAX jit loop
+#   (tests/real_programs/) in the cost mode under every method a user compares, cheapest
+#   first, each given an even share of what is left of MAIN_BUDGET_S (what one leaves
+#   goes to the next). A program whose framework is missing (CI) exits 77 untraced and is
+#   skipped with that reason; the report names it.
+# The cost references (`harness --list` names their kind) see what their method sees at a
+# different price: the benchmark prices them. Extra arguments go to every workload run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-prefix=${1:?usage: ci/main-run.sh PREFIX [matrix flags]}
+prefix=${1:?usage: ci/main-run.sh PREFIX [harness flags]}
 shift
 harness=$prefix/bin/harness
 results=${MAIN_RESULTS:-results}
 report=${MAIN_REPORT:-reports/overhead.html}
 bench_reps=${MAIN_BENCH_REPS:-3}
+rounds=${MAIN_COST_ROUNDS:-3}
+budget=${MAIN_BUDGET_S:-570}
+workload_cost_s=${MAIN_WORKLOAD_COST_S:-180}
 status=0
 # Each run names its own folder (--run-id-file), so nothing guesses which folder is new.
 # A folder of ours holds the file, which the harness (maybe as root) replaces.
 run_id_dir=$(mktemp -d)
 trap 'rm -rf "$run_id_dir"' EXIT
 run_id_file=$run_id_dir/run-folder
-run_folder() { [[ -s $run_id_file ]] && cat "$run_id_file"; rm -f "$run_id_file"; }
+folders=()
+keep_folder() { [[ -s $run_id_file ]] && folders+=("$(cat "$run_id_file")"); rm -f "$run_id_file"; }
 job_start=$SECONDS
 timings=()
-step() {  # step NAME COMMAND...: run it, keep its wall time, carry on past a failure
+step() {  # step NAME COMMAND...: run it, keep its wall time and its results folder, carry on past a failure
   local name=$1 start=$SECONDS
   shift
   "$@" || status=$?
   timings+=("$name $((SECONDS - start)) s")
+  keep_folder
 }
+left() { echo $((budget - (SECONDS - job_start))); }
+# A cost run whose programs all said they cannot run here (exit 3) skipped, and named why:
+# not a failure of the job.
+skips_are_fine() {
+  local rc=0
+  "$@" || rc=$?
+  ((rc == 3)) && rc=0
+  return $rc
+}
+common=(--out "$results" --no-report --run-id-file "$run_id_file")
 
-# --no-report: the job's one report is drawn below, over the matrix and the benchmark together.
-step matrix "$harness" --workload all --method compared --linkage both --reps 1 --out "$results" --no-report \
-  --run-id-file "$run_id_file" "$@"
-folders=()
-folder=$(run_folder || true)
-[[ -n $folder ]] && folders+=("$folder")
-echo "main: results in ${folders[0]:-(no run folder: see above)} (summary.json; per-run folders under runs/)"
+# --no-report: the job's one report is drawn at the end, over every step's folder.
+step workloads "$harness" --cost --reps "$rounds" --time-budget "$workload_cost_s" --workload all --linkage shared \
+  --method compared,-nsys "${common[@]}" "$@"
+step matrix "$harness" --workload all --linkage static --method compared,-nsys --reps 1 "${common[@]}" "$@"
+step nsys skips_are_fine "$harness" --cost --reps "$rounds" --workload vecadd --linkage both --method nsys "${common[@]}" "$@"
+echo "main: results in ${folders[*]:-(no run folder: see above)} (summary.json; per-run folders under runs/)"
 
 # Per-call overhead needs a GPU; without one, --list says why and the step is skipped.
 if "$harness" --list | grep '^GPU: yes' >/dev/null; then
-  step benchmark "$harness" --bench --method all --linkage both --reps "$bench_reps" --out "$results" --no-report \
-    --run-id-file "$run_id_file"
-  folder=$(run_folder || true)
-  [[ -n $folder ]] && folders+=("$folder")
+  step benchmark "$harness" --bench --method all --linkage both --reps "$bench_reps" "${common[@]}"
 else
   echo "main: per-call benchmark skipped: $("$harness" --list | grep '^GPU: ')"
 fi
 
-# One report over the matrix and the benchmark together, drawn by the first python3 on PATH
-# that has matplotlib (a framework's environment on a GPU host), else the system's.
+# Real software, cheapest first. Each program's argument (its steps) gives it a steady
+# part beside its start-up, which the cost mode splits off at the program's mark.
+programs=("cupy_kernels.py 300 cupy" "jax_jit_loop.py 300 jax" "torch_train_step.py 200 torch")
+python_for() {  # the interpreter that imports $1, else the one a user would get
+  [[ -n ${MAIN_PYTHON:-} ]] && { echo "$MAIN_PYTHON"; return; }
+  local p
+  for p in $(type -ap python3); do
+    "$p" -c "import $1" 2>/dev/null && { echo "$p"; return; }
+  done
+  echo python3
+}
+for i in "${!programs[@]}"; do
+  read -r script count module <<<"${programs[$i]}"
+  share=$(($(left) / (${#programs[@]} - i)))
+  if ((share <= 0)); then
+    echo "main: $script not run: nothing left of the job's budget (MAIN_BUDGET_S=$budget)"
+    continue
+  fi
+  echo "main: $script: up to $share s of the job's budget ($(left) s left)"
+  step "${script%.py}" skips_are_fine "$harness" --cost --reps "$rounds" --time-budget "$share" --method compared "${common[@]}" \
+    -- "$(python_for "$module")" "tests/real_programs/$script" "$count"
+done
+
+# One report over every step, drawn by the first python3 on PATH that has matplotlib (a
+# framework's environment on a GPU host), else the system's.
 python=""
 for p in $(type -ap python3) /usr/bin/python3; do
   [[ $p == /* ]] && "$p" -c 'import matplotlib' 2>/dev/null && { python=$p; break; }

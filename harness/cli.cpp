@@ -16,7 +16,8 @@ std::string join(const std::vector<std::string>& v) {
 }
 
 // "a,b", "all" or a group's name -> names, each checked against `valid`; duplicates
-// dropped, order kept.
+// dropped, order kept. "-a" takes a name (or a group) out wherever it stands, so that a
+// script names a group and what it leaves out of it, never a copy of the group.
 std::vector<std::string> name_list(const std::string& what, const std::string& value,
                                    const std::vector<std::string>& valid,
                                    const std::map<std::string, std::vector<std::string>>& groups = {}) {
@@ -24,22 +25,27 @@ std::vector<std::string> name_list(const std::string& what, const std::string& v
   names_of.try_emplace("all", valid);
   std::string group_names;
   for (const auto& [g, members] : names_of) group_names += ", " + g;
-  std::vector<std::string> out;
+  std::vector<std::string> out, removed;
   size_t start = 0;
   while (start <= value.size()) {
     size_t end = value.find(',', start);
     if (end == std::string::npos) end = value.size();
     std::string name = value.substr(start, end - start);
     start = end + 1;
+    const bool remove = !name.empty() && name[0] == '-';
+    if (remove) name.erase(0, 1);
+    std::vector<std::string>& into = remove ? removed : out;
     if (auto g = names_of.find(name); g != names_of.end()) {
       for (const auto& v : g->second)
-        if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+        if (std::find(into.begin(), into.end(), v) == into.end()) into.push_back(v);
       continue;
     }
     if (std::find(valid.begin(), valid.end(), name) == valid.end())
       throw UsageError("unknown " + what + " '" + name + "' (valid: " + join(valid) + group_names + ")");
-    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+    if (std::find(into.begin(), into.end(), name) == into.end()) into.push_back(name);
   }
+  std::erase_if(out, [&](const std::string& n) { return std::find(removed.begin(), removed.end(), n) != removed.end(); });
+  if (out.empty()) throw UsageError("no " + what + " left in '" + value + "'");
   return out;
 }
 
@@ -85,6 +91,10 @@ Options parse_cli(const std::vector<std::string>& args, const std::vector<std::s
       o.bench = true;
       continue;
     }
+    if (a == "--cost") {
+      o.cost = true;
+      continue;
+    }
     if (a == "--no-baseline") {
       o.baseline = false;
       continue;
@@ -99,7 +109,7 @@ Options parse_cli(const std::vector<std::string>& args, const std::vector<std::s
     static const std::vector<std::string> with_value{"--workload", "--method",       "--linkage",     "--reps",
                                                      "--out",      "--timeout",      "--set",         "--export-trace",
                                                      "--export-otlp", "--otlp-endpoint", "-o",
-                                                     "--run-id-file", "--agree-with"};
+                                                     "--run-id-file", "--agree-with", "--time-budget"};
     if (std::find(with_value.begin(), with_value.end(), flag) == with_value.end())
       throw UsageError("unknown option '" + a + "'");
     if (!inline_value) {
@@ -145,6 +155,8 @@ Options parse_cli(const std::vector<std::string>& args, const std::vector<std::s
         throw UsageError(e.what());
       }
       o.otlp_endpoint = value;
+    } else if (flag == "--time-budget") {
+      o.time_budget_s = positive_number(flag, value);
     } else if (flag == "--timeout") {
       o.timeout_s = positive_number(flag, value);
       if (o.timeout_s < 0.001 || o.timeout_s > 7 * 86400.0)
@@ -172,10 +184,19 @@ Options parse_cli(const std::vector<std::string>& args, const std::vector<std::s
   if (!o.agree_with.empty() && !o.bench) throw UsageError("--agree-with goes with --bench");
   if (o.bench && (!o.command.empty() || workload_given))
     throw UsageError("--bench runs the per-call benchmark: it takes no --workload and no command");
+  if (o.cost && o.bench) throw UsageError("--cost and --bench are two ways of measuring cost: give one");
+  if (o.cost && !o.baseline)
+    throw UsageError("--cost compares every method with none in the same round: --no-baseline does not apply");
+  if (o.time_budget_s && !o.cost) throw UsageError("--time-budget bounds the rounds of --cost, which was not given");
+  if (o.cost && !o.reps_given) o.reps = 5;
   if (!o.command.empty() && (workload_given || linkage_given))
     throw UsageError("--workload and --linkage do not apply when tracing a command after '--'");
   o.workloads = o.command.empty() ? name_list("workload", workload_arg, workload_names) : std::vector<std::string>{};
   o.methods = name_list("method", method_arg, method_names, method_groups);
+  // Every round pairs each method's run with none's: none is always there.
+  if (o.cost && std::find(o.methods.begin(), o.methods.end(), "none") == o.methods.end())
+    o.methods.insert(o.methods.begin(), "none");
+  if (o.cost && o.methods.size() < 2) throw UsageError("--cost compares methods with none: name at least one other");
   if (linkage_arg == "both")
     o.linkages = {"static", "shared"};
   else if (linkage_arg == "static" || linkage_arg == "shared")
@@ -200,7 +221,8 @@ options:
   --workload NAME[,NAME]|all   workloads to run (default: all; repeated, the lists add up)
   --method NAME[,NAME]|GROUP   tracing methods (default: all; repeated, the lists add up).
                                Groups: all (every method --list shows), compared (the
-                               methods a user compares: all but the cost references)
+                               methods a user compares: all but the cost references).
+                               -NAME leaves a method (or group) out: compared,-nsys
   --linkage static|shared|both cudart linkage of the workload binaries (default: both)
   --reps N                     repetitions of each combination (default: 1)
   --out DIR                    results go to DIR/<run-id>/ (default: results)
@@ -225,6 +247,24 @@ options:
                                95% interval or within max(10%, 100 ns) of its value); the
                                outcome goes into bench_summary.json and the report, not the
                                exit status
+  --cost                       the slowdown each method causes, for the workloads or a command:
+                               --reps N rounds (default 5), each running every program under
+                               every method, round k starting at method k mod M, none (added
+                               when not named) in every round. Per method: the median wall
+                               time, the median of its ratios to none's run of the same
+                               round, with a 95% interval from resampling the rounds (3+),
+                               and start-up apart from the rest where a run tells it (the
+                               ledger's first kernel launch; a command's mark, see below).
+                               Every run is checked as in the matrix: one that failed, lost
+                               events or left a layer unobserved is marked and counted, never
+                               averaged in silently. Writes summary.json's "cost" too. A
+                               command that exits 77 untraced says it cannot run here (its
+                               last stderr line is the reason): it is skipped. A command may
+                               write "<CLOCK_MONOTONIC ns> <what>" to the file named by
+                               $CUDATRACE_STARTUP_MARK when its start-up is over
+  --time-budget SECONDS        with --cost: start no round that would end past SECONDS (judged
+                               from the rounds done), and no run once SECONDS have passed;
+                               the summary says where it stopped
   --export-trace RUN_FOLDER    write RUN_FOLDER/trace.json (Chrome/Perfetto: open it in
                                ui.perfetto.dev) from that run's events and ledger, then stop
   --export-otlp DIR [-o FILE]  write the events of every run in DIR (results/<run-id>, or one of
@@ -259,6 +299,7 @@ examples:
   sudo harness --workload vecadd,errors --method compared
   harness --bench --method none,preload --linkage shared --reps 10
   harness --method none -- ./my_cuda_app --size 1024
+  sudo harness --cost --reps 5 --method compared -- python3 train.py
   harness --export-otlp results/<run-id> -o run.otlp.jsonl
   sudo harness --workload vecadd --method cupti --otlp-endpoint http://localhost:4318
 

@@ -3,6 +3,7 @@
 // tested on its own: parse_cli throws UsageError with the one line to print.
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -21,6 +22,10 @@ struct Options {
   bool reps_given = false;
   bool bench = false;  // run the per-call benchmark instead of the workloads
   std::filesystem::path agree_with;  // --bench --agree-with: an earlier bench run this one is checked against
+  // --cost: each program N (--reps) times per method in rounds that rotate the methods'
+  // order, none in every round; the slowdown against none per method (harness/cost.h).
+  bool cost = false;
+  std::optional<double> time_budget_s;  // --time-budget: no cost round starts that would end past it
   bool baseline = true;  // a command runs untraced too, and every traced run's exit is checked against it
   std::filesystem::path export_trace;  // a run folder to write as trace.json, then stop
   std::filesystem::path export_otlp;   // a results or run folder to write as OTLP JSON lines, then stop

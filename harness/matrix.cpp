@@ -15,6 +15,7 @@
 #include "common/event_io.h"
 #include "common/outside_text.h"
 #include "harness/catalog.h"
+#include "harness/cost.h"
 #include "common/elf_file.h"
 #include "harness/bench_stats.h"
 #include "harness/host.h"
@@ -198,6 +199,7 @@ void describe_target(RunState& r, const RunContext& ctx, Target& target, Launch&
   } else {
     target.argv = ctx.opts.command;
     target.cudart = cudart_linkage(target.argv[0]);
+    launch.env[kStartupMarkEnv] = (r.target_dir / kStartupMarkFile).string();
   }
   target.writable_dir = r.target_dir;
   launch.argv = target.argv;
@@ -392,6 +394,7 @@ json run_one(const Combo& combo, int rep, RunContext& ctx, ComboOutcome& outcome
   judge_ending(r, ctx);
   const EventStream ledger = read_ground_truth(r, outcome);
   score_events(r, method, ledger, outcome);
+  r.run["startup"] = startup_of(ledger.events, r.target_dir, r.child);
   give_up_space_if_full(r, ctx);
   record_run(r, ctx, outcome);
   return r.run;
@@ -437,7 +440,8 @@ json combo_json(const ComboOutcome& o, const std::vector<ComboOutcome>& all) {
   return j;
 }
 
-void print_progress(size_t index, size_t total, const Combo& c, int rep, int reps, const json& run) {
+void print_progress(size_t index, size_t total, const Combo& c, int rep, int reps, const json& run,
+                    const std::string& cost_progress) {
   std::string what = c.workload.empty() ? "command" : c.workload + " " + c.linkage;
   std::string verdict = run["ok"].get<bool>() ? "ok" : "FAILED";
   char line[512];
@@ -460,6 +464,7 @@ void print_progress(size_t index, size_t total, const Combo& c, int rep, int rep
   if (!run["left_running"].empty())
     extra += "  (" + std::to_string(run["left_running"].size()) + " process(es) left running: killed)";
   if (!run["ok"].get<bool>()) extra += "  (" + run["failures"][0].get<std::string>() + ")";
+  if (!cost_progress.empty()) extra += "  [" + cost_progress + "]";
   std::fprintf(stderr, "%s%s\n", line, extra.c_str());
 }
 
@@ -532,8 +537,9 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
   ctx.manifest = &manifest;
   SpaceReserve reserve(root, kSummaryReserve);
   ctx.reserve = &reserve;
-  std::fprintf(stderr, "harness: run %s: %zu combination(s) x %d rep(s) to run, %zu skipped; results in %s\n",
-               run_id.c_str(), todo.size(), opts.reps, skipped.size(), shown(root.string()).c_str());
+  std::fprintf(stderr, "harness: run %s: %zu combination(s) x %d %s to run, %zu skipped; results in %s\n",
+               run_id.c_str(), todo.size(), opts.reps, opts.cost ? "interleaved round(s)" : "rep(s)", skipped.size(),
+               shown(root.string()).c_str());
   // One line per reason, with how many combinations and which (the full list is in
   // summary.json): a method missing here must not bury the rest of the console.
   std::map<std::string, std::vector<std::string>> skips_by_reason;
@@ -552,29 +558,52 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
   std::unique_ptr<OtlpRunSender> otlp;
   if (!opts.otlp_endpoint.empty()) otlp = std::make_unique<OtlpRunSender>(opts.otlp_endpoint);
   ctx.otlp = otlp.get();
-  std::vector<ComboOutcome> outcomes;
-  const size_t total = todo.size() * size_t(opts.reps);
-  size_t index = 0;
-  for (const auto& c : todo) {
-    ComboOutcome o;
-    o.combo = c;
-    for (int rep = 1; rep <= opts.reps && !g_interrupted && ctx.write_error.empty(); ++rep) {
-      json run;
-      try {
-        run = run_one(c, rep, ctx, o);
-      } catch (const WriteError& e) {  // the run's own folder or files could not be made
-        ctx.write_error = e.what();
-        break;
-      }
-      print_progress(++index, total, c, rep, opts.reps, run);
+  // The order of the runs: the matrix's (each combination's repetitions in a row), or the
+  // cost mode's interleaved rounds, which CostRecorder follows and may cut short.
+  std::vector<CostSubject> subjects;
+  for (const auto& c : todo)
+    subjects.push_back({c.workload.empty() ? "command" : c.workload + "." + c.linkage, c.method, c.workload, c.linkage});
+  std::vector<std::string> program_of;
+  for (const auto& s : subjects) program_of.push_back(s.program);
+  const RunPlan plan = opts.cost ? interleaved_plan(program_of, opts.reps) : sequential_plan(todo.size(), opts.reps);
+  std::unique_ptr<CostRecorder> cost;
+  if (opts.cost) cost = std::make_unique<CostRecorder>(subjects, plan, opts.reps, opts.time_budget_s, opts.command);
+  std::vector<ComboOutcome> outcomes(todo.size());
+  for (size_t i = 0; i < todo.size(); ++i) outcomes[i].combo = todo[i];
+  for (size_t index = 0; index < plan.size() && !g_interrupted && ctx.write_error.empty(); ++index) {
+    const Combo& c = todo[plan[index].combo];
+    const int rep = plan[index].rep;
+    if (cost && !cost->should_run(index)) {
+      if (!cost->stopped().empty()) break;
+      continue;
     }
-    outcomes.push_back(std::move(o));
-    if (g_interrupted) break;
-    if (!ctx.write_error.empty()) {
-      std::fprintf(stderr, "harness: %s: stopping; the summary keeps what finished\n", ctx.write_error.c_str());
+    json run;
+    try {
+      run = run_one(c, rep, ctx, outcomes[plan[index].combo]);
+    } catch (const WriteError& e) {  // the run's own folder or files could not be made
+      ctx.write_error = e.what();
       break;
     }
+    if (cost) cost->add(index, run, runs_dir / (c.label() + ".r" + std::to_string(rep)));
+    print_progress(index + 1, plan.size(), c, rep, opts.reps, run, cost ? cost->progress(index) : "");
   }
+  if (!ctx.write_error.empty())
+    std::fprintf(stderr, "harness: %s: stopping; the summary keeps what finished\n", ctx.write_error.c_str());
+  if (cost && !cost->stopped().empty()) std::fprintf(stderr, "harness: cost: %s\n", cost->stopped().c_str());
+  // A program that said untraced that it cannot run here is skipped, not failed.
+  if (cost)
+    for (const auto& [program, reason] : cost->skipped_programs()) {
+      std::fprintf(stderr, "harness: cost: %s skipped: %s\n", program.c_str(), reason.c_str());
+      for (size_t i = 0; i < todo.size(); ++i)
+        if (subjects[i].program == program) {
+          outcomes[i].statuses.clear();
+          skipped.push_back({{"workload", todo[i].workload.empty() ? json(nullptr) : json(todo[i].workload)},
+                             {"linkage", todo[i].linkage.empty() ? json(nullptr) : json(todo[i].linkage)},
+                             {"method", todo[i].method},
+                             {"reason", reason}});
+        }
+    }
+  std::erase_if(outcomes, [](const ComboOutcome& o) { return o.statuses.empty(); });  // never started
 
   int ok = 0, failed = 0;
   json combos_json = json::array();
@@ -600,6 +629,7 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
   for (const auto& o : outcomes) unobserved_total += int64_t(o.unobserved.size());
   summary["counts"]["layers_not_observed"] = unobserved_total;
   if (otlp) summary["otlp"] = otlp->summary();
+  if (cost) summary["cost"] = cost->summary(skipped);
   if (!opts.command.empty()) {
     std::vector<MethodView> views;
     for (const auto& o : outcomes) {
@@ -608,8 +638,9 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
                        int(o.statuses.size()), o.partly_unobserved, m.limits, o.loss});
     }
     summary["verdict"] = command_verdict(views);
-    std::fputs(verdict_text(summary["verdict"]).c_str(), stderr);
+    if (!outcomes.empty()) std::fputs(verdict_text(summary["verdict"]).c_str(), stderr);  // nothing ran: nothing to say
   }
+  if (cost) std::fputs(cost->table(summary["cost"]).c_str(), stderr);
   reserve.release();  // the summary is written into the space kept for it
   try {
     write_json(root / "summary.json", summary);

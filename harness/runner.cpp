@@ -219,6 +219,7 @@ ChildResult run_child_with(const ChildSpec& spec, Tracer& tracer, const Fd& out,
   }
 
   const int64_t start = monotonic_ns();
+  res.start_ns = start;
   (void)!write(gate[1], "g", 1);
   close(gate[1]);
   int exec_errno = 0;

@@ -56,6 +56,7 @@ struct ChildResult {
   int exit_code = -1;
   int signal = 0;
   int64_t wall_ns = 0;  // from the gate opening to the child's exit
+  int64_t start_ns = 0;  // CLOCK_MONOTONIC at the gate opening: where a record's time since the start counts from
   std::string detail;   // one line for a person
   std::vector<std::string> left_running;  // "pid name" of processes it left behind, killed
   OutputKept stdout_kept, stderr_kept;

@@ -27,7 +27,9 @@ import cudatrace_results as results  # noqa: E402
 try:
     import matplotlib
     matplotlib.use("Agg")
+    import matplotlib.patches
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 except ImportError:
     sys.exit("generate_report: python3-matplotlib is missing (apt-get install python3-matplotlib)")
 
@@ -442,6 +444,125 @@ def slowdown_section(combos):
                  rows, "slowdown-table", empty="No workload ran under both a method and none: no slowdown to show.")
 
 
+def cost_section(runs):
+    """The cost mode (harness --cost): per program, one bar per method, its slowdown against
+    none with the 95% interval the harness computed from paired rounds, and the numbers
+    behind it in a table. A method that did not run, failed, lost events or left a layer
+    unobserved is named in red, never drawn as if it were clean."""
+    programs = [p for r in runs for p in results.cost_programs(r)]
+    if not programs:
+        return ('<p id="cost-table" class="empty">No cost-mode run in these results '
+                '(<code>harness --cost</code>).</p>')
+    methods = []
+    for p in programs:
+        for name in [m["method"] for m in p["methods"]] + [n["method"] for n in p.get("not_run", [])]:
+            if name != "none" and name not in methods:
+                methods.append(name)
+    colours = {m: plt.cm.tab10(i % 10) for i, m in enumerate(methods)}
+    # One group per program (a program measured in two cost runs, e.g. vecadd under nsys
+    # apart, is one group: each bar is against its own run's none).
+    groups = {}
+    for p in programs:
+        g = groups.setdefault(results.program_label(p), {"skipped": p.get("skipped"), "methods": {}})
+        for m in p["methods"]:
+            g["methods"].setdefault(m["method"], m)
+    per_row = 8
+    labels = list(groups)
+    rows_of = [labels[i:i + per_row] for i in range(0, len(labels), per_row)]
+    fig, axes = plt.subplots(len(rows_of), 1, figsize=(12, 3.4 * len(rows_of)), squeeze=False)
+    width = 0.8 / max(1, len(methods))
+    for ax, row in zip(axes[:, 0], rows_of):
+        for j, label in enumerate(row):
+            for i, name in enumerate(methods):
+                x = j + (i - (len(methods) - 1) / 2) * width
+                m = groups[label]["methods"].get(name)
+                r = (m or {}).get("ratio")
+                if groups[label]["skipped"]:
+                    continue
+                if not r:
+                    # Not run, failed, or no usable round: a cross at 1, never a bar.
+                    ax.plot([x], [1], marker="x", color=colours[name], markersize=6, markeredgewidth=2)
+                    continue
+                ci = r.get("ci95")
+                err = [[r["value"] - ci[0]], [ci[1] - r["value"]]] if ci else None
+                ax.bar([x], [r["value"]], width, yerr=err, capsize=2, color=colours[name],
+                       hatch="//" if results.from_marked_runs(m) else None,
+                       edgecolor="#b00" if m.get("marks") else colours[name])
+        ax.axhline(1, color="#444", linewidth=0.8)
+        ax.set_yscale("log")
+        ax.yaxis.set_major_locator(matplotlib.ticker.FixedLocator([0.25, 0.5, 1, 1.5, 2, 3, 5, 10, 20, 50, 100]))
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}×"))
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        ax.set_ylabel("wall time / none's")
+        ax.set_xticks(range(len(row)))
+        ax.set_xticklabels([f"{l}\n(skipped)" if groups[l]["skipped"] else l for l in row], rotation=15, ha="right",
+                           fontsize=8)
+        ax.set_xlim(-0.6, len(row) - 0.4)
+    handles = [matplotlib.patches.Patch(color=colours[m], label=m) for m in methods]
+    axes[0, 0].legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    axes[0, 0].set_title("slowdown against none, 95% interval from paired rounds "
+                         "(red edge: runs marked; hatched: only marked runs; x: no figure)")
+    fig.tight_layout(h_pad=2.5)
+    chart = f'<img id="cost-chart" alt="slowdown per program and method" src="{png(fig)}">'
+
+    def seconds(ns):
+        return "—" if ns is None else f"{ns / 1e9:.3f}"
+
+    def ratio(r, interval=True):
+        if not r:
+            return "—"
+        text = f'{r["value"]:.2f}×'
+        if interval:
+            ci = r.get("ci95")
+            text += f' [{ci[0]:.2f}, {ci[1]:.2f}]' if ci else f' (no interval: {r["pairs"]} round(s))'
+        return text
+
+    rows, notes = [], []
+    for p in programs:
+        label = esc(results.program_label(p))
+        if p.get("skipped"):
+            rows.append([label, "—", "", "", "", "", "", "", "", f'<b class="bad">skipped: {esc(p["skipped"])}</b>'])
+            continue
+        start = p.get("startup_source") or p.get("startup_why")
+        notes.append(f"<li>{label}: start-up {'ends at ' if p.get('startup_source') else 'not told apart: '}"
+                     f"{esc(start or '—')}</li>")
+        for m in p["methods"]:
+            base = m["method"] == "none"
+            marks = [f'<b class="bad" title="{esc(detail)}">{esc(kind)} in round(s) '
+                     f'{esc(", ".join(map(str, rounds)))}</b>' for kind, rounds, detail in results.mark_summary(m)]
+            if results.from_marked_runs(m):
+                marks.append('<b class="bad">figures from marked runs: no clean run</b>')
+            if not base and not m.get("ratio"):
+                marks.append(f'<b class="bad">no figure: {esc(m.get("why_no_ratio", "—"))}</b>')
+            used = f'{len(m["rounds_used"])} of {m["counts"]["runs"]}'
+            setup = m.get("setup_reported")
+            rows.append([label, esc(m["method"]), used, seconds(m["median_wall_ns"]),
+                         "baseline" if base else ratio(m.get("ratio")),
+                         seconds(m.get("median_startup_ns")) + ("" if base else f' ({ratio(m.get("startup_ratio"), False)})'),
+                         seconds(m.get("median_rest_ns")) + ("" if base else f' ({ratio(m.get("rest_ratio"), False)})'),
+                         f'{setup["median_ms"]:.2f} ({esc(setup["what"])})' if setup else "—",
+                         esc(p.get("run", "")), "<br>".join(marks) or '<span class="good">clean</span>'])
+        for n in p.get("not_run", []):
+            rows.append([label, esc(n["method"]), "0", "—", "—", "—", "—", "—", esc(p.get("run", "")),
+                         f'<b class="bad">not run: {esc(n["reason"])}</b>'])
+    rounds = sorted({(p["run"], p["rounds"].get("done"), p["rounds"].get("planned"), p.get("stopped") or "")
+                     for p in programs})
+    stopped = "".join(f"<li>{esc(run)}: {done} of {planned} round(s){': ' + esc(why) if why else ''}</li>"
+                      for run, done, planned, why in rounds)
+    return (chart
+            + "<p>Each program ran under every method in rounds; round <i>k</i> starts at the <i>k</i>-th "
+              "method and none runs in every round. A method's slowdown is the median, over the rounds in which "
+              "both ran usably, of its wall time over none's in the same round, with a 95% interval from "
+              "resampling those rounds (3 or more). A run that failed, lost events or left a layer unobserved is "
+              "marked and left out while clean runs exist; one that saw a layer only in part is marked and "
+              "counted (the method's limit, not the run's fault). Start-up runs from the program's start to the "
+              "return of its first kernel launch (the workload's ledger) or to the program's own mark; the "
+              "method's own set-up is what the method timed of its work inside the program.</p>"
+            + f"<ul>{stopped}{''.join(notes)}</ul>"
+            + table(["program", "method", "runs used", "median s", "vs none [95%]", "start-up s (vs none)",
+                     "rest s (vs none)", "method's own set-up ms", "cost run", "marks"], rows, "cost-table"))
+
+
 def skipped_section(summaries):
     by_reason = {}
     for s in summaries:
@@ -504,7 +625,8 @@ summary{{cursor:pointer}}</style></head><body>
 <h2>Completeness</h2>{completeness_section(combos)}{unobserved_table(combos)}{fidelity_table(combos)}
 <h2>What each method saw of the command</h2>{command_section(summaries)}
 <h2>Loss</h2><p>Every counter a tracer reports about events it could not keep; 0 is the only good value.</p>{loss_table(combos)}
-<h2>Whole-workload slowdown</h2>{slowdown_section(combos)}
+<h2>Slowdown (cost mode)</h2>{cost_section(runs)}
+<h2>Whole-workload slowdown</h2><p>From the repetitions of each combination, run one after another (the cost mode above pairs interleaved rounds instead).</p>{slowdown_section(combos)}
 <h2>Skipped, and why</h2>{skipped_section(summaries + benches)}
 <h2>Environment</h2>{environment_section(manifests)}
 </body></html>

@@ -52,6 +52,9 @@ struct TracerReport {
   std::map<std::string, std::string> partly_unobserved;
   nlohmann::json loss = nlohmann::json::object();   // e.g. {"dropped": 0, "ring_full": 0}
   nlohmann::json notes = nlohmann::json::object();  // what was attached where, warnings
+  // Where a method times work of its own inside the program (patching, injection), it says
+  // so in two notes the cost mode reads without knowing the method: "setup_ms" (a number)
+  // and "setup_what" (one line). The cost mode shows it beside the start-up it measures.
   std::string error;  // non-empty: the collector failed; the run is recorded as failed
   // How far (ns) this tracer's timestamps may stray from the ledger's clock (a converted
   // clock); the matcher widens each call's window by this much.

@@ -188,6 +188,55 @@ class Reasons(unittest.TestCase):
         self.assertTrue(driver["partly"])
 
 
+class CostMode(unittest.TestCase):
+    """The cost mode's section of summary.json, read as the harness wrote it (the fixtures
+    are real runs on a machine without a GPU: a workload run, a command with a start-up
+    mark, a command that said it cannot run here)."""
+
+    def programs(self, name):
+        return results.cost_programs(results.load_run(fixture(name)))
+
+    def test_every_program_and_method_with_its_run(self):
+        programs = self.programs("cost-workloads")
+        self.assertEqual([p["program"] for p in programs],
+                         ["errors.static", "errors.shared", "graphs.static", "graphs.shared"])
+        for p in programs:
+            self.assertTrue(p["run"])
+            self.assertEqual(p["rounds"], {"planned": 3, "done": 3})
+            self.assertEqual(p["methods"][0]["method"], "none")
+            self.assertIsNone(p["methods"][0]["ratio"])
+            # A method that did not run on the program is named, with why.
+            self.assertTrue(all(n["reason"] for n in p["not_run"]))
+            for m in p["methods"][1:]:
+                self.assertTrue(m["ratio"] or m["why_no_ratio"])
+
+    def test_marked_figures_are_said_to_be_marked(self):
+        preload = next(m for p in self.programs("cost-workloads") if p["program"] == "errors.static"
+                       for m in p["methods"] if m["method"] == "preload")
+        self.assertTrue(results.from_marked_runs(preload))
+        kinds = [k for k, _, _ in results.mark_summary(preload)]
+        self.assertIn("layer not observed", kinds)
+
+    def test_labels(self):
+        self.assertEqual(results.program_label({"workload": "vecadd", "program": "vecadd.shared"}), "vecadd.shared")
+        self.assertEqual(results.program_label({"command": ["/opt/v/bin/python3", "tests/real_programs/jax_jit_loop.py",
+                                                            "300"]}), "jax_jit_loop.py")
+        self.assertEqual(results.program_label({"command": ["/usr/bin/python3", "-c", "import os"]}), "python3 -c")
+        self.assertEqual(results.program_label(self.programs("cost-skipped")[0]), "torch_train_step.py")
+
+    def test_a_skipped_program_keeps_its_reason(self):
+        p = self.programs("cost-skipped")[0]
+        self.assertIn("cannot run here (exit 77)", p["skipped"])
+        self.assertIn("cannot import torch", p["skipped"])
+
+    def test_start_up_from_the_programs_mark(self):
+        p = self.programs("cost-command")[0]
+        self.assertEqual(p["startup_source"], "the program's start-up mark: imports done")
+        none = p["methods"][0]
+        self.assertGreater(none["median_startup_ns"], 0)
+        self.assertGreater(none["median_rest_ns"], 0)
+
+
 def validate(data, schema, root, where="$"):
     """The part of JSON Schema our schemas use; returns a list of problems."""
     if "$ref" in schema:
@@ -281,7 +330,8 @@ class Report(unittest.TestCase):
         cls.dir = tempfile.TemporaryDirectory()
         cls.html = os.path.join(cls.dir.name, "r.html")
         subprocess.run([python, os.path.join(SOURCE, "reports", "generate_report.py"), fixture("matrix"),
-                        fixture("bench"), fixture("bench-v2"), fixture("command"), "-o", cls.html], check=True,
+                        fixture("bench"), fixture("bench-v2"), fixture("command"), fixture("cost-workloads"),
+                        fixture("cost-command"), fixture("cost-skipped"), "-o", cls.html], check=True,
                        stdout=subprocess.DEVNULL)
         with open(cls.html) as f:
             cls.text = f.read()
@@ -322,6 +372,16 @@ class Report(unittest.TestCase):
         self.assertIn("How: entry = uprobe-enter&#x27;s cost", self.text)
         self.assertIn("uprobe measured under loss", self.text)
         self.assertIn('id="bench-calls-skipped"', self.text)
+
+    def test_the_slowdown_of_the_cost_mode(self):
+        self.assertIn('id="cost-chart"', self.text)
+        table = re.search(r'<table id="cost-table">(.*?)</table>', self.text, flags=re.S).group(1)
+        self.assertRegex(table, r"\d\.\d\d× \[\d+\.\d\d, \d+\.\d\d\]")
+        self.assertIn("skipped: the program says it cannot run here (exit 77)", table)
+        self.assertIn("not run: method cupti", table)
+        self.assertIn("figures from marked runs", table)
+        self.assertIn("torch_train_step.py", table)
+        self.assertIn("start-up ends at the program&#x27;s start-up mark: imports done", self.text)
 
     def test_fits_1280_pixels(self):
         self.assertIn("max-width:1240px", self.text)

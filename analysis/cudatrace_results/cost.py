@@ -1,0 +1,39 @@
+"""The cost mode's results (summary.json "cost", written by harness/cost.cpp), as the
+harness computed them: the slowdown of each method against none from paired rounds, its
+interval, start-up apart from the rest, and every run that was marked. Nothing here
+computes a ratio or an interval again; this module only lays them out for readers.
+"""
+
+# The harness's name for figures taken from marked runs (harness/cost_stats.cpp, basis_name).
+MARKED_BASIS = "marked runs (no clean run)"
+
+
+def cost_programs(run):
+    """The programs of one results folder's cost run, each with the run it came from."""
+    cost = (run.summary or {}).get("cost") or {}
+    return [dict(p, run=run.run_id, rounds=cost.get("rounds", {}), stopped=cost.get("stopped"))
+            for p in cost.get("programs", [])]
+
+
+def program_label(program):
+    """"vecadd.shared", or a command by its script's name ("torch_train_step.py"); an
+    interpreter given its code inline ("python3 -c") by the interpreter's name."""
+    if program.get("workload"):
+        return program["program"]
+    command = program.get("command") or []
+    if not command:
+        return "command"
+    interpreter = command[0].rsplit("/", 1)[-1]
+    if "-c" in command[1:2]:
+        return f"{interpreter} -c"
+    scripts = [a for a in command[1:] if not a.startswith("-")]
+    return scripts[0].rsplit("/", 1)[-1] if scripts else interpreter
+
+
+def mark_summary(method):
+    """What marked a method's runs, one short phrase each: ("lost events", [2, 4], detail)."""
+    return [(m["mark"], m.get("rounds", []), m.get("detail", "")) for m in method.get("marks", [])]
+
+
+def from_marked_runs(method):
+    return method.get("basis") == MARKED_BASIS
