@@ -10,9 +10,10 @@ from .load import (SUPPORTED_VERSIONS, SchemaError, Run, load_json, load_result,
 from .bench import Cost, cost_of, between_is_noise, in_process_is_noise, rows_by_key
 from .reasons import short_reason, reason_lines, grouped_reasons
 from .percall import load_percall_folder
+from . import devices
 
 __all__ = [
     "SUPPORTED_VERSIONS", "SchemaError", "Run", "load_json", "load_result", "load_run", "load_runs", "schema_version",
     "Cost", "cost_of", "between_is_noise", "in_process_is_noise", "rows_by_key",
-    "short_reason", "reason_lines", "grouped_reasons", "load_percall_folder",
+    "short_reason", "reason_lines", "grouped_reasons", "load_percall_folder", "devices",
 ]
