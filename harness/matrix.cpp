@@ -367,6 +367,12 @@ void score_events(RunState& r, const RunContext& ctx, const Method& method, cons
       outcome.layers[s.layer].add(s);
       // A layer seen in part always says why: the tracer's account, its loss, or the
       // method's stated limit (partial_reason), never a bare number.
+      if (s.matched < s.expected && !outcome.partly_unobserved.count(s.layer)) {
+        const std::string why = partial_reason(report.partly_unobserved, report.loss, method.limits, s.layer);
+        const std::string reason = why.empty() ? "the method names no limit for this layer (Method::limits)" : why;
+        r.run["partly_observed"].push_back({{"layer", s.layer}, {"reason", reason}});
+        outcome.partly_unobserved[s.layer] = reason;
+      }
       // Whole, yet short for some (process, device): the method placed records elsewhere
       // than the ledger did (another GPU or process), which the total cannot show.
       bool misplaced = false;
@@ -374,12 +380,6 @@ void score_events(RunState& r, const RunContext& ctx, const Method& method, cons
       if (s.matched == s.expected && misplaced && !outcome.partly_unobserved.count(s.layer)) {
         const std::string reason = "the method put some of this layer's records on another process or GPU than the "
                                    "ledger did (per_device_short names them)";
-        r.run["partly_observed"].push_back({{"layer", s.layer}, {"reason", reason}});
-        outcome.partly_unobserved[s.layer] = reason;
-      }
-      if (s.matched < s.expected && !outcome.partly_unobserved.count(s.layer)) {
-        const std::string why = partial_reason(report.partly_unobserved, report.loss, method.limits, s.layer);
-        const std::string reason = why.empty() ? "the method names no limit for this layer (Method::limits)" : why;
         r.run["partly_observed"].push_back({{"layer", s.layer}, {"reason", reason}});
         outcome.partly_unobserved[s.layer] = reason;
       }
@@ -551,7 +551,7 @@ void print_progress(size_t index, size_t total, const Combo& c, int rep, int rep
       who += (who.empty() ? "" : ", ") + std::to_string(l["pid"].get<int>()) + " " + l["name"].get<std::string>() +
              " (" + (l["belongs"] == "program" ? "the program's" : l["belongs"] == "method" ? "the method's" : "origin unknown") +
              ")";
-    extra += "  (" + std::to_string(run["left_running"].size()) + " process(es) left running, killed" +
+    extra += "  (" + std::to_string(run["left_running"].size()) + " process(es) left running: killed" +
              (who.empty() ? "" : ": " + who) + ")";
   }
   // A total can hide a rank or a GPU that saw nothing: those that fell short are named.

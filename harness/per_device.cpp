@@ -124,6 +124,7 @@ json to_json(const Buckets& buckets) {
 namespace {
 std::string where(const BucketKey& k) {
   if (k.device == kUnattributed) return k.process + " (" + kUnattributed + ")";
+  if (k.device == kNoDevice) return k.process + " (calls of no device)";
   return k.process.empty() ? k.device : k.process + " on " + k.device;
 }
 }  // namespace
