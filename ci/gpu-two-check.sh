@@ -15,9 +15,10 @@
 # 2 bad usage. On a host with fewer than two GPUs every phase says so and exits 0.
 set -uo pipefail
 [[ $# -ge 2 ]] || { sed -n '2,16p' "$0"; exit 2; }
-cd "$(dirname "$0")/.."
+# PREFIX and OUT as the caller named them, then the checkout's root for its scripts.
 prefix=$(cd "$1" && pwd) || exit 2
 out=$(mkdir -p "$2" && cd "$2" && pwd) || exit 2
+cd "$(dirname "$0")/.." || exit 2
 shift 2
 phases=("$@")
 [[ ${#phases[@]} -gt 0 ]] || phases=(ctest workloads nccl ddp report)
@@ -92,9 +93,14 @@ for phase in "${phases[@]}"; do
         log "report: no results in $out yet (run a phase first)"
         continue
       fi
+      # As the harness does: the first python3 that has matplotlib, else the system's.
+      report_py=/usr/bin/python3
+      for p in python3 /usr/bin/python3 "$py"; do
+        if "$p" -c "import matplotlib" 2>/dev/null; then report_py=$p; break; fi
+      done
       log "report: ${#runs[@]} results folder(s) -> $out/two-gpus.html"
-      timeout -k 10 300 python3 "$prefix/share/cudatrace/report/generate_report.py" "${runs[@]}" -o "$out/two-gpus.html" \
-        2>&1 | tail -3
+      timeout -k 10 300 "$report_py" "$prefix/share/cudatrace/report/generate_report.py" "${runs[@]}" \
+        -o "$out/two-gpus.html" 2>&1 | tail -3
       log "per process and GPU, every folder:"
       python3 ci/per_device_summary.py "${runs[@]}" | tee "$out/summary.txt"
       ;;

@@ -97,6 +97,10 @@ def main():
         if not run.summary:
             continue
         print(f"== {run.run_id}")
+        if not run.combos:
+            skipped = run.summary.get("skipped") or [{}]
+            print(cut(f'  nothing ran ({len(skipped)} skipped), e.g.: {skipped[0].get("reason", "?")}'))
+            continue
         lines = command_lines(run, names) if run.verdict else workload_lines(run, names)
         lines += leftover_lines(folder)
         for line in lines:
