@@ -292,13 +292,29 @@ json per_device_verdict(const PerDeviceInput& reference, const std::vector<PerDe
       for (const auto& pair : pairs) {
         const auto ref = per_device(pair.reference, rl, reference.reps, left_out);
         const auto seen = per_device(pair.seen, l, m.reps, {});
-        std::map<std::string, std::pair<Families, Families>> rows;  // device -> (reference, seen)
+        const std::string who = pair.reference ? pair.reference->label() : pair.seen->label();
+        // The whole process first: its coverage whatever device the records name. Then, for a
+        // method that names devices, each device strictly; its records that name none (a
+        // call before any context, or one its way of naming missed) count on no GPU, so
+        // where it has more of those than the reference its per-GPU counts are a floor and
+        // the process's total is what says whether it fell short.
+        std::vector<std::pair<std::string, std::pair<Families, Families>>> rows;  // device -> (reference, seen)
+        rows.push_back({attributing ? kAllDevices : kUnattributed, {pooled(ref), pooled(seen)}});
+        int64_t unnamed_excess = 0;
         if (attributing) {
-          for (const auto& [d, f] : ref) rows[d].first = f;
-          for (const auto& [d, f] : seen) rows[d].second = f;
-        } else if (!ref.empty() || !seen.empty()) {
-          rows[kUnattributed] = {pooled(ref), pooled(seen)};
+          std::map<std::string, std::pair<Families, Families>> by_device;
+          for (const auto& [d, f] : ref) by_device[d].first = f;
+          for (const auto& [d, f] : seen) by_device[d].second = f;
+          for (auto& [d, sides] : by_device) rows.push_back({d, std::move(sides)});
+          const auto nr = ref.find(kNoDevice), ns = seen.find(kNoDevice);
+          int64_t ref_none = 0, seen_none = 0;
+          if (nr != ref.end())
+            for (const auto& [f, n] : nr->second) ref_none += n;
+          if (ns != seen.end())
+            for (const auto& [f, n] : ns->second) seen_none += n;
+          unnamed_excess = std::max<int64_t>(0, seen_none - ref_none);
         }
+        std::vector<std::string> short_lines;
         for (const auto& [device, sides] : rows) {
           int64_t total = 0, matched = 0, seen_total = 0;
           for (const auto& [f, n] : sides.first) {
@@ -310,7 +326,7 @@ json per_device_verdict(const PerDeviceInput& reference, const std::vector<PerDe
           if (total == 0 && seen_total == 0) continue;
           json row = {{"method", m.method},
                       {"layer", l},
-                      {"process", pair.reference ? pair.reference->label() : pair.seen->label()},
+                      {"process", who},
                       {"device", device},
                       {"matched_by", pair.how},
                       {"reference", total},
@@ -319,17 +335,21 @@ json per_device_verdict(const PerDeviceInput& reference, const std::vector<PerDe
                       {"coverage", total ? json(double(matched) / double(total)) : json(nullptr)}};
           if (pair.seen) row["method_process"] = pair.seen->label();
           if (pair.seen) row["method_pids"] = pair.seen->pids;
+          if (device == kAllDevices && unnamed_excess > 0) row["records_naming_no_device"] = unnamed_excess;
           row["status"] = total == 0 ? "not in the reference" : matched == total ? "complete" : matched == 0 ? "blind" : "partial";
-          if (total > 0 && matched < total) {
+          const bool whole = device == kAllDevices || device == kUnattributed;
+          if (total > 0 && matched < total && (whole == (unnamed_excess > 0 || !attributing))) {
             char pct[32];
             std::snprintf(pct, sizeof pct, " (%.1f%%)", 100.0 * double(matched) / double(total));
-            const std::string who = row["process"].get<std::string>();
-            out["short"][m.method][l].push_back(
-                (device == kUnattributed ? who + " (" + kUnattributed + ")" : who + " on " + device) + ": " +
-                std::to_string(matched) + " of " + std::to_string(total) + pct);
+            short_lines.push_back((whole ? who + " (" + device + ")" : who + " on " + device) + ": " +
+                                  std::to_string(matched) + " of " + std::to_string(total) + pct);
           }
           out["rows"].push_back(row);
         }
+        if (unnamed_excess > 0 && !short_lines.empty())
+          short_lines.push_back(who + ": " + std::to_string(unnamed_excess) +
+                                " of its records name no device, so its per-GPU counts are a floor");
+        for (auto& line : short_lines) out["short"][m.method][l].push_back(std::move(line));
       }
     }
   }

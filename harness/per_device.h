@@ -28,6 +28,7 @@ namespace cudatrace {
 // Device keys that are not a bus id.
 inline constexpr const char* kNoDevice = "no device";  // a record of no GPU (a call before any context)
 inline constexpr const char* kUnattributed = "device not attributable by this method";
+inline constexpr const char* kAllDevices = "all its devices";  // a command's process, whatever GPU
 
 // Turns a record's device into a key every process of the run shares: its bus id where the
 // record, another record of the same process naming both, or the host's table (ordinal as

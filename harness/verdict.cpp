@@ -344,7 +344,7 @@ std::string verdict_text(const json& verdict) {
   const json processes = per_device.value("processes", json::array());
   std::set<std::string> places;  // the reference's (process, device) pairs
   for (const auto& row : per_device.value("rows", json::array()))
-    if (row.value("reference", int64_t(0)) > 0 && row["device"] != kUnattributed)
+    if (row.value("reference", int64_t(0)) > 0 && row["device"] != kUnattributed && row["device"] != kAllDevices)
       places.insert(row["process"].get<std::string>() + "|" + row["device"].get<std::string>());
   if (places.size() <= 1) {
     out += "per process and device: one process on one GPU in the reference, as above\n";

@@ -5,6 +5,7 @@ only reads it and names the GPUs the way the host does."""
 
 NO_DEVICE = "no device"
 UNATTRIBUTED = "device not attributable by this method"
+ALL_DEVICES = "all its devices"  # a command's process as a whole, whatever GPU its records name
 
 
 def gpu_names(manifests):
@@ -32,11 +33,13 @@ def gpu_indexes(manifests):
 def short_device_label(device, indexes):
     if device == UNATTRIBUTED:
         return "(no device: not attributable)"
+    if device == ALL_DEVICES:
+        return "(all GPUs)"
     return f"gpu{indexes[device]}" if device in indexes else device
 
 
 def device_label(device, names):
-    if device in (NO_DEVICE, UNATTRIBUTED):
+    if device in (NO_DEVICE, UNATTRIBUTED, ALL_DEVICES):
         return device
     return f"{names[device]} {device}" if device in names else device
 

@@ -265,6 +265,32 @@ TEST(CommandProcesses, MatchedByDevicesElseByOrder) {
   EXPECT_TRUE(unattributed) << "a method without devices is compared per process, and says so";
 }
 
+// A method that names devices on some records and not on others (preload's generic path,
+// nsys's calls other than launches): the process's whole is what decides, and its per-GPU
+// counts are said to be a floor, not a shortfall of their own.
+TEST(CommandProcesses, RecordsNamingNoDeviceMakeTheProcessTheJudge) {
+  DeviceNames names;
+  ProcessTallies reference, partial;
+  add_run(reference, count_by_process({call("cudaMalloc", 1, 1, 10, 0, kBus0), call("cudaFree", 1, 1, 20, 0, kBus0)},
+                                      names));
+  add_run(partial, count_by_process({call("cudaMalloc", 2, 2, 10, 0, kBus0), call("cudaFree", 2, 2, 20)}, names));
+  const PerDeviceInput ref_in{"cupti", 1, {layer::kRuntime}, &reference};
+  const json whole = per_device_verdict(ref_in, {{"partial", 1, {layer::kRuntime}, &partial}}, {}, {});
+  EXPECT_FALSE(whole["short"].contains("partial")) << "every call seen, one without its device: " << whole.dump(1);
+  bool floor_row = false;
+  for (const auto& row : whole["rows"]) floor_row |= row["device"] == kAllDevices && row["records_naming_no_device"] == 1;
+  EXPECT_TRUE(floor_row) << whole.dump(1);
+
+  ProcessTallies missing;
+  add_run(missing, count_by_process({call("cudaMalloc", 3, 3, 10), call("cudaMalloc", 3, 3, 15, 0, kBus0)}, names));
+  const json v = per_device_verdict(ref_in, {{"missing", 1, {layer::kRuntime}, &missing}}, {}, {});
+  ASSERT_TRUE(v["short"].contains("missing")) << v.dump(1);
+  const json lines = v["short"]["missing"][layer::kRuntime];
+  ASSERT_EQ(lines.size(), 2u) << lines.dump();
+  EXPECT_NE(lines[0].get<std::string>().find("(all its devices): 1 of 2"), std::string::npos) << lines.dump();
+  EXPECT_NE(lines[1].get<std::string>().find("a floor"), std::string::npos) << lines.dump();
+}
+
 TEST(CommandProcesses, RepetitionsAddUnderTheSameKeys) {
   DeviceNames names;
   ProcessTallies t;
