@@ -33,6 +33,14 @@ struct Event {
   std::optional<int64_t> ret;       // return code; absent = not known (e.g. <<<>>>)
   nlohmann::json args = nlohmann::json::object();
   std::optional<uint64_t> corr;     // correlation id (CUPTI), when the tracer has one
+  // The GPU the record belongs to, where the method can know it (schema/README.md says
+  // which can, and why the others cannot): the ordinal as the process numbers its devices
+  // (after CUDA_VISIBLE_DEVICES), and an identity that is the same in every process of
+  // the host, the PCI bus id ("0000:18:00.0", common/device_id.h), so that two processes'
+  // device 0 are not taken for one GPU. Not arguments: a call's own device argument
+  // (cudaSetDevice's) stays in args.
+  std::optional<int64_t> device;
+  std::string device_id;            // empty: not known
 
   bool is_meta() const { return layer == layer::kMeta; }
 };

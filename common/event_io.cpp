@@ -60,6 +60,8 @@ Event event_from_json(const nlohmann::json& j) {
     e.args = *it;
   }
   e.corr = optional_field<uint64_t>(j, "corr");
+  e.device = optional_field<int64_t>(j, "device");
+  if (auto id = optional_field<std::string>(j, "device_id")) e.device_id = *id;
   return e;
 }
 
@@ -93,6 +95,8 @@ void EventWriter::write(const Event& e) {
   if (e.ret) line += ",\"ret\":" + std::to_string(*e.ret);
   line += ",\"args\":" + (e.args.is_object() ? dump_safe(e.args) : std::string("{}"));
   if (e.corr) line += ",\"corr\":" + std::to_string(*e.corr);
+  if (e.device) line += ",\"device\":" + std::to_string(*e.device);
+  if (!e.device_id.empty()) line += ",\"device_id\":" + dump_safe(nlohmann::json(e.device_id));
   line += "}";
   write_line(line);
 }

@@ -1,5 +1,6 @@
 #include "harness/catalog.h"
 
+#include <cstdlib>
 #include <sstream>
 
 #include "common/spawn.h"
@@ -13,9 +14,10 @@ namespace {
 struct Needs {
   bool gpu;
   bool libcuda;
+  int gpus;
 };
 namespace def {
-constexpr Needs gpu{true, false}, host_path{false, false}, host_path_libcuda{false, true};
+constexpr Needs gpu{true, false, 1}, gpus2{true, false, 2}, host_path{false, false, 1}, host_path_libcuda{false, true, 1};
 const std::vector<std::string> both{"static", "shared"}, shared{"shared"};
 }  // namespace def
 
@@ -24,7 +26,7 @@ const std::vector<std::string> both{"static", "shared"}, shared{"shared"};
 const std::vector<WorkloadInfo>& workloads() {
   static const std::vector<WorkloadInfo> all{
 #define WORKLOAD(name, needs, builds, summary) \
-  WorkloadInfo{#name, summary, def::needs.gpu, def::needs.libcuda, def::builds},
+  WorkloadInfo{#name, summary, def::needs.gpu, def::needs.libcuda, def::needs.gpus, def::builds},
 #include "workloads/workloads.def"
 #undef WORKLOAD
   };
@@ -39,6 +41,9 @@ const WorkloadInfo* find_workload(const std::string& name) {
 
 std::string workload_unavailable(const WorkloadInfo& w, const HostFacts& host) {
   if (w.needs_gpu && !host.gpu) return "workload " + w.name + " needs a GPU: " + host.gpu_reason;
+  if (w.needs_gpu && host.gpu_count < w.min_gpus)
+    return "workload " + w.name + " needs " + std::to_string(w.min_gpus) + " GPUs: this host shows " +
+           std::to_string(host.gpu_count) + (std::getenv("CUDA_VISIBLE_DEVICES") ? " (CUDA_VISIBLE_DEVICES is set)" : "");
   if (w.needs_libcuda && !host.libcuda)
     return "workload " + w.name + " links libcuda and no libcuda.so.1 is installed (no NVIDIA driver)";
   return "";

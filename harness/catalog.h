@@ -11,6 +11,7 @@ struct WorkloadInfo {
   std::string summary;
   bool needs_gpu = true;        // false: without a GPU it runs its host-side path (--host_path)
   bool needs_libcuda = false;   // linked with -lcuda: cannot start where no libcuda.so.1 is found
+  int min_gpus = 1;             // GPUs it drives at once (needs_gpu): skipped where the host shows fewer
   std::vector<std::string> linkages{"static", "shared"};  // the builds it has
 };
 

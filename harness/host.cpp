@@ -28,6 +28,8 @@ struct Driver {
   int (*cuDeviceGetAttribute)(int*, int, int) = nullptr;
   int (*cuDeviceTotalMem)(size_t*, int) = nullptr;
   int (*cuGetErrorName)(int, const char**) = nullptr;
+  int (*cuDeviceGetPCIBusId)(char*, int, int) = nullptr;
+  int (*cuDeviceGetUuid)(unsigned char*, int) = nullptr;  // CUuuid: 16 bytes
   std::string error;
 
   Driver() {
@@ -46,6 +48,9 @@ struct Driver {
     sym(cuDeviceGetAttribute, "cuDeviceGetAttribute");
     sym(cuDeviceTotalMem, "cuDeviceTotalMem_v2");
     sym(cuGetErrorName, "cuGetErrorName");
+    sym(cuDeviceGetPCIBusId, "cuDeviceGetPCIBusId");
+    sym(cuDeviceGetUuid, "cuDeviceGetUuid_v2");
+    if (!cuDeviceGetUuid) sym(cuDeviceGetUuid, "cuDeviceGetUuid");
     if (!cuInit || !cuDeviceGetCount || !cuDriverGetVersion) error = "libcuda.so.1 lacks cuInit/cuDeviceGetCount";
   }
   std::string name_of(int code) const {
@@ -138,6 +143,36 @@ std::string cpu_model() {
   return "unknown";
 }
 
+// Each device's bus id and UUID, as the driver gives them to this process.
+std::map<int, HostDevice> host_devices() {
+  std::map<int, HostDevice> out;
+  const Driver& d = driver();
+  for (int i = 0; i < gpu_state().count; ++i) {
+    int dev = 0;
+    if (!d.cuDeviceGet || d.cuDeviceGet(&dev, i) != 0) continue;
+    HostDevice h;
+    h.ordinal = i;
+    char text[256] = {};
+    if (d.cuDeviceGetPCIBusId && d.cuDeviceGetPCIBusId(text, sizeof text - 1, dev) == 0)
+      h.pci_bus_id = normalize_pci_bus_id(text);
+    unsigned char uuid[16] = {};
+    if (d.cuDeviceGetUuid && d.cuDeviceGetUuid(uuid, dev) == 0) {
+      static const int dashes_after[] = {4, 6, 8, 10};  // GPU-8-4-4-4-12, as nvidia-smi writes it
+      h.uuid = "GPU-";
+      for (int b = 0; b < 16; ++b) {
+        for (int a : dashes_after)
+          if (b == a) h.uuid += '-';
+        char hex[3];
+        std::snprintf(hex, sizeof hex, "%02x", uuid[b]);
+        h.uuid += hex;
+      }
+    }
+    if (d.cuDeviceGetName && d.cuDeviceGetName(text, sizeof text - 1, dev) == 0) h.name = text;
+    out[i] = h;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::filesystem::path self_prefix() {
@@ -154,6 +189,10 @@ HostFacts probe_host(const std::filesystem::path& prefix) {
   h.gpu = g.ok;
   h.gpu_reason = g.reason;
   h.libcuda = driver().handle != nullptr;
+  if (g.ok) {
+    h.gpu_count = g.count;
+    h.devices = host_devices();
+  }
   return h;
 }
 
@@ -181,8 +220,11 @@ nlohmann::json environment_manifest(const HostFacts& host, const std::vector<std
       d.cuDeviceGetAttribute(&sms, 16, dev);    // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
       size_t mem = 0;
       if (d.cuDeviceTotalMem) d.cuDeviceTotalMem(&mem, dev);
+      const auto known = host.devices.find(i);
       devices.push_back({{"index", i},
                          {"name", name},
+                         {"pci_bus_id", known != host.devices.end() ? known->second.pci_bus_id : ""},
+                         {"uuid", known != host.devices.end() ? known->second.uuid : ""},
                          {"compute_capability", std::to_string(major) + "." + std::to_string(minor)},
                          {"multiprocessors", sms},
                          {"memory_bytes", mem}});

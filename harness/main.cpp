@@ -61,7 +61,7 @@ void print_list(const HostFacts& host, const Options& opts) {
 // --list --json: what --list prints, for scripts and tests that must not keep their own
 // list of methods or workloads.
 void print_list_json(const HostFacts& host) {
-  nlohmann::json out = {{"v", 1}, {"gpu", host.gpu}, {"root", host.root}};
+  nlohmann::json out = {{"v", 1}, {"gpu", host.gpu}, {"gpus", host.gpu_count}, {"root", host.root}};
   if (!host.gpu) out["gpu_reason"] = host.gpu_reason;
   for (const auto& w : workloads()) {
     const std::string why = workload_unavailable(w, host);
@@ -70,9 +70,13 @@ void print_list_json(const HostFacts& host) {
   }
   for (const auto& m : methods()) {
     const Availability a = availability(m, host);
+    // Per layer, whether its records name their GPU, and how or why not (schema/README.md).
+    nlohmann::json devices = nlohmann::json::object();
+    for (const auto& [l, d] : m.devices) devices[l] = {{"named", d.named}, {"how", d.how}};
     out["methods"].push_back({{"name", m.name}, {"summary", m.summary}, {"kind", kind_name(m.kind)},
                               {"layers", m.layers}, {"built", m.built}, {"not_built_reason", m.not_built_reason},
-                              {"options", m.options}, {"available", a.ok}, {"reason", a.reason}});
+                              {"options", m.options}, {"available", a.ok}, {"reason", a.reason},
+                              {"devices", devices}});
   }
   out["method_groups"] = method_groups();
   std::printf("%s\n", out.dump(2).c_str());

@@ -25,6 +25,10 @@ void LayerScore::add(const LayerScore& o) {
   ret_compared += o.ret_compared;
   ret_equal += o.ret_equal;
   order_violations += o.order_violations;
+  device_compared += o.device_compared;
+  device_equal += o.device_equal;
+  device_unnamed += o.device_unnamed;
+  for (const auto& [k, t] : o.buckets) buckets[k].add(t);
   for (const auto& [name, n] : o.by_name) {
     auto& mine = by_name[name];
     mine.expected += n.expected;
@@ -78,6 +82,22 @@ struct Scorer {
         ++score.args_equal;
       } else {
         example("argument " + key + " of " + describe(truth) + ": ledger " + value.dump() + ", tracer " + it->dump());
+      }
+    }
+    if (DeviceNames::names_a_device(truth)) {
+      if (!DeviceNames::names_a_device(seen)) {
+        ++score.device_unnamed;
+      } else {
+        ++score.device_compared;
+        const BucketContext& b = opts.buckets;
+        const bool same = b.names ? b.names->key(truth) == b.names->key(seen)
+                                  : truth.device == seen.device && truth.device_id == seen.device_id;
+        if (same) {
+          ++score.device_equal;
+        } else {
+          const auto shown = [&](const Event& e) { return b.names ? b.names->key(e) : std::to_string(e.device.value_or(-1)); };
+          example("device of " + describe(truth) + ": ledger " + shown(truth) + ", tracer " + shown(seen));
+        }
       }
     }
     if (truth.ret && seen.ret) {
@@ -149,6 +169,12 @@ LayerScore score_calls(const std::string& layer, const std::string& expectation,
   score.expectation = expectation;
   Scorer scorer{score, opts};
 
+  const BucketContext& bc = opts.buckets;
+  const bool breakdown = bc.labels != nullptr;
+  bool attributing = false;  // the method names a device on some record of this layer
+  for (const auto& e : events)
+    if (e.layer == layer && DeviceNames::names_a_device(e)) attributing = true;
+
   std::map<std::pair<int64_t, std::string>, Lane> lanes;
   for (size_t i = 0; i < ledger.size(); ++i) {
     std::string key = truth_key(ledger[i]);
@@ -156,6 +182,7 @@ LayerScore score_calls(const std::string& layer, const std::string& expectation,
     lanes[{ledger[i].tid, key}].truth.push_back(i);
     ++score.expected;
     ++score.by_name[key].expected;
+    if (breakdown) ++score.buckets[bc.truth(ledger[i])].expected;
   }
   for (size_t j = 0; j < events.size(); ++j) {
     const Event& e = events[j];
@@ -177,15 +204,18 @@ LayerScore score_calls(const std::string& layer, const std::string& expectation,
         [&](size_t t, size_t e) {
           ++score.matched;
           ++score.by_name[key.second].matched;
+          if (breakdown) ++score.buckets[bc.truth(ledger[t])].matched;
           scorer.compare(ledger[t], events[e]);
           pairs_by_thread[key.first].push_back({t, e});
         },
         [&](size_t t) {
           ++score.missing;
+          if (breakdown) ++score.buckets[bc.truth(ledger[t])].missing;
           scorer.example("missing: " + describe(ledger[t]));
         },
         [&](size_t e) {
           ++score.phantom;
+          if (breakdown) ++score.buckets[bc.seen(events[e], attributing)].phantom;
           scorer.example("phantom: " + describe(events[e]));
         });
   }
@@ -194,14 +224,20 @@ LayerScore score_calls(const std::string& layer, const std::string& expectation,
 }
 
 // Kernel-level layers have no host thread: compare counts per kernel name.
+// `bucketed`: the same expectation per (process, device) and kernel, for the breakdown.
 LayerScore score_counts(const std::string& layer, const std::string& expectation,
                         const std::map<std::string, int64_t>& expected, const std::vector<Event>& events,
-                        const MatchOptions& opts, const char* weight_arg = nullptr) {
+                        const MatchOptions& opts, const char* weight_arg = nullptr,
+                        const std::map<BucketKey, std::map<std::string, int64_t>>* bucketed = nullptr) {
   LayerScore score;
   score.layer = layer;
   score.expectation = expectation;
   Scorer scorer{score, opts};
   for (const auto& [name, n] : expected) score.by_name[name].expected += n;
+  bool attributing = false;
+  for (const auto& e : events)
+    if (e.layer == layer && DeviceNames::names_a_device(e)) attributing = true;
+  std::map<BucketKey, std::map<std::string, int64_t>> seen_by_bucket;
   for (const auto& e : events) {
     if (e.layer != layer) continue;
     // An event may stand for several units (the device layer in thread mode: one event per
@@ -209,9 +245,12 @@ LayerScore score_counts(const std::string& layer, const std::string& expectation
     const auto w = weight_arg ? e.args.find(weight_arg) : e.args.end();
     const int64_t units = w != e.args.end() && w->is_number_integer() ? w->get<int64_t>() : 1;
     score.seen += units;
-    std::string kernel = e.args.contains("kernel") ? e.args["kernel"].get<std::string>() : e.name;
+    const auto k = e.args.find("kernel");
+    std::string kernel = k != e.args.end() && k->is_string() ? k->get<std::string>() : e.name;
+    if (bucketed && opts.buckets.labels) seen_by_bucket[opts.buckets.seen(e, attributing)][kernel] += units;
     score.by_name[kernel].seen += units;
   }
+  if (bucketed && opts.buckets.labels) score.buckets = count_buckets(*bucketed, seen_by_bucket);
   for (auto& [name, n] : score.by_name) {
     n.matched = std::min(n.expected, n.seen);
     score.expected += n.expected;
@@ -263,6 +302,8 @@ LayerScore score_syscall_visibility(const std::vector<Event>& ledger, const std:
     std::string name = canonical_name(t.name);
     ++score.expected;
     ++score.by_name[name].expected;
+    BucketTally* bucket = opts.buckets.labels ? &score.buckets[opts.buckets.truth(t)] : nullptr;
+    if (bucket) ++bucket->expected;
     auto it = by_thread.find(t.tid);
     bool visible = false;
     if (it != by_thread.end()) {
@@ -276,8 +317,10 @@ LayerScore score_syscall_visibility(const std::vector<Event>& ledger, const std:
     if (visible) {
       ++score.matched;
       ++score.by_name[name].matched;
+      if (bucket) ++bucket->matched;
     } else {
       ++score.missing;
+      if (bucket) ++bucket->missing;
     }
   }
   return score;
@@ -326,20 +369,28 @@ std::vector<LayerScore> match(const std::vector<Event>& ledger, const std::vecto
           [](const Event& e) { return !is_driver_launch(canonical_name(e.name)); }));
     } else if (l == layer::kGpuActivity) {
       std::map<std::string, int64_t> expected;
-      for (const auto& [t, times] : runs) expected[kernel_of(*t)] += times;
+      std::map<BucketKey, std::map<std::string, int64_t>> bucketed;
+      for (const auto& [t, times] : runs) {
+        expected[kernel_of(*t)] += times;
+        if (opts.buckets.labels) bucketed[opts.buckets.truth(*t)][kernel_of(*t)] += times;
+      }
       out.push_back(score_counts(l, "one kernel record per kernel run (launches, and graph replays' executions)",
-                                 expected, events, opts));
+                                 expected, events, opts, nullptr, &bucketed));
     } else if (l == layer::kDevice) {
       // An event per block ("block"), per block with args.threads ("thread"), or per launch
       // with args.blocks, and args.threads too ("launch", "launch-thread").
       const bool per_thread = opts.device_mode == "thread" || opts.device_mode == "launch-thread";
       const char* weight = per_thread ? "threads" : opts.device_mode == "launch" ? "blocks" : nullptr;
       std::map<std::string, int64_t> expected;
-      for (const auto& [t, times] : runs)
-        expected[kernel_of(*t)] += times * dim_product(t->args.value("grid", nlohmann::json())) *
-                                   (per_thread ? dim_product(t->args.value("block", nlohmann::json())) : 1);
+      std::map<BucketKey, std::map<std::string, int64_t>> bucketed;
+      for (const auto& [t, times] : runs) {
+        const int64_t units = times * dim_product(t->args.value("grid", nlohmann::json())) *
+                              (per_thread ? dim_product(t->args.value("block", nlohmann::json())) : 1);
+        expected[kernel_of(*t)] += units;
+        if (opts.buckets.labels) bucketed[opts.buckets.truth(*t)][kernel_of(*t)] += units;
+      }
       out.push_back(score_counts(l, per_thread ? "grid x block threads per kernel run" : "grid blocks per kernel run",
-                                 expected, events, opts, weight));
+                                 expected, events, opts, weight, &bucketed));
     } else if (l == layer::kSyscall) {
       std::vector<Event> all_calls = calls;
       all_calls.insert(all_calls.end(), driver_calls.begin(), driver_calls.end());
@@ -368,6 +419,10 @@ nlohmann::json to_json(const LayerScore& s) {
           {"ret_compared", s.ret_compared},
           {"ret_equal", s.ret_equal},
           {"order_violations", s.order_violations},
+          {"device_compared", s.device_compared},
+          {"device_equal", s.device_equal},
+          {"device_unnamed", s.device_unnamed},
+          {"per_device", to_json(s.buckets)},
           {"by_name", by_name},
           {"seen_during", s.seen_during},
           {"examples", s.examples}};

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/event.h"
+#include "harness/per_device.h"
 
 namespace cudatrace {
 
@@ -33,6 +34,12 @@ struct LayerScore {
   // Syscall layer: which syscalls (ioctls by request name) ran during calls of each name.
   std::map<std::string, std::map<std::string, int64_t>> seen_during;
   std::vector<std::string> examples;  // the first few disagreements, for a person to read
+  // Per (process, device): the same counts, so that a total cannot hide a rank or a GPU
+  // that saw nothing (harness/per_device.h). Empty without MatchOptions::buckets.
+  Buckets buckets;
+  // Matched calls whose ledger record names a device: how many the method's record names
+  // too, and how many of those agree (the method's device attribution, apart from coverage).
+  int64_t device_compared = 0, device_equal = 0, device_unnamed = 0;
 
   double recall() const { return expected ? double(matched) / double(expected) : 1.0; }
   void add(const LayerScore& other);  // sums counters (repetitions, several runs)
@@ -47,6 +54,8 @@ struct MatchOptions {
   // launch with args.blocks ("launch") and args.threads ("launch-thread").
   std::string device_mode = "block";
   size_t max_examples = 8;
+  // Labels and device names for the per-(process, device) breakdown; empty: none.
+  BucketContext buckets;
 };
 
 // `layers`: the layers the tracer says it observed; the others are not scored.

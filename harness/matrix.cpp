@@ -23,6 +23,7 @@
 #include "harness/ledger_check.h"
 #include "harness/matcher.h"
 #include "harness/otlp_http.h"
+#include "harness/per_device.h"
 #include "harness/runner.h"
 #include "harness/safe_files.h"
 #include "harness/verdict.h"
@@ -58,6 +59,7 @@ struct ComboOutcome {
   std::set<std::string> observed;                 // layers a repetition observed
   std::map<std::string, std::string> unobserved;  // layer -> why a repetition did not
   std::map<std::string, std::string> partly_unobserved;  // layer -> what part it could not see, and why
+  ProcessTallies processes;  // a command's events per process and device, over the repetitions
 };
 
 int64_t median(std::vector<int64_t> v) {
@@ -214,6 +216,7 @@ void run_traced(RunState& r, const RunContext& ctx, Tracer& tracer, Launch& laun
   try {
     tracer.prepare(launch, target, r.dir);
     ChildSpec spec{launch, r.dir, ctx.opts.timeout_s, ctx.run_as};
+    if (launch.argv.front() != target.argv.front()) spec.program = target.argv.front();  // a tool starts it
     r.child = run_child(spec, tracer);
   } catch (const std::exception& e) {
     r.child.status = ChildStatus::TracerFailed;
@@ -249,6 +252,8 @@ void judge_ending(RunState& r, RunContext& ctx) {
   r.run["wall_ns"] = child.wall_ns;
   r.run["detail"] = child.detail;
   r.run["left_running"] = child.left_running;  // killed when the program ended
+  r.run["left_running_detail"] = child.left_running_detail;  // who started each, and whose it is
+  if (!child.running_when_stopped.empty()) r.run["running_when_stopped"] = child.running_when_stopped;
   r.run["program_output"] = to_json(child);     // stdout.txt and stderr.txt: kept and cut
   if (child.status == ChildStatus::Exited && child.exit_code != 0)
     r.failures.push_back(exit_meaning(r.combo, child.exit_code));
@@ -284,9 +289,31 @@ EventStream read_ground_truth(RunState& r, ComboOutcome& outcome) {
   return ledger;
 }
 
+// The (process, device) buckets of each layer that matched less than they expected, when
+// the run has more than one process or device: "runtime: rank 1 on 0000:1a:00.0: 0 of 120
+// (0.0%)". A layer whose records name no device says so, with the method's reason.
+json per_device_short(const json& scores, const Method& method) {
+  json out = json::array();
+  for (const auto& s : scores) {
+    Buckets buckets;
+    for (const auto& b : s.value("per_device", json::array()))
+      buckets[{b["process"].get<std::string>(), b["device"].get<std::string>()}] = {
+          b["expected"].get<int64_t>(), b["matched"].get<int64_t>(), b["missing"].get<int64_t>(),
+          b["phantom"].get<int64_t>()};
+    if (!several(buckets)) continue;
+    const std::string l = s["layer"].get<std::string>();
+    const auto d = method.devices.find(l);
+    const std::string why = d != method.devices.end() && !d->second.named ? " (" + d->second.how + ")" : "";
+    for (const auto& line : shortfalls(buckets))
+      out.push_back(l + ": " + line + (line.find(kUnattributed) != std::string::npos ? why : ""));
+  }
+  return out;
+}
+
 // Stage 6: what the tracer saw, which layers it could not see (each with its reason), and
 // for a workload, its events scored against the ledger.
-void score_events(RunState& r, const Method& method, const EventStream& ledger, ComboOutcome& outcome) {
+void score_events(RunState& r, const RunContext& ctx, const Method& method, const EventStream& ledger,
+                  ComboOutcome& outcome) {
   const TracerReport& report = r.report;
   r.run["tracer"] = {{"layers", report.layers}, {"loss", report.loss}, {"notes", report.notes}, {"error", report.error}};
   if (!report.error.empty()) r.failures.push_back("tracer: " + report.error);
@@ -309,15 +336,34 @@ void score_events(RunState& r, const Method& method, const EventStream& ledger, 
   }
   r.run["partly_observed"] = partly;
   for (const auto& l : report.layers) outcome.observed.insert(l);
+  // Which GPU each record is on, in the one identity every process shares (per_device.h):
+  // the method's own word, the ledger's, and the host's table for a bare ordinal.
+  DeviceNames names(&ctx.host.devices);
+  names.learn(r.events.events);
+  names.learn(ledger.events);
   if (r.combo.workload.empty()) {
     json per_layer = json::object();
     for (const auto& e : r.events.events) per_layer[e.layer] = per_layer.value(e.layer, int64_t(0)) + 1;
     r.run["event_counts"] = per_layer;
+    const std::vector<ProcessCounts> processes = count_by_process(r.events.events, names);
+    json shown = json::array();
+    for (const auto& p : processes) {
+      json devices = json::array();
+      for (const auto& d : p.devices) devices.push_back(d);
+      shown.push_back({{"pid", p.pid}, {"devices", devices}, {"first_cuda_ns", p.first_ts}});
+    }
+    r.run["processes"] = shown;
+    add_run(outcome.processes, processes);
   } else {
     json scores = json::array();  // empty when the tracer observed no layer of this target
+    const ProcessLabels labels = label_ledger_processes(ledger.meta, ledger.events);
+    json shown = json::object();
+    for (const auto& [pid, label] : labels) shown[std::to_string(pid)] = label;
+    r.run["processes"] = shown;
     MatchOptions match_opts;
     match_opts.slack_ns = report.match_slack_ns;
     match_opts.device_mode = report.device_mode;
+    match_opts.buckets = {&labels, &names};
     for (const auto& s : match(ledger.events, r.events.events, report.layers, match_opts)) {
       scores.push_back(to_json(s));
       outcome.layers[s.layer].add(s);
@@ -329,9 +375,27 @@ void score_events(RunState& r, const Method& method, const EventStream& ledger, 
         r.run["partly_observed"].push_back({{"layer", s.layer}, {"reason", reason}});
         outcome.partly_unobserved[s.layer] = reason;
       }
+      // Whole, yet short for some (process, device): the method placed records elsewhere
+      // than the ledger did (another GPU or process), which the total cannot show.
+      bool misplaced = false;
+      for (const auto& [key, b] : s.buckets) misplaced |= b.matched < b.expected;
+      if (s.matched == s.expected && misplaced && !outcome.partly_unobserved.count(s.layer)) {
+        const std::string reason = "the method put some of this layer's records on another process or GPU than the "
+                                   "ledger did (per_device_short names them)";
+        r.run["partly_observed"].push_back({{"layer", s.layer}, {"reason", reason}});
+        outcome.partly_unobserved[s.layer] = reason;
+      }
     }
     r.run["match"] = scores;
+    r.run["per_device_short"] = per_device_short(scores, method);
   }
+  json inferred = json::array();
+  for (const auto& [pid, ordinal] : names.inferred_from_host()) inferred.push_back({{"pid", pid}, {"device", ordinal}});
+  if (!inferred.empty())
+    r.run["device_ids_from_host"] = {{"why", "records named an ordinal and no bus id: the bus id is the host's device "
+                                             "of that ordinal, as the program inherited the harness's "
+                                             "CUDA_VISIBLE_DEVICES"},
+                                     {"which", inferred}};
   add_loss(outcome.loss, report.loss);
 }
 
@@ -393,7 +457,7 @@ json run_one(const Combo& combo, int rep, RunContext& ctx, ComboOutcome& outcome
   run_traced(r, ctx, *tracer, launch, target);
   judge_ending(r, ctx);
   const EventStream ledger = read_ground_truth(r, outcome);
-  score_events(r, method, ledger, outcome);
+  score_events(r, ctx, method, ledger, outcome);
   r.run["startup"] = startup_of(ledger.events, r.target_dir, r.child);
   give_up_space_if_full(r, ctx);
   record_run(r, ctx, outcome);
@@ -425,6 +489,29 @@ json combo_json(const ComboOutcome& o, const std::vector<ComboOutcome>& all) {
   json partly = json::array();
   for (const auto& [layer, reason] : o.partly_unobserved) partly.push_back({{"layer", layer}, {"reason", reason}});
   j["partly_observed"] = partly;
+  // Per (process, device): which fell short over the repetitions, and whether the method's
+  // records name the device at all (and agree with the ledger where both do).
+  json short_of = json::array(), attribution = json::object();
+  const Method* method = find_method(o.combo.method);
+  for (const auto& [name, sc] : o.layers) {
+    if (several(sc.buckets))
+      for (const auto& line : shortfalls(sc.buckets)) short_of.push_back(name + ": " + line);
+    const auto d = method ? method->devices.find(name) : std::map<std::string, Method::DeviceAttribution>::const_iterator{};
+    const bool known = method && d != method->devices.end();
+    attribution[name] = {{"named", known && d->second.named},
+                         {"how", known ? d->second.how : "the method says nothing of devices"},
+                         {"compared", sc.device_compared},
+                         {"equal", sc.device_equal},
+                         {"unnamed", sc.device_unnamed}};
+  }
+  j["per_device_short"] = short_of;
+  j["device_attribution"] = attribution;
+  if (!o.processes.empty()) {
+    json processes = json::array();
+    for (const auto& [key, p] : o.processes)
+      processes.push_back({{"process", p.label()}, {"runs", p.runs}, {"pids", p.pids}});
+    j["processes"] = processes;
+  }
   // Whole-workload slowdown: this method's median wall time over the baseline's.
   // With 3 or more repetitions of each, a bootstrap 95% interval of that ratio.
   for (const auto& base : all)
@@ -461,8 +548,20 @@ void print_progress(size_t index, size_t total, const Combo& c, int rep, int rep
     extra += "  " + u["layer"].get<std::string>() + " NOT OBSERVED (" + u["reason"].get<std::string>() + ")";
   for (const auto& u : run.value("partly_observed", json::array()))
     extra += "  " + u["layer"].get<std::string>() + " PARTLY OBSERVED (" + u["reason"].get<std::string>() + ")";
-  if (!run["left_running"].empty())
-    extra += "  (" + std::to_string(run["left_running"].size()) + " process(es) left running: killed)";
+  if (!run["left_running"].empty()) {
+    // Which, and whose: the program's leftovers are its own doing, the method's are ours.
+    std::string who;
+    for (const auto& l : run.value("left_running_detail", json::array()))
+      who += (who.empty() ? "" : ", ") + std::to_string(l["pid"].get<int>()) + " " + l["name"].get<std::string>() +
+             " (" + (l["belongs"] == "program" ? "the program's" : l["belongs"] == "method" ? "the method's" : "origin unknown") +
+             ")";
+    extra += "  (" + std::to_string(run["left_running"].size()) + " process(es) left running: killed" +
+             (who.empty() ? "" : ": " + who) + ")";
+  }
+  // A total can hide a rank or a GPU that saw nothing: those that fell short are named.
+  const json short_of = run.value("per_device_short", json::array());
+  for (size_t i = 0; i < short_of.size() && i < 4; ++i) extra += "  SHORT " + short_of[i].get<std::string>();
+  if (short_of.size() > 4) extra += "  ... (" + std::to_string(short_of.size()) + " short in all, run.json)";
   if (!run["ok"].get<bool>()) extra += "  (" + run["failures"][0].get<std::string>() + ")";
   if (!cost_progress.empty()) extra += "  [" + cost_progress + "]";
   std::fprintf(stderr, "%s%s\n", line, extra.c_str());
@@ -636,6 +735,7 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
       const Method& m = *find_method(o.combo.method);
       views.push_back({o.combo.method, o.ok > 0, m.layers, o.observed, o.unobserved, o.families,
                        int(o.statuses.size()), o.partly_unobserved, m.limits, o.loss});
+      views.back().processes = &o.processes;
     }
     summary["verdict"] = command_verdict(views);
     if (!outcomes.empty()) std::fputs(verdict_text(summary["verdict"]).c_str(), stderr);  // nothing ran: nothing to say

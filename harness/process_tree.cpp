@@ -151,7 +151,7 @@ bool has_children(pid_t pid) {
   return bool(f >> first);
 }
 
-std::vector<std::string> kill_leftovers(pid_t spare) {
+std::vector<std::string> kill_leftovers(pid_t spare, const std::function<std::string(pid_t)>& describe) {
   std::vector<std::string> killed;
   std::set<pid_t> done;
   // Killing one may orphan its children onto us: repeat until nothing is left (bounded).
@@ -162,7 +162,7 @@ std::vector<std::string> kill_leftovers(pid_t spare) {
       if (p != spare && !done.count(p)) fresh.push_back(p);
     if (fresh.empty()) break;
     for (pid_t p : fresh) {
-      const std::string who = describe_process(p);
+      const std::string who = describe_process(p).empty() ? "" : describe ? describe(p) : describe_process(p);
       if (kill(p, SIGKILL) == 0 && !who.empty()) killed.push_back(who);
       done.insert(p);
     }
@@ -175,6 +175,150 @@ std::vector<std::string> kill_leftovers(pid_t spare) {
     }
   }
   return killed;
+}
+
+}  // namespace cudatrace
+
+namespace cudatrace {
+
+namespace {
+
+// A process's children: every thread's children list (a child belongs to the thread that
+// forked it), or, without CONFIG_PROC_CHILDREN, a walk over /proc.
+std::vector<pid_t> children_of(pid_t pid) {
+  std::vector<pid_t> out;
+  bool any_file = false;
+  const std::string task_dir = "/proc/" + std::to_string(pid) + "/task";
+  if (DIR* d = opendir(task_dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      std::ifstream f(task_dir + "/" + e->d_name + "/children");
+      if (!f) continue;
+      any_file = true;
+      long c;
+      while (f >> c)
+        if (c > 0) out.push_back(pid_t(c));
+    }
+    closedir(d);
+  }
+  if (!any_file) {
+    for (pid_t p : all_pids())
+      if (parent_of(p) == pid) out.push_back(p);
+  }
+  return out;
+}
+
+std::string comm_of(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/comm");
+  std::string name;
+  std::getline(f, name);
+  return name;
+}
+
+// State letter and thread count, from /proc/PID/stat (fields 3 and 20).
+void state_of(pid_t pid, std::string& state, int& threads) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  if (!std::getline(f, stat)) return;
+  const auto close_paren = stat.rfind(')');
+  if (close_paren == std::string::npos || close_paren + 2 >= stat.size()) return;
+  std::istringstream rest(stat.substr(close_paren + 2));
+  std::vector<std::string> fields;
+  std::string w;
+  while (rest >> w && fields.size() < 18) fields.push_back(w);
+  if (!fields.empty()) state = fields[0];
+  if (fields.size() >= 18) threads = std::atoi(fields[17].c_str());
+}
+
+}  // namespace
+
+std::string executable_of(pid_t pid) {
+  char buf[4096];
+  const std::string link = "/proc/" + std::to_string(pid) + "/exe";
+  const ssize_t n = readlink(link.c_str(), buf, sizeof buf - 1);
+  if (n <= 0) return "";
+  std::string exe(buf, size_t(n));
+  const std::string deleted = " (deleted)";
+  if (exe.size() > deleted.size() && exe.compare(exe.size() - deleted.size(), deleted.size(), deleted) == 0)
+    exe.resize(exe.size() - deleted.size());
+  return exe;
+}
+
+void ProcessWatch::snapshot(pid_t root) {
+  // The root as it is now: before its exec it was still the harness.
+  if (root != getpid()) {
+    if (std::string name = comm_of(root); !name.empty()) seen_[root] = SeenProcess{root, getpid(), name, executable_of(root)};
+  }
+  std::vector<pid_t> todo{root};
+  std::set<pid_t> visited{root};
+  while (!todo.empty()) {
+    const pid_t p = todo.back();
+    todo.pop_back();
+    for (pid_t c : children_of(p)) {
+      if (!visited.insert(c).second) continue;
+      todo.push_back(c);
+      if (seen_.count(c)) continue;
+      seen_.emplace(c, SeenProcess{c, p, comm_of(c), executable_of(c)});
+    }
+  }
+}
+
+const SeenProcess* ProcessWatch::find(pid_t pid) const {
+  auto it = seen_.find(pid);
+  return it == seen_.end() ? nullptr : &it->second;
+}
+
+std::string Leftover::line() const {
+  std::string s = std::to_string(pid) + " " + name + " (";
+  s += parent ? "parent " + std::to_string(parent) + (parent_name.empty() ? "" : " " + parent_name)
+              : "its parent was not seen";
+  s += "; " + (belongs == "program" ? std::string("the program's") : belongs == "method" ? "the method's" : "origin unknown");
+  if (!why.empty()) s += ": " + why;
+  return s + ")";
+}
+
+Leftover describe_leftover(pid_t pid, const ProcessWatch& watch, pid_t child, const std::string& program_exe,
+                           const std::string& tool_exe) {
+  Leftover l;
+  l.pid = pid;
+  l.name = comm_of(pid);
+  l.exe = executable_of(pid);
+  state_of(pid, l.state, l.threads);
+  const SeenProcess* self = watch.find(pid);
+  if (self && l.exe.empty()) l.exe = self->exe;
+  if (self && self->parent != getpid()) {
+    l.parent = self->parent;
+    if (const SeenProcess* parent = watch.find(self->parent)) l.parent_name = parent->name;
+  }
+  // Up the first-parent chain: which process of the run started it.
+  std::vector<const SeenProcess*> chain;
+  for (const SeenProcess* p = self; p && chain.size() < 64; p = watch.find(p->parent)) {
+    chain.push_back(p);
+    if (p->parent == child) break;
+  }
+  const bool below_child = !chain.empty() && chain.back()->parent == child;
+  if (below_child && tool_exe.empty()) {
+    l.belongs = "program";
+    l.why = "started within the program's process tree";
+  } else if (below_child) {
+    // The child is a method's tool that starts the program: the program is the first
+    // process below it running the program's executable.
+    bool program = false;
+    for (const SeenProcess* p : chain)
+      if (!program_exe.empty() && p->exe == program_exe) program = true;
+    l.belongs = program ? "program" : "method";
+    l.why = program ? "started within the program's process tree" : "started by the method's tool, not by the program";
+  } else if (!program_exe.empty() && l.exe == program_exe) {
+    l.belongs = "program";
+    l.why = "runs the program's executable (its first parent was not seen)";
+  } else if (!tool_exe.empty() && l.exe == tool_exe) {
+    l.belongs = "method";
+    l.why = "runs the method's tool (its first parent was not seen)";
+  } else {
+    l.belongs = "unknown";
+    l.why = "reparented to the harness before the harness saw who started it";
+  }
+  return l;
 }
 
 }  // namespace cudatrace

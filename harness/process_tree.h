@@ -5,6 +5,8 @@
 // results. Its direct child dies with it (PR_SET_PDEATHSIG).
 #include <sys/types.h>
 
+#include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -33,7 +35,53 @@ bool has_children(pid_t pid);
 
 // Kills (SIGKILL) and reaps every process below this harness (it is their parent or
 // subreaper) except `spare` (0: none), e.g. a wrapper that must see its tracees go.
-// Returns "pid name" of each one killed.
-std::vector<std::string> kill_leftovers(pid_t spare = 0);
+// Returns `describe(pid)` of each one killed, asked while it still runs ("pid name" by
+// default).
+std::vector<std::string> kill_leftovers(pid_t spare = 0, const std::function<std::string(pid_t)>& describe = {});
+
+// What a run's processes were while they ran: a process left behind is reparented to the
+// harness, which loses who started it; the runner snapshots the tree below its child every
+// few hundred ms, so that a leftover can be named with its first parent and said to be the
+// program's or the method's.
+struct SeenProcess {
+  pid_t pid = 0, parent = 0;
+  std::string name;  // comm
+  std::string exe;   // /proc/PID/exe, resolved (root reads any); empty when unreadable
+};
+
+class ProcessWatch {
+ public:
+  // Every process below `root` now, each with the parent it had when first seen.
+  void snapshot(pid_t root);
+  const SeenProcess* find(pid_t pid) const;
+  size_t size() const { return seen_.size(); }
+  void remember(const SeenProcess& p) { seen_.emplace(p.pid, p); }
+
+ private:
+  std::map<pid_t, SeenProcess> seen_;
+};
+
+// A process found running after the program ended (or at its timeout), before it is
+// killed: who it is, who started it, and whose it is.
+struct Leftover {
+  pid_t pid = 0;
+  std::string name, exe;
+  pid_t parent = 0;          // its first parent as seen, 0 when never seen before
+  std::string parent_name;
+  std::string state;         // R, S, D, Z... from /proc/PID/stat
+  int threads = 0;
+  std::string belongs;       // "program", "method" or "unknown"
+  std::string why;           // how that was decided
+  std::string line() const;  // "1234 python3 (parent 1200 python3; the program's: ...)"
+};
+
+// `child`: the harness's child; `program_exe`: the program's executable (resolved);
+// `tool_exe`: what the child runs when a method's tool starts the program (strace, nsys),
+// else empty. The first parent comes from `watch`; the rest from /proc now.
+Leftover describe_leftover(pid_t pid, const ProcessWatch& watch, pid_t child, const std::string& program_exe,
+                           const std::string& tool_exe);
+
+// /proc/PID/exe resolved, or "" (gone, a kernel thread, not permitted).
+std::string executable_of(pid_t pid);
 
 }  // namespace cudatrace

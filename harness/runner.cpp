@@ -13,6 +13,7 @@
 
 #include <cerrno>
 #include <algorithm>
+#include <filesystem>
 #include <cstring>
 #include <stdexcept>
 #include <vector>
@@ -206,6 +207,34 @@ ChildResult run_child_with(const ChildSpec& spec, Tracer& tracer, const Fd& out,
   close(gate[0]);
   close(report[1]);
 
+  // Whose each leftover is: the program's executable, and the tool's when a method's tool
+  // starts the program.
+  std::error_code ec;
+  const auto resolved = [&](const std::string& path) {
+    const auto r = std::filesystem::canonical(path, ec);
+    return ec ? path : r.string();
+  };
+  const std::string launched = resolved(spec.launch.argv[0]);
+  const std::string program_exe = spec.program.empty() ? launched : resolved(spec.program);
+  const std::string tool_exe = program_exe == launched ? "" : launched;
+  ProcessWatch watch;
+  // A describer for kill_leftovers: the line it returns, and the same as an object in `*details`.
+  const auto describe = [&](nlohmann::json* details) {
+    return [&, details](pid_t p) {
+      const Leftover l = describe_leftover(p, watch, pid, program_exe, tool_exe);
+      details->push_back({{"pid", l.pid},
+                         {"name", l.name},
+                         {"exe", l.exe},
+                         {"parent", l.parent ? nlohmann::json(l.parent) : nlohmann::json(nullptr)},
+                         {"parent_name", l.parent_name},
+                         {"state", l.state},
+                         {"threads", l.threads},
+                         {"belongs", l.belongs},
+                         {"why", l.why}});
+      return l.line();
+    };
+  };
+
   int wstatus = 0;
   try {
     tracer.attach(pid);
@@ -242,6 +271,7 @@ ChildResult run_child_with(const ChildSpec& spec, Tracer& tracer, const Fd& out,
   // follows those processes, ends too. (Before its first fork the wrapper has no child
   // either: a child seen, or half a second gone, tells the two apart.)
   bool wrapper_had_child = false, program_ended = false;
+  int64_t next_snapshot = start;
   while (!reaped) {
     if (g_interrupted) {
       interrupted = true;
@@ -249,12 +279,17 @@ ChildResult run_child_with(const ChildSpec& spec, Tracer& tracer, const Fd& out,
     }
     int64_t now = monotonic_ns();
     if (now >= deadline) break;
+    if (now >= next_snapshot) {  // who started whom, while the parents are still there
+      watch.snapshot(pid);
+      next_snapshot = now + 300000000;
+    }
     if (spec.launch.wrapper && !program_ended) {
       const bool has_child = has_children(pid);
       wrapper_had_child = wrapper_had_child || has_child;
       if (!has_child && (wrapper_had_child || now - start > 500000000)) {
         program_ended = true;
-        for (auto& who : kill_leftovers(pid)) res.left_running.push_back(who);
+        for (auto& who : kill_leftovers(pid, describe(&res.left_running_detail)))
+          res.left_running.push_back(who);
       }
     }
     trim_out.check();
@@ -272,14 +307,27 @@ ChildResult run_child_with(const ChildSpec& spec, Tracer& tracer, const Fd& out,
   res.wall_ns = monotonic_ns() - start;
   if (pidfd >= 0) close(pidfd);
   if (!reaped) {
+    // What every process of the run was doing when it was stopped: a hang names its waiters.
+    watch.snapshot(pid);
+    const auto say = describe(&res.running_when_stopped);
+    say(pid);
+    for (pid_t p : descendants(getpid()))
+      if (p != pid) say(p);
     stop_group(pid, wstatus);
-    for (auto& who : kill_leftovers()) res.left_running.push_back(who);
+    for (auto& who : kill_leftovers(0, describe(&res.left_running_detail)))
+      res.left_running.push_back(who);
     res.status = interrupted ? ChildStatus::Interrupted : ChildStatus::TimedOut;
     res.detail = interrupted ? "interrupted" : "killed after " + std::to_string(int(spec.timeout_s)) + " s";
+    std::string states;
+    for (const auto& p : res.running_when_stopped)
+      states += (states.empty() ? "" : ", ") + std::to_string(p["pid"].get<int>()) + " " + p["name"].get<std::string>() +
+                " state " + p["state"].get<std::string>() + " " + std::to_string(p["threads"].get<int>()) + " threads";
+    if (!states.empty()) res.detail += "; still running then: " + states;
     return res;
   }
   // What the program left running (a daemon, a setsid() child) was reparented to us.
-  for (auto& who : kill_leftovers()) res.left_running.push_back(who);
+  for (auto& who : kill_leftovers(0, describe(&res.left_running_detail)))
+    res.left_running.push_back(who);
   if (WIFEXITED(wstatus)) {
     res.status = ChildStatus::Exited;
     res.exit_code = WEXITSTATUS(wstatus);

@@ -41,6 +41,9 @@ struct ChildSpec {
   double timeout_s = 600;
   std::optional<Credentials> run_as;
   uint64_t output_cap = kProgramOutputCap;
+  // The program's own executable when launch.argv[0] is a method's tool that starts it
+  // (strace, nsys); empty: launch.argv[0] is the program. Says whose a leftover process is.
+  std::string program;
 };
 
 // One of the program's two output files: what it wrote (at least: the file's end, as the
@@ -58,7 +61,13 @@ struct ChildResult {
   int64_t wall_ns = 0;  // from the gate opening to the child's exit
   int64_t start_ns = 0;  // CLOCK_MONOTONIC at the gate opening: where a record's time since the start counts from
   std::string detail;   // one line for a person
-  std::vector<std::string> left_running;  // "pid name" of processes it left behind, killed
+  // Processes left behind, killed: "pid name (parent ...; the program's: why)", and the same
+  // as objects (pid, name, exe, parent, parent_name, state, threads, belongs, why).
+  std::vector<std::string> left_running;
+  nlohmann::json left_running_detail = nlohmann::json::array();
+  // At a timeout or interruption: every process of the run as it stood just before it was
+  // stopped (the same objects), so that a hang says what was waiting.
+  nlohmann::json running_when_stopped = nlohmann::json::array();
   OutputKept stdout_kept, stderr_kept;
 };
 

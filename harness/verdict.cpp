@@ -135,6 +135,38 @@ std::string reference_layer(const std::string& l) { return l == layer::kDevice ?
 
 }  // namespace
 
+namespace {
+
+// The per-(process, device) part of a command's verdict: against CUPTI's run, per process.
+json per_device_section(const std::vector<MethodView>& methods, const MethodView* cupti) {
+  if (!cupti || !cupti->processes)
+    return {{"reference", nullptr},
+            {"why", "no cupti run that observed a layer: there is no reference per process and device"}};
+  PerDeviceInput ref{cupti->method, std::max(1, cupti->reps),
+                     std::vector<std::string>(cupti->observed.begin(), cupti->observed.end()), cupti->processes};
+  std::vector<PerDeviceInput> inputs;
+  for (const auto& m : methods) {
+    if (!m.processes) continue;
+    std::vector<std::string> layers;
+    for (const auto& l : m.intended)
+      if (m.observed.count(l) && l != layer::kSyscall) layers.push_back(l);
+    inputs.push_back({m.method, std::max(1, m.reps), layers, m.processes});
+  }
+  std::set<std::string> left_out;
+  for (const auto& [f, why] : kMadeForCupti) left_out.insert(f);
+  json out = per_device_verdict(ref, inputs, {{layer::kDevice, layer::kGpuActivity}}, left_out);
+  // Why a method's rows name no device: its own word (Method::devices).
+  json not_named = json::object();
+  for (const auto& m : methods)
+    if (const Method* method = find_method(m.method))
+      for (const auto& [l, d] : method->devices)
+        if (!d.named) not_named[m.method][l] = d.how;
+  out["devices_not_named"] = not_named;
+  return out;
+}
+
+}  // namespace
+
 json command_verdict(const std::vector<MethodView>& methods) {
   std::set<std::string> layers;
   for (const auto& m : methods)
@@ -237,7 +269,9 @@ json command_verdict(const std::vector<MethodView>& methods) {
       coverage.push_back(row);
     }
   }
-  return {{"reference", reference}, {"coverage", coverage}, {"families", families}};
+  json verdict = {{"reference", reference}, {"coverage", coverage}, {"families", families}};
+  verdict["per_device"] = per_device_section(methods, cupti);
+  return verdict;
 }
 
 namespace {
@@ -300,6 +334,44 @@ std::string verdict_text(const json& verdict) {
     }
     out += "  " + pad(row["method"].get<std::string>(), 14) + " " + pad(row["layer"].get<std::string>(), 12) + " " +
            detail + "\n";
+  }
+  // Per process and device: the processes the reference saw, then what fell short.
+  const json per_device = verdict.value("per_device", json::object());
+  if (per_device.value("reference", json()).is_null()) {
+    if (per_device.contains("why")) out += "per process and device: " + per_device["why"].get<std::string>() + "\n";
+    return out;
+  }
+  const json processes = per_device.value("processes", json::array());
+  std::set<std::string> places;  // the reference's (process, device) pairs
+  for (const auto& row : per_device.value("rows", json::array()))
+    if (row.value("reference", int64_t(0)) > 0 && row["device"] != kUnattributed && row["device"] != kAllDevices)
+      places.insert(row["process"].get<std::string>() + "|" + row["device"].get<std::string>());
+  if (places.size() <= 1) {
+    out += "per process and device: one process on one GPU in the reference, as above\n";
+    return out;
+  }
+  out += "per process and device (against cupti's " + std::to_string(processes.size()) + " process(es), matched by " +
+         "the devices both used, else by the order of their first CUDA call):\n";
+  const json short_of = per_device.value("short", json::object());
+  const json not_named = per_device.value("devices_not_named", json::object());
+  std::set<std::string> shown;
+  for (const auto& row : per_device.value("rows", json::array())) {
+    const std::string key = row["method"].get<std::string>() + "|" + row["layer"].get<std::string>();
+    if (!shown.insert(key).second) continue;
+    const std::string m = row["method"].get<std::string>(), l = row["layer"].get<std::string>();
+    const json lines = short_of.contains(m) && short_of[m].contains(l) ? short_of[m][l] : json::array();
+    std::string detail = lines.empty() ? "every process and device complete" : "SHORT";
+    size_t n = 0;
+    for (const auto& line : lines) {
+      if (++n > 4) {
+        detail += " ... (" + std::to_string(lines.size()) + " in all)";
+        break;
+      }
+      detail += (n == 1 ? " " : "; ") + line.get<std::string>();
+    }
+    if (not_named.contains(m) && not_named[m].contains(l))
+      detail += "; " + std::string(kUnattributed) + ": " + not_named[m][l].get<std::string>();
+    out += "  " + pad(m, 14) + " " + pad(l, 12) + " " + detail + "\n";
   }
   return out;
 }

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/event.h"
+#include "harness/per_device.h"
 #include "tracers/tracer.h"
 
 namespace cudatrace {
@@ -45,6 +46,7 @@ struct MethodView {
   std::map<std::string, std::string> partly_unobserved;  // layer -> what part it could not see, and why
   std::map<std::string, std::string> limits;             // Method::limits
   nlohmann::json loss = nlohmann::json::object();         // its loss counters, summed over repetitions
+  const ProcessTallies* processes = nullptr;  // its events per process and device (per_device.h)
 };
 
 // Why a method saw less than all of `layer`: the tracer's own account of this run, else the
@@ -57,7 +59,10 @@ std::string partial_reason(const std::map<std::string, std::string>& partly_unob
 // activity for kernel runs, where cupti ran; otherwise the most any method saw of each
 // family), then per method and layer its coverage of that reference, what only it saw, the
 // families it missed entirely and, where it saw less than all, why (the method's own
-// reason, or that it gave none), and the families side by side.
+// reason, or that it gave none), and the families side by side. Then per process and device
+// ("per_device"): each method's processes matched to CUPTI's, and its coverage of each
+// (process, device) of the reference, so that a rank or a GPU that saw nothing is named;
+// a method whose records name no device is compared per process, its rows saying so.
 nlohmann::json command_verdict(const std::vector<MethodView>& methods);
 // That verdict as the console shows it: the reference per layer (and what it leaves out),
 // then per method and layer its coverage, what it missed entirely and why.

@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 
+#include "common/device_id.h"
 #include "common/event_io.h"
 
 namespace ledger {
@@ -25,9 +26,11 @@ struct Record {
   int64_t begin;
   int64_t end;
   int32_t ret;
+  int32_t device;      // kNoDevice: none
   uint32_t first_arg;  // index into ThreadLog::args
   uint8_t nargs;
 };
+constexpr int32_t kNoDevice = -1;
 
 struct ThreadLog {
   int64_t tid;
@@ -51,6 +54,7 @@ struct State {
   std::map<std::string, int64_t> intended;
   std::vector<Injected> injected;
   nlohmann::json info = nlohmann::json::object();
+  std::map<int, std::string> device_ids;  // ordinal -> PCI bus id, as the workload learnt it
   bool finished = false;
 };
 
@@ -60,6 +64,7 @@ State& state() {
 }
 
 thread_local ThreadLog* t_log = nullptr;
+thread_local int t_device = 0;  // CUDA's rule: a thread's device is 0 until it sets one
 
 ThreadLog& thread_log() {
   if (!t_log) {  // start() resets it in a forked child (no getpid() per record: strace would see it)
@@ -106,6 +111,7 @@ void start(const char* workload, const char* cudart, int argc, char** argv) {
     s.finished = false;
   }
   t_log = nullptr;
+  t_device = 0;
   s.workload = workload;
   s.cudart = cudart;
   s.argv.assign(argv, argv + argc);
@@ -119,12 +125,36 @@ void start(const char* workload, const char* cudart, int argc, char** argv) {
 
 bool enabled() { return state().enabled; }
 
+void set_current_device(int device) { t_device = device; }
+int current_device() { return t_device; }
+
+void device_identity(int device, const char* pci_bus_id) {
+  if (!pci_bus_id || !*pci_bus_id) return;
+  const std::string id = cudatrace::normalize_pci_bus_id(pci_bus_id);
+  if (id.empty()) return;
+  std::lock_guard lk(state().mu);
+  state().device_ids[device] = id;
+}
+
 namespace {
+// Calls that concern the thread or the process, not a device.
+bool of_no_device(const char* name) {
+  static const char* const kNames[] = {"cudaRuntimeGetVersion", "cudaDriverGetVersion", "cudaGetDeviceCount",
+                                       "cudaGetLastError",      "cudaPeekAtLastError",  "cudaGetErrorString",
+                                       "cudaGetErrorName"};
+  for (const char* n : kNames)
+    if (std::strcmp(n, name) == 0) return true;
+  return false;
+}
+
 void append(const char* layer, const char* name, int64_t begin, int64_t end, int ret, std::initializer_list<Arg> args,
             const char* by = nullptr) {
   if (!state().enabled) return;
   ThreadLog& log = thread_log();
-  log.records.push_back(Record{name, layer, by, begin, end, ret, uint32_t(log.args.size()), uint8_t(args.size())});
+  const bool driver = std::strcmp(layer, cudatrace::layer::kDriver) == 0;
+  const int32_t device = driver || of_no_device(name) ? kNoDevice : int32_t(t_device);
+  log.records.push_back(
+      Record{name, layer, by, begin, end, ret, device, uint32_t(log.args.size()), uint8_t(args.size())});
   log.args.insert(log.args.end(), args.begin(), args.end());
 }
 }  // namespace
@@ -201,6 +231,11 @@ bool finish() {
     header.args = {{"workload", s.workload}, {"cudart", s.cudart},     {"argv", s.argv},
                    {"intended", s.intended}, {"injected", injected},  {"threads", threads},
                    {"records", total},       {"info", s.info}};
+    if (!s.device_ids.empty()) {
+      nlohmann::json ids = nlohmann::json::object();
+      for (const auto& [d, id] : s.device_ids) ids[std::to_string(d)] = id;
+      header.args["device_ids"] = ids;
+    }
     out.write(header);
 
     // Threads one after another, each in program order: per-thread order is what matters.
@@ -215,6 +250,10 @@ bool finish() {
         e.pid = pid;
         e.tid = log->tid;
         if (r.ret != kNoRet) e.ret = r.ret;
+        if (r.device != kNoDevice) {
+          e.device = r.device;
+          if (auto id = s.device_ids.find(r.device); id != s.device_ids.end()) e.device_id = id->second;
+        }
         for (uint32_t i = 0; i < r.nargs; ++i) {
           const Arg& a = log->args[r.first_arg + i];
           e.args[a.key] = arg_value(a);

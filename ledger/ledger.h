@@ -58,6 +58,18 @@ void record_driver(const char* name, int64_t begin, int64_t end, int ret, std::i
 // stands for (a graph replay): what the gpu-activity and device layers must see of them.
 void executed(const char* kernel, const uint32_t grid[3], const uint32_t block[3], int64_t times);
 
+// The device each call is on: the calling thread's current device, as CUDA keeps it (the
+// last device set on this thread, else 0), written as the record's "device". Calls of no
+// device (versions, the device count, the thread's last error) carry none, and driver calls
+// (record_driver) none either: a program that drives contexts itself says nothing of them.
+// rt::SetDevice calls this once the device is set.
+void set_current_device(int device);
+int current_device();
+// A device's PCI bus id as the workload asked the runtime for it (a recorded call): from
+// then on every record of that device carries it as "device_id", the identity every
+// process of the host shares.
+void device_identity(int device, const char* pci_bus_id);
+
 // What the workload means to call, computed from its parameters rather than from what
 // was recorded: the harness checks the ledger against it.
 void intend(const char* name, int64_t count);

@@ -50,7 +50,17 @@ inline cudaError_t RuntimeGetVersion(int* v) {
 inline cudaError_t GetDeviceCount(int* n) {
   return RT_RECORD("cudaGetDeviceCount", cudaGetDeviceCount(n), Arg::Int("count", r == cudaSuccess ? *n : 0));
 }
-inline cudaError_t SetDevice(int d) { return RT_RECORD("cudaSetDevice", cudaSetDevice(d), Arg::Int("device", d)); }
+// The ledger follows the thread's current device as CUDA does, so that every later record
+// says which GPU it was on (ledger::set_current_device). Recorded once the device is set:
+// its context is current when the call returns.
+inline cudaError_t SetDevice(int d) {
+  const int64_t t0 = ledger::now();
+  const cudaError_t r = cudaSetDevice(d);
+  const int64_t t1 = ledger::now();
+  if (r == cudaSuccess) ledger::set_current_device(d);
+  ledger::record("cudaSetDevice", t0, t1, int(r), {Arg::Int("device", d)}, kBy);
+  return r;
+}
 inline cudaError_t GetDevice(int* d) {
   return RT_RECORD("cudaGetDevice", cudaGetDevice(d), Arg::Int("device", r == cudaSuccess ? *d : -1));
 }
@@ -107,6 +117,34 @@ inline cudaError_t EventElapsedTime(float* ms, cudaEvent_t a, cudaEvent_t b) {
 }
 inline cudaError_t EventDestroy(cudaEvent_t e) {
   return RT_RECORD("cudaEventDestroy", cudaEventDestroy(e), Arg::Ptr("event", e));
+}
+// Several GPUs: identities, peer access and peer copies, and memory shared between
+// processes (CUDA IPC).
+inline cudaError_t DeviceGetPCIBusId(char* id, int len, int d) {
+  return RT_RECORD("cudaDeviceGetPCIBusId", cudaDeviceGetPCIBusId(id, len, d), Arg::Int("device", d));
+}
+inline cudaError_t DeviceCanAccessPeer(int* can, int d, int peer) {
+  return RT_RECORD("cudaDeviceCanAccessPeer", cudaDeviceCanAccessPeer(can, d, peer), Arg::Int("device", d),
+                   Arg::Int("peer", peer), Arg::Int("can", r == cudaSuccess ? *can : -1));
+}
+inline cudaError_t DeviceEnablePeerAccess(int peer) {
+  return RT_RECORD("cudaDeviceEnablePeerAccess", cudaDeviceEnablePeerAccess(peer, 0), Arg::Int("peer", peer));
+}
+inline cudaError_t MemcpyPeerAsync(void* dst, int dst_device, const void* src, int src_device, size_t bytes,
+                                   cudaStream_t s) {
+  return RT_RECORD("cudaMemcpyPeerAsync", cudaMemcpyPeerAsync(dst, dst_device, src, src_device, bytes, s),
+                   Arg::Ptr("dst", dst), Arg::Int("dst_device", dst_device), Arg::Ptr("src", src),
+                   Arg::Int("src_device", src_device), Arg::Int("bytes", int64_t(bytes)), Arg::Ptr("stream", s));
+}
+inline cudaError_t IpcGetMemHandle(cudaIpcMemHandle_t* h, void* p) {
+  return RT_RECORD("cudaIpcGetMemHandle", cudaIpcGetMemHandle(h, p), Arg::Ptr("ptr", p));
+}
+inline cudaError_t IpcOpenMemHandle(void** p, cudaIpcMemHandle_t h) {
+  return RT_RECORD("cudaIpcOpenMemHandle", cudaIpcOpenMemHandle(p, h, cudaIpcMemLazyEnablePeerAccess),
+                   Arg::Ptr("ptr", r == cudaSuccess ? *p : nullptr));
+}
+inline cudaError_t IpcCloseMemHandle(void* p) {
+  return RT_RECORD("cudaIpcCloseMemHandle", cudaIpcCloseMemHandle(p), Arg::Ptr("ptr", p));
 }
 inline cudaError_t DeviceSynchronize() { return RT_RECORD("cudaDeviceSynchronize", cudaDeviceSynchronize()); }
 inline cudaError_t GetLastError() { return RT_RECORD("cudaGetLastError", cudaGetLastError()); }

@@ -400,6 +400,68 @@ def command_section(summaries):
     return "\n".join(out)
 
 
+def per_device_section(runs):
+    """Coverage per process and GPU: workloads whose runs had several processes or GPUs, a
+    command's processes against the CUPTI reference's, and whether each method's records name
+    their device. A (process, device) that saw less than all is red: a total never hides it."""
+    names = results.devices.gpu_names([r.manifest for r in runs])
+    combos = [c for r in runs for c in r.combos]
+    out = []
+    rows = []
+    for r in results.devices.workload_rows(combos):
+        cls = "bad" if r["short"] else "good"
+        rec = "—" if r["recall"] is None else f'{100 * r["recall"]:.1f}%'
+        rows.append([esc(f'{r["workload"]}.{r["linkage"]}'), esc(r["method"]), esc(r["layer"]), esc(r["process"]),
+                     esc(results.devices.device_label(r["device"], names)),
+                     f'<b class="{cls}">{r["matched"]}/{r["expected"]} ({rec})</b>', r["phantom"]])
+    out.append("<h3>Workloads: per process and GPU</h3>"
+               + table(["workload", "method", "layer", "process", "device", "matched/expected", "phantom"], rows,
+                       "per-device-workloads",
+                       empty="No workload here ran more than one process or GPU."))
+    for run in runs:
+        if not run.summary or not run.verdict:
+            continue
+        ref, why, processes = results.devices.command_reference(run.summary)
+        cmd = " ".join(run.summary.get("command_line", []))
+        out.append(f'<h3>Command {esc(run.run_id)}: per process and GPU</h3><p><code>{esc(cmd)}</code></p>')
+        if ref is None:
+            out.append(f'<p class="empty">{esc(why or "no per-process reference")}</p>')
+            continue
+        out.append("<p>Reference: " + esc(ref) + "'s processes: " + esc("; ".join(
+            f'{p["process"]} (pids {", ".join(map(str, p.get("pids", [])))})' for p in processes))
+            + ". A method's processes are matched to these by the GPUs both used where the method names them, "
+              "else by the order of their first CUDA call (the matched_by column).</p>")
+        crow = []
+        for r in results.devices.command_rows(run.summary):
+            cls = "bad" if r["short"] else "good"
+            cov = "—" if r.get("coverage") is None else f'{100 * r["coverage"]:.1f}%'
+            crow.append([esc(r["method"]), esc(r["layer"]), esc(r["process"]),
+                         esc(", ".join(map(str, r.get("method_pids", []))) or "—"),
+                         esc(results.devices.device_label(r["device"], names)),
+                         f'<b class="{cls}">{r["matched"]} of {r["reference"]} ({cov})</b>', r.get("seen", 0),
+                         esc(r.get("matched_by", ""))])
+        out.append(table(["method", "layer", "process (reference)", "its pids in the method's run", "device",
+                          "matched of the reference", "seen", "matched by"], crow, "per-device-command",
+                         empty="No method observed a layer the reference has."))
+    arows = []
+    for r in results.devices.attribution_rows(combos):
+        agree = f'{r["equal"]}/{r["compared"]}' if r["compared"] else "—"
+        named = '<b class="good">named</b>' if r["named"] else f'<b class="bad">{esc(results.devices.UNATTRIBUTED)}</b>'
+        arows.append([esc(r["method"]), esc(r["layer"]), named, agree, r["unnamed"], reason_cell(r["how"])])
+    seen = set()
+    unique = []
+    for row in arows:  # one row per method and layer: the same for every workload
+        key = (row[0], row[1], row[2], row[5])
+        if key not in seen:
+            seen.add(key)
+            unique.append(row)
+    out.append("<h3>Which GPU each method's records name</h3>"
+               + table(["method", "layer", "device on its records", "agrees with the ledger",
+                        "matched calls without one", "how, or why not"], unique, "device-attribution",
+                       empty="No workload was scored."))
+    return "\n".join(out)
+
+
 def fidelity_table(combos):
     rows = []
     for c in combos:
@@ -624,6 +686,7 @@ summary{{cursor:pointer}}</style></head><body>
 {bench_derived_sections(benches)}
 <h2>Completeness</h2>{completeness_section(combos)}{unobserved_table(combos)}{fidelity_table(combos)}
 <h2>What each method saw of the command</h2>{command_section(summaries)}
+<h2>Per process and GPU</h2>{per_device_section(runs)}
 <h2>Loss</h2><p>Every counter a tracer reports about events it could not keep; 0 is the only good value.</p>{loss_table(combos)}
 <h2>Slowdown (cost mode)</h2>{cost_section(runs)}
 <h2>Whole-workload slowdown</h2><p>From the repetitions of each combination, run one after another (the cost mode above pairs interleaved rounds instead).</p>{slowdown_section(combos)}

@@ -15,6 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/device_id.h"
+
 namespace cudatrace {
 
 // What this machine offers, probed once per harness run.
@@ -23,6 +25,10 @@ struct HostFacts {
   bool gpu = false;
   std::string gpu_reason;  // why not, when !gpu
   bool libcuda = false;    // the loader finds a libcuda.so.1 (a driver, or the toolkit's stub)
+  int gpu_count = 0;       // CUDA devices the harness's own environment shows
+  // Those devices by ordinal, with their PCI bus id and UUID: what turns a method's
+  // ordinal or UUID into the identity every process shares (common/device_id.h).
+  std::map<int, HostDevice> devices;
   std::filesystem::path prefix;  // install root: bin/ lib/ libexec/ below it
 };
 
@@ -138,6 +144,15 @@ struct Method {
   // less than all of a layer and the tracer named nothing more specific. Every layer in
   // `layers` has one (tests/unit/registry_test.cpp), so a partial layer never goes unexplained.
   std::map<std::string, std::string> limits;
+  // Per layer it observes, whether its records name the GPU they belong to, and how; or why
+  // they cannot (the verdict then says "device not attributable by this method" and this
+  // reason, never a silent lump). schema/README.md has the table. Every layer in `layers`
+  // has one (tests/unit/registry_test.cpp).
+  struct DeviceAttribution {
+    bool named = false;
+    std::string how;  // named: where the device comes from; else why there is none
+  };
+  std::map<std::string, DeviceAttribution> devices;
   std::string not_built_reason;  // when !built although it has an issue (e.g. built without libbpf)
   // A check of its own, after the common ones: empty = can run, else the one-line reason.
   std::function<std::string()> unavailable_because;

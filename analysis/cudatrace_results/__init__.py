@@ -11,12 +11,13 @@ from .bench import (Cost, cost_of, between_is_noise, in_process_is_noise, rows_b
                     uprobe_split, calls_skipped, agreement_lines, target_text)
 from .reasons import short_reason, reason_lines, grouped_reasons
 from .percall import load_percall_folder
+from . import devices
 from .cost import cost_programs, program_label, mark_summary, from_marked_runs
 
 __all__ = [
     "SUPPORTED_VERSIONS", "SchemaError", "Run", "load_json", "load_result", "load_run", "load_runs", "schema_version",
     "Cost", "cost_of", "between_is_noise", "in_process_is_noise", "rows_by_key", "agreement", "estimators",
     "uprobe_split", "calls_skipped", "agreement_lines", "target_text",
-    "short_reason", "reason_lines", "grouped_reasons", "load_percall_folder",
+    "short_reason", "reason_lines", "grouped_reasons", "load_percall_folder", "devices",
     "cost_programs", "program_label", "mark_summary", "from_marked_runs",
 ]

@@ -87,7 +87,7 @@ class TheHarnessDecides(unittest.TestCase):
 
 
 READERS = ["reports/generate_report.py", "docs/make_results_doc.py", "ci/bench_agreement.py", "ci/bench_outcome.py",
-           "ci/percall_table.py"]
+           "ci/percall_table.py", "ci/per_device_summary.py"]
 
 
 class EveryReaderUsesThePackage(unittest.TestCase):
@@ -280,6 +280,36 @@ def validate(data, schema, root, where="$"):
     return problems
 
 
+class PerDevice(unittest.TestCase):
+    """Coverage per process and GPU as the harness wrote it: a rank that saw nothing is a row
+    of its own, never hidden in a total."""
+
+    def test_workload_rows_name_the_rank_that_fell_short(self):
+        run = results.load_run(fixture("twogpu"))
+        rows = results.devices.workload_rows(run.combos)
+        short = [r for r in rows if r["short"]]
+        self.assertEqual([(r["method"], r["process"], r["device"]) for r in short],
+                         [("preload", "rank 1", "0000:1a:00.0"), ("preload", "rank 1", "no device"),
+                          ("strace", "rank 0", "0000:18:00.0"), ("strace", "rank 1", "0000:1a:00.0")])
+        names = results.devices.gpu_names([run.manifest])
+        self.assertEqual(results.devices.device_label("0000:1a:00.0", names),
+                         "GPU 1 (NVIDIA H100 80GB HBM3) 0000:1a:00.0")
+        self.assertEqual(results.devices.device_label("no device", names), "no device")
+
+    def test_attribution_says_which_methods_name_devices(self):
+        rows = results.devices.attribution_rows(results.load_run(fixture("twogpu")).combos)
+        self.assertEqual({(r["method"], r["named"]) for r in rows}, {("preload", True), ("strace", False)})
+
+    def test_command_rows_against_the_reference(self):
+        summary = results.load_run(fixture("twogpu-command")).summary
+        ref, why, processes = results.devices.command_reference(summary)
+        self.assertEqual(ref, "cupti")
+        self.assertEqual(len(processes), 2)
+        rows = results.devices.command_rows(summary)
+        self.assertEqual([r["short"] for r in rows], [True, True, True])
+        self.assertEqual(rows[2]["device"], results.devices.UNATTRIBUTED)
+
+
 class Schemas(unittest.TestCase):
     """schema/ beside event.v1.schema.json describes what the harness writes and the package reads."""
 
@@ -331,8 +361,8 @@ class Report(unittest.TestCase):
         cls.html = os.path.join(cls.dir.name, "r.html")
         subprocess.run([python, os.path.join(SOURCE, "reports", "generate_report.py"), fixture("matrix"),
                         fixture("bench"), fixture("bench-v2"), fixture("command"), fixture("cost-workloads"),
-                        fixture("cost-command"), fixture("cost-skipped"), "-o", cls.html], check=True,
-                       stdout=subprocess.DEVNULL)
+                        fixture("cost-command"), fixture("cost-skipped"), fixture("twogpu"), fixture("twogpu-command"),
+                        "-o", cls.html], check=True, stdout=subprocess.DEVNULL)
         with open(cls.html) as f:
             cls.text = f.read()
 
@@ -382,6 +412,15 @@ class Report(unittest.TestCase):
         self.assertIn("figures from marked runs", table)
         self.assertIn("torch_train_step.py", table)
         self.assertIn("start-up ends at the program&#x27;s start-up mark: imports done", self.text)
+
+    def test_per_device_section_names_what_fell_short(self):
+        self.assertIn('id="per-device-workloads"', self.text)
+        self.assertIn('<b class="bad">0/18 (0.0%)</b>', self.text)
+        self.assertIn("GPU 1 (NVIDIA H100 80GB HBM3) 0000:1a:00.0", self.text)
+        self.assertIn('id="per-device-command"', self.text)
+        self.assertIn('<b class="bad">0 of 6746 (0.0%)</b>', self.text)
+        self.assertIn("the order of their first CUDA call", self.text)
+        self.assertIn('id="device-attribution"', self.text)
 
     def test_fits_1280_pixels(self):
         self.assertIn("max-width:1240px", self.text)

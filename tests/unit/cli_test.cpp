@@ -91,7 +91,7 @@ TEST(Cli, HelpTeachesWithExamples) {
 TEST(Cli, HarnessBinaryRejectsBadInputWithExit2) {
   auto r = testsupport::run_command(std::string(HARNESS_PATH) + " --workload nope");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.output, "harness: unknown workload 'nope' (valid: vecadd, streams, memheavy, errors, burst, graphs, driverapi, dlopen, privatert, multiproc, all) (see --help)\n");
+  EXPECT_EQ(r.output, "harness: unknown workload 'nope' (valid: vecadd, streams, memheavy, errors, burst, graphs, driverapi, dlopen, privatert, multiproc, twogpu, twoproc, all) (see --help)\n");
   r = testsupport::run_command(std::string(HARNESS_PATH) + " --method none -- /no/such/program");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("cannot find '/no/such/program'"), std::string::npos) << r.output;

@@ -95,6 +95,12 @@ TEST_P(CuptiCollector, SeesEveryCallAndTheKernelThroughTheUsdtProbes) {
   ASSERT_NE(child, nullptr) << "a forked child is traced too";
   EXPECT_NE(child->pid, launch->pid);
   EXPECT_EQ(child->args["device"], 0);
+  // The device of each call is the current context's; a call with none names no device.
+  EXPECT_EQ(malloc_->device, 1) << "context 2 is on device 1 (fake_cupti.cpp)";
+  EXPECT_EQ(launch->device, 1);
+  EXPECT_EQ(driver->device, 1);
+  EXPECT_EQ(kernel->device, 1) << "the activity record's deviceId";
+  EXPECT_FALSE(child->device.has_value()) << "no context was current";
 }
 
 INSTANTIATE_TEST_SUITE_P(HandOver, CuptiCollector, ::testing::Values(false, true),

@@ -71,7 +71,7 @@ TEST(CuptiLibrary, UsdtProbesWithSemaphores) {
   uint64_t lo = 0, hi = 0;
   const auto notes = sdt_notes(bytes, lo, hi);
   ASSERT_GT(hi, lo) << "no .probes section: the probes have no semaphores";
-  const std::map<std::string, size_t> expected{{"api_enter", 3}, {"api_exit", 11}, {"api_batch", 2}, {"kernel", 8},
+  const std::map<std::string, size_t> expected{{"api_enter", 3}, {"api_exit", 12}, {"api_batch", 2}, {"kernel", 8},
                                                {"activity_dropped", 1}, {"status", 3}, {"summary", 3}};
   std::map<std::string, size_t> seen;
   for (const auto& n : notes) {

@@ -20,6 +20,8 @@ Event sample() {
   e.ret = 0;
   e.args = {{"bytes", 4096}, {"kind", "HtoD"}, {"grid", {1, 2, 3}}};
   e.corr = 17;
+  e.device = 1;
+  e.device_id = "0000:1a:00.0";
   return e;
 }
 
@@ -48,10 +50,14 @@ TEST(EventIo, RoundTripKeepsEveryField) {
   EXPECT_EQ(a.corr, 17u);
   EXPECT_EQ(a.args["kind"], "HtoD");
   EXPECT_EQ(a.args["grid"], nlohmann::json({1, 2, 3}));
+  EXPECT_EQ(a.device, 1);
+  EXPECT_EQ(a.device_id, "0000:1a:00.0");
   const Event& b = s.events[1];
   EXPECT_FALSE(b.dur.has_value());
   EXPECT_FALSE(b.ret.has_value());
   EXPECT_FALSE(b.corr.has_value());
+  EXPECT_FALSE(b.device.has_value()) << "a device not known stays absent, never 0";
+  EXPECT_TRUE(b.device_id.empty());
 }
 
 // The line EventWriter writes for sample(), as it is on disk.

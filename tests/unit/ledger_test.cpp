@@ -29,15 +29,32 @@ TEST(Ledger, RecordsEveryThreadInProgramOrderAndChecksOut) {
   std::thread a(work, 100), b(work, 50);
   a.join();
   b.join();  // the threads are gone before finish(): their records must survive them
+  // The main thread moves to device 1, whose bus id the workload learnt: its launch says so.
+  ledger::device_identity(1, "0000:1A:00.0");
+  ledger::set_current_device(1);
   int64_t t = ledger::now();
   ledger::record("cudaLaunchKernel", t, ledger::now(), ledger::kNoRet,
                  {ledger::Arg::Str("kernel", "k"), ledger::Arg::Dim3("grid", 2, 3, 4), ledger::Arg::Ptr("stream", nullptr)});
+  ledger::record("cudaGetDeviceCount", t, ledger::now(), 0, {ledger::Arg::Int("count", 2)});
   ledger::intend("cudaGetDevice", 150);
   ledger::intend("cudaLaunchKernel", 1);
+  ledger::intend("cudaGetDeviceCount", 1);
   ASSERT_TRUE(ledger::finish());
 
   EventStream s = read_events(path);
-  ASSERT_EQ(s.events.size(), 151u);
+  ASSERT_EQ(s.events.size(), 152u);
+  for (const auto& e : s.events) {
+    if (e.name == "cudaGetDevice") {  // other threads: CUDA's default device, 0, of no known bus id
+      EXPECT_EQ(e.device, 0);
+      EXPECT_TRUE(e.device_id.empty());
+    } else if (e.name == "cudaLaunchKernel") {
+      EXPECT_EQ(e.device, 1);
+      EXPECT_EQ(e.device_id, "0000:1a:00.0") << "in the one spelling";
+    } else {
+      EXPECT_FALSE(e.device.has_value()) << e.name << " concerns no device";
+    }
+  }
+  EXPECT_EQ(s.meta.at(0).args["device_ids"]["1"], "0000:1a:00.0");
   LedgerCheck c = check_ledger(s);
   EXPECT_TRUE(c.consistent) << (c.problems.empty() ? "" : c.problems[0]);
   EXPECT_EQ(c.threads, 3);
@@ -49,7 +66,8 @@ TEST(Ledger, RecordsEveryThreadInProgramOrderAndChecksOut) {
     if (last.count(e.tid)) EXPECT_EQ(d, last[e.tid] + 1);
     last[e.tid] = d;
   }
-  const Event& launch = s.events.back();
+  const Event& launch = s.events[s.events.size() - 2];
+  ASSERT_EQ(launch.name, "cudaLaunchKernel");
   EXPECT_FALSE(launch.ret.has_value());
   EXPECT_EQ(launch.args["grid"], nlohmann::json({2, 3, 4}));
   EXPECT_EQ(launch.args["stream"], "0x0");

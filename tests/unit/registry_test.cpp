@@ -48,6 +48,23 @@ TEST(Registry, KindsAndLayers) {
   EXPECT_TRUE(find_method("none")->layers.empty());
 }
 
+// Which GPU its records are on: every layer a method observes says whether its records name
+// the device and how, or why they cannot (the verdict gives that reason, never a lump).
+TEST(Registry, EveryLayerSaysWhetherItsRecordsNameTheirDevice) {
+  for (const auto& m : methods()) {
+    for (const auto& l : m.layers) {
+      auto it = m.devices.find(l);
+      ASSERT_TRUE(it != m.devices.end()) << m.name << " says nothing of the device of its " << l << " records";
+      EXPECT_FALSE(it->second.how.empty()) << m.name << ": " << l;
+    }
+    for (const auto& [l, d] : m.devices)
+      EXPECT_NE(std::find(m.layers.begin(), m.layers.end(), l), m.layers.end()) << m.name << ": devices for " << l;
+  }
+  EXPECT_FALSE(find_method("strace")->devices.at("syscall").named);
+  EXPECT_FALSE(find_method("uprobe")->devices.at("runtime").named);
+  EXPECT_TRUE(find_method("cupti")->devices.at("gpu-activity").named);
+}
+
 // `--method compared` is what the scripts run instead of a list of names: every method
 // but the cost references, in the registry's order; `all` is every one.
 TEST(Registry, GroupsComeFromKinds) {

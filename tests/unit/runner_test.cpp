@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "harness/results_io.h"
+#include "harness/process_tree.h"
 #include "harness/runner.h"
 #include "test_support.h"
 #include "tracers/none/none_tracer.h"
@@ -82,6 +83,44 @@ TEST(Runner, TimeoutKillsTheWholeProcessGroup) {
   std::string pid, comm, state;
   if (stat >> pid >> comm >> state) EXPECT_EQ(state, "Z") << "grandchild " << grandchild << " survived the timeout";
   std::filesystem::remove("grandchild.pid");
+}
+
+// A process left behind is named with the parent it had while the program ran (the
+// harness becomes its parent once that one exits), and said to be the program's or the
+// method's: here a shell plays a method's tool that starts the program and a helper.
+TEST(Runner, LeftoversAreNamedWithTheirParentAndWhoseTheyAre) {
+  become_subreaper();  // as the harness is: orphans come to us, not to init
+  auto dir = testsupport::temp_dir("runner");
+  NoneTracer t;
+  ChildResult r = run_child(shell("sleep 30 & sleep 0.7; exit 0", dir), t);
+  ASSERT_EQ(r.status, ChildStatus::Exited) << r.detail;
+  ASSERT_EQ(r.left_running_detail.size(), 1u) << r.left_running_detail.dump();
+  const auto& l = r.left_running_detail[0];
+  EXPECT_EQ(l["name"], "sleep");
+  EXPECT_EQ(l["belongs"], "program") << l.dump();
+  EXPECT_FALSE(l["parent"].is_null()) << "its first parent, the shell, was seen";
+  ASSERT_EQ(r.left_running.size(), 1u);
+  EXPECT_NE(r.left_running[0].find("the program's"), std::string::npos) << r.left_running[0];
+
+  auto dir2 = testsupport::temp_dir("runner");
+  auto tool = shell("sleep 30 & /bin/true; sleep 0.7; exit 0", dir2);
+  tool.program = "/bin/true";  // the shell is the method's tool, true the program
+  ChildResult m = run_child(tool, t);
+  ASSERT_EQ(m.left_running_detail.size(), 1u) << m.left_running_detail.dump();
+  EXPECT_EQ(m.left_running_detail[0]["belongs"], "method") << m.left_running_detail[0].dump();
+}
+
+// A run stopped at its timeout says what each of its processes was doing then.
+TEST(Runner, TimeoutSaysWhatWasStillRunning) {
+  auto dir = testsupport::temp_dir("runner");
+  NoneTracer t;
+  ChildResult r = run_child(shell("sleep 30", dir, 0.8), t);
+  EXPECT_EQ(r.status, ChildStatus::TimedOut);
+  ASSERT_FALSE(r.running_when_stopped.empty());
+  EXPECT_NE(r.detail.find("still running then:"), std::string::npos) << r.detail;
+  bool sleeping = false;
+  for (const auto& p : r.running_when_stopped) sleeping |= p["name"] == "sleep" && p["state"] == "S";
+  EXPECT_TRUE(sleeping) << r.running_when_stopped.dump();
 }
 
 TEST(Runner, MissingProgramIsExecFailedNotACrash) {

@@ -59,7 +59,7 @@ static __always_inline void finish(struct cupti_record* r) { bpf_ringbuf_submit(
 
 SEC("usdt")
 int BPF_USDT(api_exit, __u64 corr, __u64 id, __s64 ret, __u64 enter_ns, __u64 exit_ns, __u64 s0, __u64 s1, __u64 s2,
-             __u64 s3, __u64 s4, __u64 kernel_name) {
+             __u64 s3, __u64 s4, __u64 kernel_name, __u64 device_flags) {
   struct cupti_record* r = begin(CUPTI_REC_API);
   if (!r) return 0;
   r->corr = corr;
@@ -72,6 +72,7 @@ int BPF_USDT(api_exit, __u64 corr, __u64 id, __s64 ret, __u64 enter_ns, __u64 ex
   r->v[2] = s2;
   r->v[3] = s3;
   r->v[4] = s4;
+  r->flags = (__u32)device_flags & CUPTI_F_LIBRARY;
   read_text(r, kernel_name);
   finish(r);
   return 0;
@@ -99,7 +100,7 @@ int BPF_USDT(api_batch, __u64 calls, __u64 count) {
     r->kind = i < count ? CUPTI_REC_API : 0;
     r->pid = id >> 32;
     r->tid = (__u32)id;
-    r->flags = r->text[0] ? CUPTI_F_TEXT : 0;
+    r->flags = (r->flags & CUPTI_F_LIBRARY) | (r->text[0] ? CUPTI_F_TEXT : 0);
     r->text[CUPTI_TEXT - 1] = 0;
   }
   bpf_ringbuf_submit(b, ring_wakeup_flag(&records));

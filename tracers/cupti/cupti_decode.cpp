@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "common/cuda_names.h"
+#include "common/device_id.h"
 #include "tracers/call_args.h"
 
 namespace cudatrace {
@@ -15,6 +16,10 @@ namespace cudatrace {
 namespace {
 
 #include "cupti_callback_names.inc"
+
+// The status code of a device's bus id (tracers/cupti/injection/usdt_probes.h): that header
+// needs sys/sdt.h, which the decoder does not.
+constexpr uint64_t CUDATRACE_CUPTI_DEVICE_STATUS = 3;
 
 nlohmann::json dim3_json(uint64_t packed) {
   return nlohmann::json::array({packed & 0xFFFFFFFF, (packed >> 32) & 0xFFFF, packed >> 48});
@@ -42,6 +47,7 @@ Event api_event(const cupti_record& r, CuptiDecodeStats& stats) {
   e.tid = r.tid;
   e.ret = r.ret;
   e.corr = r.corr;
+  if (r.flags & CUPTI_F_DEVICE) e.device = int64_t(r.flags >> CUPTI_DEVICE_SHIFT);
   const std::string kernel = text_of(r);
   if (const CallInfo* call = find_call(e.name)) {
     KernelNames names;  // the launch's kernel slot names the kernel CUPTI gave us
@@ -73,6 +79,7 @@ std::string cupti_callback_name(uint32_t domain, uint32_t cbid) {
 std::vector<Event> decode_cupti_records(const std::vector<cupti_record>& records, CuptiDecodeStats& stats) {
   std::vector<Event> events;
   std::vector<const cupti_record*> kernels;
+  std::map<std::pair<int64_t, int64_t>, std::string> bus_id_of;  // (pid, ordinal) -> bus id, as the library sent it
   for (const auto& r : records) {
     if (r.kind == 0) continue;  // an unused slot of a batch
     ++stats.records;
@@ -88,7 +95,10 @@ std::vector<Event> decode_cupti_records(const std::vector<cupti_record>& records
         stats.activity_dropped += int64_t(r.v[0]);
         break;
       case CUPTI_REC_STATUS:
-        if (r.id == 0) {
+        if (r.id == CUDATRACE_CUPTI_DEVICE_STATUS) {
+          if (std::string id = normalize_pci_bus_id(text_of(r)); !id.empty() && r.v[0] <= 0xFFFF)
+            if (bus_id_of.emplace(std::pair{int64_t(r.pid), int64_t(r.v[0])}, id).second) ++stats.devices_named;
+        } else if (r.id == 0) {
           stats.loaded = true;
           stats.loaded_ns = int64_t(r.t0);
           stats.cupti_version = r.v[0];
@@ -130,6 +140,7 @@ std::vector<Event> decode_cupti_records(const std::vector<cupti_record>& records
     e.corr = k->corr;
     e.args = {{"kernel", e.name}, {"grid", dim3_json(k->v[0])}, {"block", dim3_json(k->v[1])},
               {"stream", k->v[2]}, {"device", k->v[3]}};
+    if (k->v[3] <= 0xFFFF) e.device = int64_t(k->v[3]);
     if (auto it = launch_of.find({e.pid, k->corr}); it != launch_of.end() && it->second < api_events) {
       ++stats.kernels_joined;
       e.tid = events[it->second].tid;
@@ -137,6 +148,9 @@ std::vector<Event> decode_cupti_records(const std::vector<cupti_record>& records
     }
     events.push_back(std::move(e));
   }
+  for (Event& e : events)
+    if (e.device)
+      if (auto it = bus_id_of.find({e.pid, *e.device}); it != bus_id_of.end()) e.device_id = it->second;
   // Records arrive in the order calls returned; the event stream is in the order they began.
   std::stable_sort(events.begin(), events.end(), [](const Event& a, const Event& b) { return a.ts < b.ts; });
   return events;

@@ -36,6 +36,7 @@ struct CuptiDecodeStats {
   std::vector<std::string> problems;  // subscriber taken, CUPTI errors: one line each
   bool summary = false;             // the library's exit summary arrived
   uint64_t library_api_exits = 0, library_kernels = 0;  // what the library said it emitted
+  int64_t devices_named = 0;        // (process, device) pairs whose bus id the library sent
 };
 
 std::vector<Event> decode_cupti_records(const std::vector<cupti_record>& records, CuptiDecodeStats& stats);

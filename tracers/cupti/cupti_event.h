@@ -10,7 +10,8 @@
 #define CUPTI_TEXT 64
 
 enum cupti_record_kind {
-  CUPTI_REC_API = 1,      /* id = domain << 32 | cbid; t0/t1 = enter/exit; ret; v = slots; text = kernel */
+  CUPTI_REC_API = 1,      /* id = domain << 32 | cbid; t0/t1 = enter/exit; ret; v = slots; text = kernel;
+                             flags may carry the device (CUPTI_F_DEVICE) */
   CUPTI_REC_KERNEL = 2,   /* t0/t1 = GPU start/end; v = grid, block, stream, device; text = name */
   CUPTI_REC_DROPPED = 3,  /* v[0] = activity records CUPTI dropped */
   CUPTI_REC_STATUS = 4,   /* id = enum cudatrace_cupti_status; t0 = when; v[0] = value; text = message */
@@ -25,6 +26,12 @@ enum cupti_loss {
 };
 
 #define CUPTI_F_TEXT 1u /* text holds a string */
+/* The call's device, as the injection library read it from the context current when the
+ * call returned (cuptiGetDeviceId): CUPTI_F_DEVICE set, the ordinal in the top 16 bits.
+ * The library's word, kept by the collector (CUPTI_F_LIBRARY); CUPTI_F_TEXT is the collector's. */
+#define CUPTI_F_DEVICE 2u
+#define CUPTI_DEVICE_SHIFT 16
+#define CUPTI_F_LIBRARY 0xFFFF0002u
 
 /* A thread's finished calls, kept by the injection library as records laid out as the
  * ring's (the collector sets kind, pid, tid and flags itself: who made a call is the

@@ -29,6 +29,13 @@ std::vector<Method> cupti_methods() {
                           {layer::kDriver, "calls over before CUPTI starts (at cuInit) are not reported to it"},
                           {layer::kGpuActivity,
                            "kernel records CUPTI had not flushed when the process ended are lost with it"}}};
+  const std::string bus_id = "; the bus id asked of the driver (cuDeviceGetPCIBusId) the first time a process uses "
+                             "the device, sent with the status probe";
+  cupti.devices = {{layer::kRuntime, {true, "the context CUPTI hands the callback at the call's exit "
+                                            "(cuptiGetDeviceId)" + bus_id}},
+                   {layer::kDriver, {true, "the context CUPTI hands the callback at the call's exit "
+                                           "(cuptiGetDeviceId)" + bus_id}},
+                   {layer::kGpuActivity, {true, "the kernel record's deviceId" + bus_id}}};
   Method inject{.name = "cupti-inject",
                 .summary = "the cupti method's library injected, no collector attached: its cost reference",
                 .kind = MethodKind::kCostReference,

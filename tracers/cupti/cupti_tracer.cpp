@@ -92,6 +92,7 @@ TracerReport CuptiTracer::finish(const fs::path& run_dir) {
                   {"kernel_records", stats.kernels},
                   {"kernels_joined_to_launch", stats.kernels_joined},
                   {"unknown_callback_ids", stats.unknown_callbacks},
+                  {"devices_named", stats.devices_named},
                   {"cupti_version", stats.cupti_version},
                   // The driver loads the library at cuInit: calls that began before are not seen.
                   {"library_loaded_ns", stats.loaded_ns},

@@ -1,5 +1,7 @@
 #include "tracers/devhook/devhook_decode.h"
 
+#include "common/device_id.h"
+
 #include <algorithm>
 #include <array>
 #include <cstdlib>
@@ -213,6 +215,11 @@ void convert_process(const json& rep, const fs::path& records_file, EventWriter&
     e.ts = timed ? first - offset : 0;
     if (b.entry >= 0 && b.exit >= 0) e.dur = b.exit - b.entry;
     e.pid = pid;
+    // The context's device, as the agent asked the driver when it set the context up.
+    if (const auto d = c.find("device"); d != c.end() && d->is_number_integer() && d->get<int64_t>() >= 0)
+      e.device = d->get<int64_t>();
+    if (const auto id = c.find("pci_bus_id"); id != c.end() && id->is_string())
+      e.device_id = normalize_pci_bus_id(id->get<std::string>());
     e.args = {{"kernel", e.name},
               {"launch", key.launch},
               {"execution", key.execution},

@@ -25,6 +25,8 @@ std::vector<Method> devhook_methods() {
                    .limits = {{layer::kDevice,
                                "kernels loaded without PTX (machine code only) cannot be rewritten, and launches the "
                                "agent did not see being loaded run unprobed"}}};
+    devhook.devices[layer::kDevice] = {true, "the device of the context the kernel was launched in, and its bus id, "
+                                             "as the agent asked the driver when it set that context up"};
 #ifdef CUDATRACE_HAVE_DEVHOOK
     devhook.built = true;
     devhook.options = kDevhookOptionHelp;

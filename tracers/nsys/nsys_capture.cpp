@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "common/cuda_names.h"
+#include "common/device_id.h"
 
 namespace cudatrace {
 
@@ -195,6 +196,22 @@ NsysCapture read_nsys_capture(const std::filesystem::path& sqlite_file, int64_t 
       }
     }
 
+    // Each process's CUDA device numbers and the GPU each stands for, where this export has
+    // the two tables: the bus id every process shares, whatever CUDA_VISIBLE_DEVICES did.
+    std::map<std::pair<int64_t, int64_t>, std::string> bus_id_of;  // (pid, CUDA device) -> bus id
+    if (tables.count("TARGET_INFO_CUDA_DEVICE") && tables.count("TARGET_INFO_GPU")) {
+      const std::set<std::string> dev_cols = columns_of(db.h, "TARGET_INFO_CUDA_DEVICE");
+      const std::set<std::string> gpu_cols = columns_of(db.h, "TARGET_INFO_GPU");
+      if (dev_cols.count("gpuId") && dev_cols.count("cudaId") && dev_cols.count("pid") && gpu_cols.count("id") &&
+          gpu_cols.count("busLocation")) {
+        Statement s(db.h, "SELECT c.pid, c.cudaId, g.busLocation FROM TARGET_INFO_CUDA_DEVICE c "
+                          "JOIN TARGET_INFO_GPU g ON g.id = c.gpuId");
+        while (s.step())
+          if (std::string id = normalize_pci_bus_id(s.text(2)); !id.empty()) bus_id_of[{s.integer(0), s.integer(1)}] = id;
+        out.device_ids = !bus_id_of.empty();
+      }
+    }
+
     const char* kernels = "CUPTI_ACTIVITY_KIND_KERNEL";
     if (!tables.count(kernels)) {
       out.missing_tables.push_back(kernels);
@@ -226,6 +243,8 @@ NsysCapture read_nsys_capture(const std::filesystem::path& sqlite_file, int64_t 
                   {"block", {s.integer(9), s.integer(10), s.integer(11)}},
                   {"stream", s.integer(5)},
                   {"device", s.integer(4)}};
+        e.device = s.integer(4);
+        if (auto id = bus_id_of.find({e.pid, s.integer(4)}); id != bus_id_of.end()) e.device_id = id->second;
         // The launching call: the runtime's where the program used it, else the driver's.
         const std::pair<int64_t, int64_t> key{e.pid, int64_t(*e.corr)};
         size_t launch = out.events.size();
@@ -237,6 +256,9 @@ NsysCapture read_nsys_capture(const std::filesystem::path& sqlite_file, int64_t 
           ++out.kernels_joined;
           e.tid = out.events[launch].tid;
           e.args["launched_by"] = out.events[launch].name;
+          // A launch is on the device its kernel ran on: the one call whose device the export says.
+          out.events[launch].device = e.device;
+          out.events[launch].device_id = e.device_id;
         }
         ++out.kernels;
         out.events.push_back(std::move(e));

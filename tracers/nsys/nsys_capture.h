@@ -15,6 +15,11 @@
 //                              [, mangledName])             one row per kernel run
 //   TARGET_INFO_SESSION_START_TIME(utcEpochNs)             when start = 0 was
 //   DIAGNOSTIC_EVENT(severity, text)                       nsys's own warnings (optional)
+//   TARGET_INFO_CUDA_DEVICE(pid, cudaId, gpuId), TARGET_INFO_GPU(id, busLocation)
+//                                                          each process's devices and their bus
+//                                                          ids (optional: ordinals alone without)
+// A kernel run carries its device; its launching call takes the same. Other calls name no
+// device: the export does not say which context was current for them.
 // globalTid packs the process and thread: pid = globalTid / 2^24 % 2^24, tid = globalTid % 2^24.
 #include <cstdint>
 #include <filesystem>
@@ -31,6 +36,7 @@ struct NsysCapture {
   int64_t kernels_joined = 0;  // kernel runs whose launching call was found (correlation id)
   std::vector<std::string> missing_tables;  // tables of the three above that the capture has not
   bool return_codes = false;  // the API tables have returnValue (recent Nsight Systems)
+  bool device_ids = false;    // the export maps each process's devices to bus ids
   // nsys's warnings and errors (DIAGNOSTIC_EVENT, severity above 1), and of those the ones
   // that speak of data dropped or lost: its only word on loss in the export.
   int64_t warnings = 0, warnings_of_loss = 0;

@@ -20,6 +20,12 @@ std::vector<Method> nsys_methods() {
               .layers = {layer::kRuntime, layer::kDriver, layer::kGpuActivity}};
   for (const auto& l : nsys.layers)
     nsys.limits[l] = "what this Nsight Systems' capture or its SQLite export leaves out is not seen";
+  const std::string no_context = "the export does not say which context was current for a call; a kernel launch "
+                                 "takes the device of the kernel it launched, other calls name none";
+  nsys.devices = {{layer::kRuntime, {true, no_context}},
+                  {layer::kDriver, {true, no_context}},
+                  {layer::kGpuActivity, {true, "the kernel's deviceId, and its bus id where the export maps the "
+                                               "process's devices (TARGET_INFO_CUDA_DEVICE, TARGET_INFO_GPU)"}}};
 #ifdef CUDATRACE_HAVE_NSYS
   nsys.built = true;
   nsys.unavailable_because = [] {

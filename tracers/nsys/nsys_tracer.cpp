@@ -156,6 +156,7 @@ TracerReport NsysTracer::finish(const fs::path& run_dir) {
   report.notes["driver_calls"] = capture.driver_calls;
   report.notes["kernels"] = capture.kernels;
   report.notes["tables_absent"] = capture.missing_tables;  // nsys creates tables only for what it saw
+  report.notes["device_bus_ids"] = capture.device_ids;  // false: kernels carry ordinals only
   report.notes["realtime_minus_monotonic_ns"] = clock_.realtime_minus_monotonic_ns;
   // The session-relative times are placed through the session's UTC start; how exactly
   // nsys stamps that start is its own: the matcher allows 1 ms on top of our offset read.

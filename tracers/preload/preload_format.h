@@ -10,6 +10,7 @@
 namespace cudatrace::preload {
 
 inline constexpr const char* kDirEnv = "CUDATRACE_PRELOAD_DIR";
+inline constexpr const char* kDevicesEnv = "CUDATRACE_PRELOAD_DEVICES";  // "off": records name no device
 inline constexpr uint32_t kMagic = 0x43545052;  // "RPTC"
 
 enum HookId : uint16_t {
@@ -28,13 +29,16 @@ inline constexpr uint16_t kCalibration = 0xFFFE;
 
 struct Record {
   uint16_t hook;      // HookId, or kTrailer
-  uint16_t flags;     // reserved
+  uint16_t flags;     // kRecordDevice | device ordinal, or 0: the call's device is not known
   int32_t ret;        // cudaError_t / CUresult
   int64_t ts;         // CLOCK_MONOTONIC ns at entry
   int64_t dur;        // ns
   uint64_t a[5];      // argument slots, as hooks.def lays them out
 };
 static_assert(sizeof(Record) == 64, "records are one cache line");
+
+inline constexpr uint16_t kRecordDevice = 0x8000;
+// Per process, preload.<pid>.devices: "ORDINAL PCI_BUS_ID" per device the process used.
 
 // The trailer reuses a record: a[0] records emitted by the thread (trailer excluded),
 // a[1] records dropped, a[2] kMagic, a[3] TSC, a[4] CLOCK_MONOTONIC (a last calibration

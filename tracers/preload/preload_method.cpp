@@ -1,9 +1,18 @@
 #include "tracers/preload/preload_method.h"
 
+#include <stdexcept>
+
 #include "common/event.h"
 #include "tracers/preload/preload_tracer.h"
 
 namespace cudatrace {
+
+namespace {
+constexpr const char* kPreloadDevices =
+    "the device of the context current on the calling thread when the call returned (cuCtxGetCurrent, then "
+    "cuCtxGetDevice when the context changes), its bus id asked once per device and process; calls forwarded on "
+    "the generic fast path (functions hooks.def does not list) name none; --set preload.devices=off names none";
+}  // namespace
 
 std::vector<Method> preload_methods() {
   return {{.name = "preload",
@@ -11,6 +20,8 @@ std::vector<Method> preload_methods() {
            .kind = MethodKind::kMethod,
            .built = true,
            .issue = 3,
+           .options = {{"devices", "on (default): each record names the device of the context current when the "
+                                   "call returned (one cuCtxGetCurrent per call); off: records name no device"}},
            .layers = {layer::kRuntime, layer::kDriver},
            .limits = {{layer::kRuntime,
                        "calls into a cudart linked statically (into the executable or a library) never reach the "
@@ -18,8 +29,15 @@ std::vector<Method> preload_methods() {
                       {layer::kDriver,
                        "driver calls through entry points resolved before the shim was loaded, or kept in a table of "
                        "the caller's own (neither the dynamic linker nor cuGetProcAddress), bypass the shim"}},
-           .make = [](const HostFacts& host, const MethodOptions&) {
-             return std::make_unique<PreloadTracer>(preload_shim_path(host.prefix));
+           .devices = {{layer::kRuntime, {true, kPreloadDevices}}, {layer::kDriver, {true, kPreloadDevices}}},
+           .make = [](const HostFacts& host, const MethodOptions& o) {
+             bool devices = true;
+             if (auto it = o.find("devices"); it != o.end()) {
+               if (it->second != "on" && it->second != "off")
+                 throw std::invalid_argument("preload.devices takes on or off, not '" + it->second + "'");
+               devices = it->second == "on";
+             }
+             return std::make_unique<PreloadTracer>(preload_shim_path(host.prefix), devices);
            }}};
 }
 

@@ -1,5 +1,7 @@
 #include "tracers/preload/preload_tracer.h"
 
+#include "common/device_id.h"
+
 #include <algorithm>
 
 #include <cmath>
@@ -144,6 +146,7 @@ void PreloadTracer::prepare(Launch& launch, const Target& target, const fs::path
   cudart_ = target.cudart;
   spool_ = target.writable_dir.empty() ? run_dir : target.writable_dir;
   launch.env[kDirEnv] = spool_.string();
+  if (!devices_) launch.env[kDevicesEnv] = "off";
 }
 
 TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_file) {
@@ -151,6 +154,7 @@ TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_
   static const std::regex bin_name(R"(preload\.(\d+)\.(\d+)\.bin)");
   std::map<std::pair<int64_t, int64_t>, fs::path> files;  // (pid, tid) -> file
   std::map<int64_t, KernelTable> kernels;
+  std::map<int64_t, std::map<int64_t, std::string>> bus_ids;  // pid -> device ordinal -> PCI bus id
   std::map<int64_t, std::map<uint64_t, std::pair<std::string, std::string>>> generic_names;  // pid -> slot -> (layer, name)
   int64_t decoded = 0, generic = 0, unhooked = 0, unreadable_tables = 0;
   std::vector<std::string> unhooked_names;
@@ -193,6 +197,20 @@ TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_
         const auto handle = parse_uint64(w[0], 16);
         if (!handle) return "handle " + shown_word(w[0]) + " is not a hex number";
         t[*handle] = w[1];
+        return "";
+      });
+    } else if (ext == ".devices") {
+      const auto pid = table_pid();
+      if (!pid) continue;
+      auto& ids = bus_ids[*pid];
+      std::vector<std::string> w;
+      tables.each_line(entry.path(), [&](const std::string& line) -> std::string {
+        if (!split_words(line, 2, w)) return "not 'ORDINAL PCI_BUS_ID'";
+        const auto device = parse_int64(w[0]);
+        if (!device || *device < 0 || *device >= kRecordDevice) return "device " + shown_word(w[0]) + " is not an ordinal";
+        const std::string id = normalize_pci_bus_id(w[1]);
+        if (id.empty()) return "bus id " + shown_word(w[1]) + " is not domain:bus:device.function";
+        ids[*device] = id;
         return "";
       });
     } else if (ext == ".generic") {
@@ -311,6 +329,11 @@ TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_
       terminated = false;  // a later segment (after an exec that failed, or a flush) must close again
       Event e;
       e.ret = r.ret;
+      if (r.flags & kRecordDevice) {
+        e.device = int64_t(r.flags & ~kRecordDevice);
+        if (auto p = bus_ids.find(pid); p != bus_ids.end())
+          if (auto id = p->second.find(*e.device); id != p->second.end()) e.device_id = id->second;
+      }
       if (r.hook >= kGenericBase) {  // an entry point recorded without its arguments
         const int slot = r.hook - kGenericBase;
         const ExportInfo* x = export_of_slot(slot);

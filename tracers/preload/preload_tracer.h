@@ -9,7 +9,8 @@ namespace cudatrace {
 
 class PreloadTracer final : public Tracer {
  public:
-  explicit PreloadTracer(std::filesystem::path shim) : shim_(std::move(shim)) {}
+  // `devices` false: records name no device (the shim asks for no context after a call).
+  explicit PreloadTracer(std::filesystem::path shim, bool devices = true) : shim_(std::move(shim)), devices_(devices) {}
   void prepare(Launch& launch, const Target& target, const std::filesystem::path& run_dir) override;
   TracerReport finish(const std::filesystem::path& run_dir) override;
   void abandon(const std::filesystem::path& run_dir) override;
@@ -17,6 +18,7 @@ class PreloadTracer final : public Tracer {
 
  private:
   std::filesystem::path shim_;
+  bool devices_ = true;
   std::filesystem::path spool_;  // where the shim writes (the program's own folder)
   std::string cudart_;
 };

@@ -1,5 +1,7 @@
 #include "tracers/sanitizer/sanitizer_decode.h"
 
+#include "common/device_id.h"
+
 #include <algorithm>
 #include <fstream>
 #include <map>
@@ -170,6 +172,8 @@ void convert_process(const json& rep, const fs::path& launches_file, EventWriter
     e.name = kernel;
     e.ts = int64_t(rec.host_ns);
     e.pid = pid;
+    if (device.is_number_integer() && device.get<int64_t>() >= 0) e.device = device.get<int64_t>();
+    if (pci.is_string()) e.device_id = normalize_pci_bus_id(pci.get<std::string>());
     e.args = {{"kernel", kernel},
               {"symbol", symbol},
               {"launch", int64_t(i)},

@@ -16,6 +16,8 @@ std::vector<Method> sanitizer_methods() {
                        "kernels started from the device (device graph launches, dynamic parallelism) reach no launch "
                        "callback and are not counted; a launch's count is read when its context goes or the process "
                        "ends, so a kernel still running then reads short"}}};
+  m.devices[layer::kDevice] = {true, "the device of the launch's context, and its bus id from the libcuda the "
+                                     "process loaded (empty where a framework hid it: then the ordinal alone)"};
 #ifdef CUDATRACE_HAVE_SANITIZER
   m.built = true;
   m.unavailable_with = [](const MethodOptions& o) -> std::string {

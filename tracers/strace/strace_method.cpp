@@ -16,6 +16,9 @@ std::vector<Method> strace_methods() {
            .layers = {layer::kSyscall},
            .limits = {{layer::kSyscall,
                        "a call during which its thread made no syscall (a kernel launch makes none) leaves no trace"}},
+           .devices = {{layer::kSyscall,
+                        {false, "an ioctl names a file descriptor, not a CUDA device: most go to /dev/nvidiactl and "
+                                "/dev/nvidia-uvm, which serve every GPU"}}},
            .make = [](const HostFacts&, const MethodOptions&) {
              return std::make_unique<StraceTracer>(find_on_path("strace"));
            }}};

@@ -40,6 +40,10 @@ std::vector<Method> uprobe_methods() {
                         ? "a cudart without symbols (stripped, linked into a library) has no function to put a probe on"
                         : "libcuda functions outside the probe plan (probe_specs.def), and calls in a library loaded "
                           "before its probes were attached, are not seen";
+    for (const auto& l : v.layers)
+      m.devices[l] = {false,
+                      "a uprobe reads a call's arguments and return value, not the context current on the calling "
+                      "thread: a call's device is the driver's thread-local state, which the probes do not read"};
 #ifdef CUDATRACE_HAVE_BPF
     m.built = true;
     m.make = [mode = v.mode, name = std::string(v.name)](const HostFacts&, const MethodOptions& o) {

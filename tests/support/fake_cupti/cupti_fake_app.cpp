@@ -5,7 +5,9 @@
 //   corr 2  runtime cudaMemcpy(0x1000, 0x2000, 64, HostToDevice), returns 1
 //   corr 3  runtime __cudaLaunchKernel fake_kernel <<<(4,2,1), (256,1,1)>>>, returns 0,
 //           with the driver's cuLaunchKernel inside it, and that kernel's activity record
-//   corr 4  in a forked child: runtime cudaGetDevice -> 0, returns 0
+//   corr 4  in a forked child: runtime cudaGetDevice -> 0, returns 0, with no context current
+// The parent's calls have context 2 current (device 1, fake_cupti.cpp's cuptiGetDeviceId),
+// and the kernel's activity record says device 1.
 // Exit status 0, also when CUPTI is "taken" (the program must run on untraced).
 // FAKE_APP_CHECK_PAUSE=1: instead, pause and resume the library (cudatrace_pause, as
 // bench/percall does) and print what the fake CUPTI had switched on before, while paused
@@ -29,11 +31,14 @@ CUpti_CallbackFunc g_callback = nullptr;
 void* g_userdata = nullptr;
 
 // One API call as CUPTI reports it: entry, the call (`body`), exit.
+CUcontext g_context = reinterpret_cast<CUcontext>(2);
+
 template <class Params, class Body>
 void api_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, uint32_t corr, Params& params, int ret,
               const char* symbol, Body body) {
   uint64_t correlation_data = 0;
   CUpti_CallbackData cb{};
+  cb.context = g_context;
   cb.functionParams = &params;
   cb.functionReturnValue = &ret;
   cb.symbolName = symbol;
@@ -109,12 +114,14 @@ int main() {
   kernel.gridX = 4, kernel.gridY = 2, kernel.gridZ = 1;
   kernel.blockX = 256, kernel.blockY = 1, kernel.blockZ = 1;
   kernel.streamId = 7;
+  kernel.deviceId = 1;
   kernel.name = "fake_kernel";
   fake_cupti_add_kernel(&kernel);
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 
   pid_t child = fork();
   if (child == 0) {
+    g_context = nullptr;
     int device = -1;
     cudaGetDevice_v3020_params get_params{&device};
     api_call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, 4, get_params, 0, nullptr,

@@ -62,6 +62,14 @@ CUptiResult cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle, CUpti_Cal
   return CUPTI_SUCCESS;
 }
 
+// The fake app's contexts are small numbers: context N is on device N - 1.
+CUptiResult cuptiGetDeviceId(CUcontext context, uint32_t* device) {
+  const auto n = reinterpret_cast<uintptr_t>(context);
+  if (n == 0 || n > 16) return CUPTI_ERROR_INVALID_CONTEXT;
+  *device = uint32_t(n - 1);
+  return CUPTI_SUCCESS;
+}
+
 CUptiResult cuptiGetVersion(uint32_t* version) {
   *version = CUPTI_API_VERSION;
   return CUPTI_SUCCESS;

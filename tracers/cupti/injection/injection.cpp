@@ -8,6 +8,7 @@
 // the others are cost references that split its cost into CUPTI's parts (which callback
 // domain, which activity kind) for the per-call benchmark.
 #include <cupti.h>
+#include <dlfcn.h>
 #include <pthread.h>
 
 #include <algorithm>
@@ -96,6 +97,43 @@ void report_error(const char* what, CUptiResult r) {
   report(CUDATRACE_CUPTI_ERROR, uint64_t(r), text);
 }
 
+// ---- which device a call is on ----
+// The context current when a call returns names its device (cuptiGetDeviceId, a CUPTI
+// call: no driver call in the hot path), kept per thread for the context last seen. The
+// first time a process sees a device, its PCI bus id is asked of the driver once and sent
+// with the status probe: ordinals differ between processes, the bus id does not.
+__thread CUcontext t_context = nullptr;
+__thread uint32_t t_device_flags = 0;
+__thread bool t_own_call = false;  // the library's own driver call: not the program's
+using BusIdFn = CUresult (*)(char*, int, CUdevice);
+BusIdFn g_bus_id_of = nullptr;  // resolved at InitializeInjection, while the driver is loading us
+constexpr uint32_t kMaxNamedDevices = 64;
+std::atomic<uint64_t> g_devices_named{0};
+
+void name_device(uint32_t device) {
+  if (device >= kMaxNamedDevices || !g_bus_id_of) return;
+  const uint64_t bit = uint64_t(1) << device;
+  if (g_devices_named.fetch_or(bit) & bit) return;
+  char id[32] = {};
+  t_own_call = true;
+  const CUresult r = g_bus_id_of(id, sizeof id - 1, CUdevice(device));
+  t_own_call = false;
+  if (r == CUDA_SUCCESS) report(CUDATRACE_CUPTI_DEVICE, device, id);
+}
+
+uint32_t device_flags_of(CUcontext context) {
+  if (!context) return 0;
+  if (context != t_context) {
+    uint32_t device = 0;
+    t_device_flags = cuptiGetDeviceId(context, &device) == CUPTI_SUCCESS && device <= 0xFFFF
+                         ? CUPTI_F_DEVICE | device << CUPTI_DEVICE_SHIFT
+                         : 0;
+    t_context = context;
+    if (t_device_flags) name_device(device);
+  }
+  return t_device_flags;
+}
+
 }  // namespace
 
 extern "C" {
@@ -107,6 +145,7 @@ __attribute__((visibility("default"))) void CUPTIAPI cudatrace_cupti_on_api(void
   const bool enter_on = CUDATRACE_PROBE_ON(api_enter), exit_on = CUDATRACE_PROBE_ON(api_exit),
              batch_on = CUDATRACE_PROBE_ON(api_batch);
   if (!enter_on && !exit_on && !batch_on) return;
+  if (t_own_call) return;
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
   const uint64_t id = uint64_t(domain) << 32 | cbid;
   const uint64_t corr = cb->correlationId;
@@ -123,11 +162,12 @@ __attribute__((visibility("default"))) void CUPTIAPI cudatrace_cupti_on_api(void
   // cudaError_t and CUresult are both an int-sized enum.
   const int64_t ret = cb->functionReturnValue ? *static_cast<const int*>(cb->functionReturnValue) : -1;
   g_api_exits.fetch_add(1, std::memory_order_relaxed);
+  const uint32_t device_flags = device_flags_of(cb->context);
   if (exit_on) {
     uint64_t s[kSlots] = {};
     fill_slots(domain, cbid, cb->functionParams, s);
-    STAP_PROBE11(cudatrace, api_exit, corr, id, ret, enter_ns, exit_ns, s[0], s[1], s[2], s[3], s[4],
-                 cb->symbolName);
+    STAP_PROBE12(cudatrace, api_exit, corr, id, ret, enter_ns, exit_ns, s[0], s[1], s[2], s[3], s[4],
+                 cb->symbolName, uint64_t(device_flags));
     return;
   }
   Batch* batch = this_threads_batch();
@@ -141,6 +181,7 @@ __attribute__((visibility("default"))) void CUPTIAPI cudatrace_cupti_on_api(void
   uint64_t* slots = reinterpret_cast<uint64_t*>(c.v);
   for (int i = 0; i < kSlots; ++i) slots[i] = 0;
   fill_slots(domain, cbid, cb->functionParams, slots);
+  c.flags = device_flags;
   c.text[0] = 0;
   if (cb->symbolName) {
     std::strncpy(c.text, cb->symbolName, sizeof c.text - 1);
@@ -221,6 +262,7 @@ void flush_at_exit() {
 // A forked child counts its own calls, and does not hand over its parent's batch again.
 void reset_counts_in_child() {
   if (t_batch) t_batch->n = 0;
+  g_devices_named = 0;  // the child is another process: it names its devices itself
   g_api_exits = 0;
   g_kernels = 0;
   g_activity_dropped = 0;
@@ -337,6 +379,9 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
     return 1;
   }
   if (g_mode->callback == cudatrace_cupti_on_api) {
+    // The driver that loads us is loaded already: looked up now, never inside a callback.
+    if (void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD))
+      g_bus_id_of = reinterpret_cast<BusIdFn>(dlsym(driver, "cuDeviceGetPCIBusId"));
     pthread_key_create(&g_batch_key, batch_ends_with_thread);
     pthread_atfork(nullptr, nullptr, reset_counts_in_child);
   }

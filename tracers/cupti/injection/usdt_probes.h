@@ -6,9 +6,10 @@
 //
 // Probes and arguments (all 64-bit):
 //   api_enter(corr, id, enter_ns)
-//   api_exit(corr, id, ret, enter_ns, exit_ns, slot0..slot4, kernel_name)
+//   api_exit(corr, id, ret, enter_ns, exit_ns, slot0..slot4, kernel_name, device_flags)
 //       id = domain << 32 | cbid (CUPTI's callback domain and id); slots as hooks.def lays
-//       out that call's arguments; kernel_name = a char* for launches, else 0.
+//       out that call's arguments; kernel_name = a char* for launches, else 0;
+//       device_flags = CUPTI_F_DEVICE | ordinal << CUPTI_DEVICE_SHIFT, or 0 (no context).
 //   api_batch(calls, count)
 //       the same facts for `count` finished calls of this thread, as an array of
 //       CUPTI_BATCH struct cupti_record (tracers/cupti/cupti_event.h; the first `count` used). While
@@ -28,6 +29,7 @@ enum cudatrace_cupti_status {
   CUDATRACE_CUPTI_LOADED = 0,           // value: CUPTI API version; text: the mode
   CUDATRACE_CUPTI_SUBSCRIBER_TAKEN = 1, // text: the tool that holds CUPTI's one subscriber
   CUDATRACE_CUPTI_ERROR = 2,            // value: CUptiResult; text: what failed
+  CUDATRACE_CUPTI_DEVICE = 3,           // value: a device ordinal of this process; text: its PCI bus id
 };
 
 #define CUDATRACE_PROBES(X) \

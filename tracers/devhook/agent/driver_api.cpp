@@ -55,6 +55,7 @@ DriverApi load() {
                    find(lib, "cuMemCreate", d.mem_create) && find(lib, "cuMemAddressReserve", d.mem_address_reserve) &&
                    find(lib, "cuMemMap", d.mem_map) && find(lib, "cuMemSetAccess", d.mem_set_access) &&
                    find(lib, "cuDevicePrimaryCtxRelease_v2", d.primary_release);
+  find(lib, "cuDeviceGetPCIBusId", d.device_get_pci_bus_id);
   if (!all) {
     d.error = "libcuda.so.1 lacks a driver function the agent needs (driver older than CUDA 12?)";
     return d;

@@ -42,6 +42,7 @@ struct DriverApi {
   decltype(&::cuMemMap) mem_map;
   decltype(&::cuMemSetAccess) mem_set_access;
   decltype(&::cuDevicePrimaryCtxRelease_v2) primary_release;
+  decltype(&::cuDeviceGetPCIBusId) device_get_pci_bus_id;  // optional: null where absent
 };
 
 // Loaded once; check .loaded.

@@ -72,6 +72,7 @@ struct ContextState {
   uint64_t tickets_used = 0;
   CUstream stream = nullptr;               // the agent's own, non-blocking: set-up and the clock kernel
   CUdevice device = -1;
+  std::string pci_bus_id;                  // the device's, for the device layer's records
   bool primary = false;                    // the device's primary context (cudart's)
   // Read once, before the context goes or at exit (collect()).
   bool collected = false;
@@ -170,6 +171,9 @@ void set_up(Agent& a, ContextState& cs) {
   }
   cs.arch = major * 10 + minor;
   cs.device = dev;
+  char bus_id[32] = {};
+  if (d.device_get_pci_bus_id && d.device_get_pci_bus_id(bus_id, sizeof bus_id - 1, dev) == CUDA_SUCCESS)
+    cs.pci_bus_id = bus_id;
   CUcontext primary = nullptr;  // learnt by a retain and a release, which leave its count as it was
   if (d.primary_retain(&primary, dev) == CUDA_SUCCESS) {
     cs.primary = primary == cs.ctx;
@@ -779,7 +783,7 @@ void save_output() {
                  {"record_bytes", sizeof(DeviceRecord)}};
   json contexts = json::array();
   for (ContextState& cs : a.contexts) {
-    json c = {{"arch", cs.arch}};
+    json c = {{"arch", cs.arch}, {"device", int(cs.device)}, {"pci_bus_id", cs.pci_bus_id}};
     collect(a, cs);
     if (!cs.error.empty()) {
       c["error"] = cs.error;

@@ -1,5 +1,7 @@
 #include "tracers/preload/shim/real_symbols.h"
 
+#include "tracers/preload/shim/recorder.h"
+
 namespace cudatrace::preload {
 
 DlsymFn real_dlsym() {
@@ -37,7 +39,9 @@ void* resolve_next_symbol(std::atomic<void*>& slot, const char* name, const void
 void* libcuda() {
   static void* handle = [] {
     void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    return h ? h : dlopen("libcuda.so.1", RTLD_NOW);
+    h = h ? h : dlopen("libcuda.so.1", RTLD_NOW);
+    note_libcuda_loaded(h);  // from now on records say which device they are on
+    return h;
   }();
   return handle;
 }

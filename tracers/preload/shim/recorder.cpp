@@ -1,6 +1,7 @@
 #include "tracers/preload/shim/recorder.h"
 
 #include "tracers/preload/shim/generic_hooks.h"
+#include "tracers/preload/shim/real_symbols.h"
 #include "tracers/pause_hook.h"
 
 #include <fcntl.h>
@@ -229,6 +230,34 @@ void on_fatal_signal(int sig) {
   raise(sig);
 }
 
+// ---- devices ----
+using CtxGetDeviceFn = int (*)(int*);
+using BusIdFn = int (*)(char*, int, int);
+std::atomic<CtxGetDeviceFn> g_ctx_get_device{nullptr};
+std::atomic<BusIdFn> g_bus_id_of{nullptr};
+std::atomic<uint64_t> g_devices_written{0};  // devices of this process already in its table
+bool g_devices_off = false;  // CUDATRACE_PRELOAD_DEVICES=off: no device on any record
+
+// One line "ORDINAL BUS_ID" the first time this process sees a device.
+void write_device(int device) {
+  if (device >= 64) return;
+  const uint64_t bit = uint64_t(1) << device;
+  if (g_devices_written.fetch_or(bit) & bit) return;
+  const BusIdFn bus_id_of = g_bus_id_of.load(std::memory_order_acquire);
+  char id[32] = {};
+  if (!bus_id_of || bus_id_of(id, sizeof id - 1, device) != 0) return;
+  char path[4200], line[64];
+  std::snprintf(path, sizeof path, "%s/preload.%d.devices", g_dir, int(getpid()));
+  const int n = std::snprintf(line, sizeof line, "%d %s\n", device, id);
+  const int saved = errno;
+  const int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd >= 0) {
+    (void)!write(fd, line, size_t(n));
+    close(fd);
+  }
+  errno = saved;
+}
+
 void after_fork_in_child() {
   // The parent still owns its buffers and will write them; this process starts afresh.
   g_shim.generation.fetch_add(1);
@@ -240,6 +269,7 @@ void after_fork_in_child() {
   b.fd = -1;
   b.generation = 0;
   b.registered = false;
+  g_devices_written = 0;  // another process: its own table
 }
 
 __attribute__((constructor)) void start() {
@@ -251,6 +281,7 @@ __attribute__((constructor)) void start() {
   g_stub_names = new std::unordered_map<uint64_t, std::string>;
   pthread_atfork(nullptr, nullptr, after_fork_in_child);
   std::atexit(flush_all);
+  if (const char* d = std::getenv(kDevicesEnv)) g_devices_off = std::strcmp(d, "off") == 0;
   for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT}) {
     struct sigaction old {};
     if (sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_DFL) {  // never replace the program's own
@@ -267,6 +298,31 @@ __attribute__((constructor)) void start() {
 }  // namespace
 
 bool recording() { return g_recording; }
+
+void note_libcuda_loaded(void* libcuda_handle) {
+  if (!g_recording || g_devices_off || !libcuda_handle || g_ctx_get_current.load(std::memory_order_relaxed)) return;
+  const DlsymFn lookup = real_dlsym();
+  g_ctx_get_device.store(reinterpret_cast<CtxGetDeviceFn>(lookup(libcuda_handle, "cuCtxGetDevice")));
+  g_bus_id_of.store(reinterpret_cast<BusIdFn>(lookup(libcuda_handle, "cuDeviceGetPCIBusId")), std::memory_order_release);
+  g_ctx_get_current.store(reinterpret_cast<CtxGetCurrentFn>(lookup(libcuda_handle, "cuCtxGetCurrent")),
+                          std::memory_order_release);
+}
+
+uint16_t device_tag_slow(void* context) {
+  const int saved = errno;  // the program must not see the driver's errno
+  int device = -1;
+  uint16_t tag = 0;
+  const CtxGetDeviceFn get_device = g_ctx_get_device.load(std::memory_order_relaxed);
+  if (get_device && get_device(&device) == 0 && device >= 0 && device < int(kRecordDevice)) {
+    tag = uint16_t(kRecordDevice | device);
+    write_device(device);
+  }
+  ThreadBuffer& b = t_buffer;
+  b.last_context = context;
+  b.last_device_tag = tag;
+  errno = saved;
+  return tag;
+}
 
 }  // namespace cudatrace::preload
 

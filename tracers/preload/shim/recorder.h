@@ -50,6 +50,10 @@ struct alignas(64) ThreadBuffer {
   static constexpr int kRecentKernels = 4;
   uint64_t recent_kernels[kRecentKernels] = {};
   uint32_t next_recent_kernel = 0;
+  // The context current after this thread's last recorded call, and its device's tag
+  // (device_tag()): a call on the same context, the common case, costs one compare.
+  uint16_t last_device_tag = 0;
+  void* last_context = nullptr;
   // Cold: attach, flush, close.
   int fd = -1;
   int64_t tid = 0;
@@ -66,6 +70,27 @@ bool recording();
 
 using cudatrace::monotonic_ns;
 
+// Which GPU a call is on: the device of the context current on the calling thread when the
+// call returned, written into the record's flags (kRecordDevice | ordinal; 0: no context,
+// or the driver not loaded yet). cuCtxGetCurrent is asked after every recorded call, the
+// context's device only when the context changes; the first time a process sees a device
+// its PCI bus id goes into preload.<pid>.devices. Set once libcuda.so.1 is loaded
+// (note_libcuda_loaded), never earlier: the shim does not load the driver for this.
+using CtxGetCurrentFn = int (*)(void**);
+inline std::atomic<CtxGetCurrentFn> g_ctx_get_current{nullptr};
+void note_libcuda_loaded(void* libcuda_handle);
+[[gnu::cold, gnu::noinline]] uint16_t device_tag_slow(void* context);
+
+inline uint16_t device_tag() {
+  const CtxGetCurrentFn get = g_ctx_get_current.load(std::memory_order_relaxed);
+  if (!get) return 0;
+  void* context = nullptr;
+  if (get(&context) != 0 || !context) return 0;
+  ThreadBuffer& b = t_buffer;
+  if (context == b.last_context) return b.last_device_tag;
+  return device_tag_slow(context);
+}
+
 // The hot-path clock: TSC ticks, converted to CLOCK_MONOTONIC ns after the run.
 inline int64_t now_ns() { return int64_t(__builtin_ia32_rdtsc()); }
 
@@ -80,12 +105,12 @@ inline void emit(HookId hook, int32_t ret, int64_t t0, int64_t t1, uint64_t a0 =
   if (__builtin_expect(b.generation.load(std::memory_order_relaxed) != g_shim.generation.load(std::memory_order_relaxed) ||
                            i >= kBufferRecords,
                        0)) {
-    emit_slow(Record{hook, 0, ret, t0, t1 - t0, {a0, a1, a2, a3, a4}});
+    emit_slow(Record{hook, device_tag(), ret, t0, t1 - t0, {a0, a1, a2, a3, a4}});
     return;
   }
   Record* r = b.records + i;
   r->hook = hook;
-  r->flags = 0;
+  r->flags = device_tag();
   r->ret = ret;
   r->ts = t0;
   r->dur = t1 - t0;
