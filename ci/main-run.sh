@@ -11,31 +11,35 @@
 #   MAIN_COST_ROUNDS       rounds of each cost run (default 3: the fewest that give a 95%
 #                          interval); a cost run stops earlier when its share of the budget
 #                          is spent, and says so in the report
-#   MAIN_WORKLOAD_COST_S   the workloads' cost run's share of the budget (default 180)
+#   MAIN_WORKLOAD_COST_S   the workloads' cost run's share of the budget (default 90)
 #   MAIN_PYTHON            the interpreter of the framework programs (default: the first
 #                          python3 on PATH that imports the program's framework, else python3)
-#   MAIN_BENCH_REPS (benchmark rounds, default 3), MAIN_RESULTS (default results),
+#   MAIN_BENCH_REPS (benchmark rounds, default 2), MAIN_RESULTS (default results),
 #   MAIN_REPORT (default reports/overhead.html).
 #
-# What it runs, and why:
-# - workloads: every workload with shared cudart in the cost mode, MAIN_COST_ROUNDS
-#   interleaved rounds of every method a user compares but nsys. Each round is a full
-#   matrix run of those programs (every run checked and scored), so this step is the
-#   matrix for shared cudart and its slowdown at once. Shared cudart because there every
-#   method observes every layer it exists to observe (static cudart hides the runtime
-#   layer from preload, whose cost there is the cost of seeing less).
-# - matrix: static cudart, one repetition, the same methods: what each method sees of
-#   nvcc's default linkage.
-# - nsys: vecadd in the cost mode, both linkages. On the GPU host Nsight Systems can
-#   capture but not export (capture only): each nsys run costs about 3 s of its own start
-#   and observes nothing, so running it on every workload bought nothing but time. Once
-#   per linkage keeps its capture path and its reason checked; its cost is measured here
-#   and on the real programs below, where a user would pay it.
-# - benchmark: every method and cost reference, both linkages, MAIN_BENCH_REPS rounds.
-# - programs: a PyTorch training step, a CuPy kernel loop and a JAX jit loop
-#   (tests/real_programs/) in the cost mode under every method a user compares, cheapest
-#   first, each given an even share of what is left of MAIN_BUDGET_S (what one leaves
-#   goes to the next). A program whose framework is missing (CI) exits 77 untraced and is
+# What it runs, and why (the job must end within 10 minutes on one H100, so each step is
+# cut to what its question needs; every cut is printed when the job runs):
+# - workloads: vecadd, streams and memheavy with shared cudart in the cost mode,
+#   MAIN_COST_ROUNDS interleaved rounds of every method a user compares, nsys included.
+#   Shared cudart because there every method observes every layer it exists to observe
+#   (static cudart hides the runtime layer from preload, whose cost there is the cost of
+#   seeing less). The other workloads are shapes for coverage, and they are short: their
+#   wall time is mostly start-up, which these three already price.
+# - matrix: every workload, both linkages, one repetition, every method a user compares
+#   but nsys: what each method sees. On the GPU host Nsight Systems captures but cannot
+#   export (capture only), so scoring it on every workload bought only time; its capture
+#   path and its cost are checked in the cost steps.
+# - benchmark: every method and the cost references that the report's derived tables use
+#   (cupti-bare for the estimator table, uprobe-enter for uprobe's entry/return split),
+#   both linkages, MAIN_BENCH_REPS rounds. The other references (uprobe-empty,
+#   cupti-inject, devhook-thread) are priced by ci/gpu-bench-check.sh, which runs them all.
+# - programs: a CuPy kernel loop, a JAX jit loop and a PyTorch training step
+#   (tests/real_programs/) in the cost mode, cheapest first, each given an even share of
+#   what is left of MAIN_BUDGET_S (what one leaves goes to the next). CuPy runs under every
+#   method a user compares; JAX and PyTorch, whose start-up takes seconds per run, leave out
+#   devhook (their kernels ship as SASS: it observes nothing there, and its cost on a
+#   program is measured on CuPy) and strace (ptrace's cost is measured on CuPy and the
+#   workloads). A program whose framework is missing (CI) exits 77 untraced and is
 #   skipped with that reason; the report names it.
 # The cost references (`harness --list` names their kind) see what their method sees at a
 # different price: the benchmark prices them. Extra arguments go to every workload run.
@@ -46,10 +50,10 @@ shift
 harness=$prefix/bin/harness
 results=${MAIN_RESULTS:-results}
 report=${MAIN_REPORT:-reports/overhead.html}
-bench_reps=${MAIN_BENCH_REPS:-3}
+bench_reps=${MAIN_BENCH_REPS:-2}
 rounds=${MAIN_COST_ROUNDS:-3}
 budget=${MAIN_BUDGET_S:-570}
-workload_cost_s=${MAIN_WORKLOAD_COST_S:-180}
+workload_cost_s=${MAIN_WORKLOAD_COST_S:-90}
 status=0
 # Each run names its own folder (--run-id-file), so nothing guesses which folder is new.
 # A folder of ours holds the file, which the harness (maybe as root) replaces.
@@ -79,22 +83,22 @@ skips_are_fine() {
 common=(--out "$results" --no-report --run-id-file "$run_id_file")
 
 # --no-report: the job's one report is drawn at the end, over every step's folder.
-step workloads "$harness" --cost --reps "$rounds" --time-budget "$workload_cost_s" --workload all --linkage shared \
-  --method compared,-nsys "${common[@]}" "$@"
-step matrix "$harness" --workload all --linkage static --method compared,-nsys --reps 1 "${common[@]}" "$@"
-step nsys skips_are_fine "$harness" --cost --reps "$rounds" --workload vecadd --linkage both --method nsys "${common[@]}" "$@"
+step workloads skips_are_fine "$harness" --cost --reps "$rounds" --time-budget "$workload_cost_s" --workload vecadd,streams,memheavy \
+  --linkage shared --method compared "${common[@]}" "$@"
+step matrix "$harness" --workload all --linkage both --method compared,-nsys --reps 1 "${common[@]}" "$@"
 echo "main: results in ${folders[*]:-(no run folder: see above)} (summary.json; per-run folders under runs/)"
 
 # Per-call overhead needs a GPU; without one, --list says why and the step is skipped.
 if "$harness" --list | grep '^GPU: yes' >/dev/null; then
-  step benchmark "$harness" --bench --method all --linkage both --reps "$bench_reps" "${common[@]}"
+  step benchmark "$harness" --bench --method all,-uprobe-empty,-cupti-inject,-devhook-thread --linkage both --reps "$bench_reps" "${common[@]}"
 else
   echo "main: per-call benchmark skipped: $("$harness" --list | grep '^GPU: ')"
 fi
 
 # Real software, cheapest first. Each program's argument (its steps) gives it a steady
 # part beside its start-up, which the cost mode splits off at the program's mark.
-programs=("cupy_kernels.py 300 cupy" "jax_jit_loop.py 300 jax" "torch_train_step.py 200 torch")
+programs=("cupy_kernels.py 300 cupy compared" "jax_jit_loop.py 300 jax compared,-devhook,-strace"
+          "torch_train_step.py 200 torch compared,-devhook,-strace")
 python_for() {  # the interpreter that imports $1, else the one a user would get
   [[ -n ${MAIN_PYTHON:-} ]] && { echo "$MAIN_PYTHON"; return; }
   local p
@@ -104,14 +108,14 @@ python_for() {  # the interpreter that imports $1, else the one a user would get
   echo python3
 }
 for i in "${!programs[@]}"; do
-  read -r script count module <<<"${programs[$i]}"
+  read -r script count module methods <<<"${programs[$i]}"
   share=$(($(left) / (${#programs[@]} - i)))
   if ((share <= 0)); then
     echo "main: $script not run: nothing left of the job's budget (MAIN_BUDGET_S=$budget)"
     continue
   fi
-  echo "main: $script: up to $share s of the job's budget ($(left) s left)"
-  step "${script%.py}" skips_are_fine "$harness" --cost --reps "$rounds" --time-budget "$share" --method compared "${common[@]}" \
+  echo "main: $script: up to $share s of the job's budget ($(left) s left), --method $methods"
+  step "${script%.py}" skips_are_fine "$harness" --cost --reps "$rounds" --time-budget "$share" --method "$methods" "${common[@]}" \
     -- "$(python_for "$module")" "tests/real_programs/$script" "$count"
 done
 
