@@ -14,25 +14,27 @@
 #   MAIN_WORKLOAD_COST_S   the workloads' cost run's share of the budget (default 90)
 #   MAIN_PYTHON            the interpreter of the framework programs (default: the first
 #                          python3 on PATH that imports the program's framework, else python3)
-#   MAIN_BENCH_REPS (benchmark rounds, default 2), MAIN_RESULTS (default results),
+#   MAIN_BENCH_REPS (benchmark rounds, default 2), MAIN_BENCH_LINKAGE (default shared), MAIN_RESULTS (default results),
 #   MAIN_REPORT (default reports/overhead.html).
 #
 # What it runs, and why (the job must end within 10 minutes on one H100, so each step is
 # cut to what its question needs; every cut is printed when the job runs):
-# - workloads: vecadd, streams and memheavy with shared cudart in the cost mode,
+# - workloads: vecadd and streams with shared cudart in the cost mode,
 #   MAIN_COST_ROUNDS interleaved rounds of every method a user compares, nsys included.
 #   Shared cudart because there every method observes every layer it exists to observe
 #   (static cudart hides the runtime layer from preload, whose cost there is the cost of
 #   seeing less). The other workloads are shapes for coverage, and they are short: their
-#   wall time is mostly start-up, which these three already price.
+#   wall time is mostly start-up, which these two already price.
 # - matrix: every workload, both linkages, one repetition, every method a user compares
 #   but nsys: what each method sees. On the GPU host Nsight Systems captures but cannot
 #   export (capture only), so scoring it on every workload bought only time; its capture
 #   path and its cost are checked in the cost steps.
 # - benchmark: every method and the cost references that the report's derived tables use
 #   (cupti-bare for the estimator table, uprobe-enter for uprobe's entry/return split),
-#   both linkages, MAIN_BENCH_REPS rounds. The other references (uprobe-empty,
-#   cupti-inject, devhook-thread) are priced by ci/gpu-bench-check.sh, which runs them all.
+#   shared cudart, MAIN_BENCH_REPS rounds (MAIN_BENCH_LINKAGE=both adds static cudart).
+#   Static cudart and the other references (uprobe-empty, cupti-inject, devhook-thread)
+#   are priced by ci/gpu-bench-check.sh, which runs them all: in the main job they would
+#   take the time the framework programs need for the three rounds of an interval.
 # - programs: a CuPy kernel loop, a JAX jit loop and a PyTorch training step
 #   (tests/real_programs/) in the cost mode, cheapest first, each given an even share of
 #   what is left of MAIN_BUDGET_S (what one leaves goes to the next). CuPy runs under every
@@ -83,14 +85,14 @@ skips_are_fine() {
 common=(--out "$results" --no-report --run-id-file "$run_id_file")
 
 # --no-report: the job's one report is drawn at the end, over every step's folder.
-step workloads skips_are_fine "$harness" --cost --reps "$rounds" --time-budget "$workload_cost_s" --workload vecadd,streams,memheavy \
+step workloads skips_are_fine "$harness" --cost --reps "$rounds" --time-budget "$workload_cost_s" --workload vecadd,streams \
   --linkage shared --method compared "${common[@]}" "$@"
 step matrix "$harness" --workload all --linkage both --method compared,-nsys --reps 1 "${common[@]}" "$@"
 echo "main: results in ${folders[*]:-(no run folder: see above)} (summary.json; per-run folders under runs/)"
 
 # Per-call overhead needs a GPU; without one, --list says why and the step is skipped.
 if "$harness" --list | grep '^GPU: yes' >/dev/null; then
-  step benchmark "$harness" --bench --method all,-uprobe-empty,-cupti-inject,-devhook-thread --linkage both --reps "$bench_reps" "${common[@]}"
+  step benchmark "$harness" --bench --method all,-uprobe-empty,-cupti-inject,-devhook-thread --linkage "${MAIN_BENCH_LINKAGE:-shared}" --reps "$bench_reps" "${common[@]}"
 else
   echo "main: per-call benchmark skipped: $("$harness" --list | grep '^GPU: ')"
 fi
