@@ -7,7 +7,7 @@
 #   usage: ci/gpu-bench-check.sh PREFIX OUT [more harness flags]
 #     PREFIX  a built or installed tree (dist/, build-gpu/): PREFIX/bin/harness
 #     OUT     a folder for the two results folders, the logs, the outcome and a report
-# Environment: BENCH_REPS (rounds per run; default MAIN_BENCH_REPS, else 3, as ci/main-run.sh),
+# Environment: BENCH_REPS (rounds per run; default MAIN_BENCH_REPS, else 2, as ci/main-run.sh),
 # CUDATRACE_NCCL_LIB (libnccl.so.2 for the two-GPU all-reduce; looked for in the PyTorch venv
 # under /opt/torch/.venv when unset; with one GPU the two-GPU calls are skipped anyway).
 # Exit status: 0 when both runs succeeded and they agree, 1 otherwise, 2 on bad usage.
@@ -18,7 +18,7 @@ out=${2:?usage: ci/gpu-bench-check.sh PREFIX OUT [harness flags]}
 shift 2
 harness=$prefix/bin/harness
 [[ -x $harness ]] || { echo "gpu-bench-check: no harness at $harness" >&2; exit 2; }
-reps=${BENCH_REPS:-${MAIN_BENCH_REPS:-3}}
+reps=${BENCH_REPS:-${MAIN_BENCH_REPS:-2}}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 # The tools ci/gpu-check.sh's device kit brings (strace) where this checkout has them.
