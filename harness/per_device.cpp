@@ -208,6 +208,23 @@ void add_run(ProcessTallies& into, const std::vector<ProcessCounts>& run) {
   }
 }
 
+// How many calls and kernel runs two processes have in common, family by family, over
+// all their devices and layers (per repetition, so runs of different counts compare).
+static int64_t calls_in_common(const ProcessTally& a, const ProcessTally& b) {
+  std::map<std::pair<std::string, std::string>, int64_t> mine;
+  for (const auto& [device, layers] : a.by_device)
+    for (const auto& [l, families] : layers)
+      for (const auto& [f, c] : families) mine[{l, f}] += c / std::max(1, a.runs);
+  std::map<std::pair<std::string, std::string>, int64_t> theirs;
+  for (const auto& [device, layers] : b.by_device)
+    for (const auto& [l, families] : layers)
+      for (const auto& [f, c] : families) theirs[{l, f}] += c / std::max(1, b.runs);
+  int64_t common = 0;
+  for (const auto& [k, c] : mine)
+    if (auto it = theirs.find(k); it != theirs.end()) common += std::min(c, it->second);
+  return common;
+}
+
 std::vector<ProcessPair> match_processes(const ProcessTallies& reference, const ProcessTallies& method) {
   std::vector<ProcessPair> out;
   std::set<const ProcessTally*> taken;
@@ -227,11 +244,25 @@ std::vector<ProcessPair> match_processes(const ProcessTallies& reference, const 
   auto by_order = [](const ProcessTally* a, const ProcessTally* b) { return a->order_overall < b->order_overall; };
   std::sort(ref_left.begin(), ref_left.end(), by_order);
   std::sort(seen_left.begin(), seen_left.end(), by_order);
-  size_t i = 0;
-  for (; i < ref_left.size(); ++i)
-    out.push_back({ref_left[i], i < seen_left.size() ? seen_left[i] : nullptr,
-                   i < seen_left.size() ? "the order of their first CUDA call" : "no process of this method's run left"});
-  for (; i < seen_left.size(); ++i) out.push_back({nullptr, seen_left[i], "not in the reference"});
+  // Order alone misleads where one run has a process the other lacks: a launcher that
+  // touches CUDA before spawning its ranks (torch's mp.spawn) shifted every rank by one
+  // and read as "rank 0: 0 of its calls". Each reference process takes the remaining
+  // process whose calls overlap its own most; order decides only between equals.
+  for (const ProcessTally* r : ref_left) {
+    auto best = seen_left.end();
+    int64_t best_overlap = -1;
+    for (auto it = seen_left.begin(); it != seen_left.end(); ++it) {
+      const int64_t o = calls_in_common(*r, **it);
+      if (o > best_overlap) best_overlap = o, best = it;
+    }
+    if (best == seen_left.end()) {
+      out.push_back({r, nullptr, "no process of this method's run left"});
+      continue;
+    }
+    out.push_back({r, *best, best == seen_left.begin() ? "the order of their first CUDA call" : "the calls both made"});
+    seen_left.erase(best);
+  }
+  for (const ProcessTally* m : seen_left) out.push_back({nullptr, m, "not in the reference"});
   std::stable_sort(out.begin(), out.end(), [](const ProcessPair& a, const ProcessPair& b) {
     const int x = a.reference ? a.reference->order_overall : 1 << 30, y = b.reference ? b.reference->order_overall : 1 << 30;
     return x < y;
@@ -270,7 +301,7 @@ json per_device_verdict(const PerDeviceInput& reference, const std::vector<PerDe
                         const std::map<std::string, std::string>& ref_layer, const std::set<std::string>& left_out) {
   json out = {{"reference", reference.method},
               {"matching", "a method's processes are matched to the reference's by the devices both used where the "
-                           "method names devices, else by the order of their first CUDA call"},
+                           "method names devices, else by the calls they have in common, then the order of their first CUDA call"},
               {"processes", json::array()},
               {"rows", json::array()},
               {"short", json::object()}};

@@ -123,8 +123,8 @@ using ProcessTallies = std::map<std::pair<std::string, int>, ProcessTally>;
 void add_run(ProcessTallies& into, const std::vector<ProcessCounts>& run);
 
 // The reference's processes, each with the method's process matched to it (or none) and how:
-// by the devices both used where the method names devices, else by the order of their first
-// CUDA record. The method's unmatched processes come last with a null reference.
+// by the devices both used where the method names devices, else by the calls they have in
+// common (the order of their first CUDA record between equals). The method's unmatched processes come last with a null reference.
 struct ProcessPair {
   const ProcessTally* reference = nullptr;
   const ProcessTally* seen = nullptr;

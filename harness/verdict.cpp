@@ -351,7 +351,7 @@ std::string verdict_text(const json& verdict) {
     return out;
   }
   out += "per process and device (against cupti's " + std::to_string(processes.size()) + " process(es), matched by " +
-         "the devices both used, else by the order of their first CUDA call):\n";
+         "the devices both used, else by the calls in common, then the order of their first CUDA call):\n";
   const json short_of = per_device.value("short", json::object());
   const json not_named = per_device.value("devices_not_named", json::object());
   std::set<std::string> shown;

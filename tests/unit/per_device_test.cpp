@@ -268,6 +268,33 @@ TEST(CommandProcesses, MatchedByDevicesElseByOrder) {
 // A method that names devices on some records and not on others (preload's generic path,
 // nsys's calls other than launches): the process's whole is what decides, and its per-GPU
 // counts are said to be a floor, not a shortfall of their own.
+// torch's mp.spawn: the launcher asks CUDA for the device count before it spawns the ranks.
+// A method that sees the launcher's call (CUPTI's reference did not) must not pair the
+// reference's rank 0 with the launcher by order: that read as "rank 0: 0 of its calls".
+TEST(CommandProcesses, ALauncherBeforeTheRanksDoesNotShiftThem) {
+  DeviceNames names;
+  ProcessTallies reference, method;
+  add_run(reference, count_by_process({call("cudaMalloc", 11, 11, 100), call("cudaMalloc", 11, 11, 110),
+                                       call("cudaMalloc", 12, 12, 105), call("cudaFree", 12, 12, 120)},
+                                      names));
+  add_run(method, count_by_process({call("cuDeviceGetCount", 20, 20, 10), call("cudaMalloc", 21, 21, 100),
+                                    call("cudaMalloc", 21, 21, 110), call("cudaMalloc", 22, 22, 105),
+                                    call("cudaFree", 22, 22, 120)},
+                                   names));
+  const auto pairs = match_processes(reference, method);
+  ASSERT_EQ(pairs.size(), 3u);
+  ASSERT_NE(pairs[0].seen, nullptr);
+  EXPECT_EQ(pairs[0].seen->pids, std::vector<int64_t>{21}) << "rank 0 with rank 0, not with the launcher";
+  EXPECT_EQ(pairs[0].how, "the calls both made");
+  ASSERT_NE(pairs[1].seen, nullptr);
+  EXPECT_EQ(pairs[1].seen->pids, std::vector<int64_t>{22});
+  EXPECT_EQ(pairs[2].reference, nullptr) << "the launcher is only this method's";
+  EXPECT_EQ(pairs[2].seen->pids, std::vector<int64_t>{20});
+  const PerDeviceInput ref_in{"cupti", 1, {layer::kRuntime}, &reference};
+  const json v = per_device_verdict(ref_in, {{"blind", 1, {layer::kRuntime}, &method}}, {}, {});
+  EXPECT_FALSE(v["short"].contains("blind")) << "every rank's calls seen: " << v.dump(1);
+}
+
 TEST(CommandProcesses, RecordsNamingNoDeviceMakeTheProcessTheJudge) {
   DeviceNames names;
   ProcessTallies reference, partial;
