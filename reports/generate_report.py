@@ -430,7 +430,7 @@ def per_device_section(runs):
         out.append("<p>Reference: " + esc(ref) + "'s processes: " + esc("; ".join(
             f'{p["process"]} (pids {", ".join(map(str, p.get("pids", [])))})' for p in processes))
             + ". A method's processes are matched to these by the GPUs both used where the method names them, "
-              "else by the order of their first CUDA call (the matched_by column).</p>")
+              "else by the calls both made, then the order of their first CUDA call (the matched_by column).</p>")
         crow = []
         for r in results.devices.command_rows(run.summary):
             cls = "bad" if r["short"] else "good"
