@@ -8,6 +8,7 @@
 #include "common/cuda_names.h"
 #include "common/outside_text.h"
 #include "common/untrusted_file.h"
+#include "harness/bench_stats.h"
 
 namespace cudatrace {
 
@@ -320,10 +321,7 @@ json CostRecorder::summary(const json& skipped) const {
         }
       m["marks"] = json::array();
       for (auto& [kind, k] : marks) m["marks"].push_back(k);
-      if (!setup.empty()) {
-        std::sort(setup.begin(), setup.end());
-        m["setup_reported"] = {{"median_ms", setup[setup.size() / 2]}, {"what", setup_what}};
-      }
+      if (!setup.empty()) m["setup_reported"] = {{"median_ms", median_of(setup)}, {"what", setup_what}};
       m["runs"] = per_run;
       p["methods"].push_back(m);
     }
