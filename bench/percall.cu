@@ -7,6 +7,14 @@
 // batch, outside the timed region: the per-call time is the batch time / kBatch, without
 // the launch queue ever filling up and without a sync inside the measurement.
 //
+// Every call is measured in passes that take one batch of each call in turn, over the
+// whole life of the process (measure() below), not in one stretch per call: on the GPU
+// host a call's time drifts by a third over a few hundred milliseconds (not the CPU's
+// speed: a fixed loop timed beside it stays flat), so a call timed in one 100 ms stretch
+// read whichever phase it landed in, and the same call moved by that much between
+// processes (docs/measured-history.md). Google Benchmark then only reports: each
+// benchmark's counters are medians over the passes.
+//
 // Each benchmark's label is its call's kind (launch, copy or other): the harness holds
 // cupti against Nsight Systems on launches and copies and against an empty CUPTI
 // subscriber on the rest. A call this process cannot make (the two-GPU ones with one GPU,
@@ -46,10 +54,12 @@ extern "C" __global__ void vecadd_kernel(const float* a, const float* b, float* 
 namespace {
 
 constexpr int kBatch = 64;
-// A fixed number of batches per repetition: with manual per-call times, Google Benchmark's
-// own stopping rule would run ~kBatch times longer than it thinks (and a tracer would
-// record hundreds of millions of calls). 400 x 64 calls per repetition.
-constexpr int kIterations = 400;
+// Passes per process: kLivePasses live ones where the tracer cannot pause (and untraced);
+// kInProcessPairs pairs (half A/B, half control; four passes each) where it pauses itself.
+// A call of one launch and its kernel's run (vecadd+sync) joins one pass in kSparseEvery:
+// a tracer with a probe per GPU thread records a million events per such launch, and its
+// ring must hold a whole process's.
+constexpr int kLivePasses = 400, kInProcessPairs = 200, kSparseEvery = 11;  // odd: the pairs it joins alternate A/B and control
 
 void must(cudaError_t e, const char* what) {
   if (e != cudaSuccess) {
@@ -74,14 +84,10 @@ void must(cudaError_t e, const char* what) {
 // -1 when it cannot pause.
 using PauseFn = int (*)(int);
 PauseFn g_pause = nullptr;
-// A tracer that pauses itself flips a flag: every iteration of a benchmark is a pair. One
-// that pauses from outside (uprobe: a round trip to the harness, which detaches every call
-// probe and attaches it again) would spend the run pausing that way: a pair every 10th
-// iteration of each call is hundreds of round trips a process, a large share of a bench
-// round (docs/measured-history.md). For such a tracer the pairs come from sweeps instead
-// (sweep() below): one pause and resume serves a batch of every call, so the same number of
-// pairs per call costs an order of magnitude fewer requests, and each benchmark then times
-// live batches only.
+// A tracer that pauses itself flips a flag, so pairs are cheap. One that pauses from
+// outside (uprobe: a round trip to the harness, which detaches every call probe and
+// attaches it again) gets fewer pairs (kSweeps in measure()): hundreds of round trips a
+// process were a large share of a bench round (docs/measured-history.md).
 bool g_pause_from_outside = false;
 
 double median(std::vector<double> v) {
@@ -109,11 +115,11 @@ double timed_batch() {
   return double(t1 - t0) / Call::kCalls;
 }
 
-// What the sweeps measured of one call under a tracer that pauses from outside.
+// What the passes measured of one call: live batches, and the pairs where the tracer pauses.
 struct Pairs {
-  std::vector<double> paused, differences, control;
+  std::vector<double> live, paused, differences, control;
 };
-std::map<std::string, Pairs> g_swept;  // by call (Call::kName)
+std::map<std::string, Pairs> g_measured;  // by call (Call::kName)
 
 void report_pairs(benchmark::State& state, const Pairs& p) {
   state.counters["paused_median_ns"] = median(p.paused);
@@ -128,7 +134,7 @@ void report_pairs(benchmark::State& state, const Pairs& p) {
 // switched off or on. Without the settle batch the pairing control read a sizeable share of
 // the A/B itself (docs/measured-history.md).
 template <class Timed, class Settle>
-void pair(bool control, Timed&& timed, Settle&& settle, std::vector<Pairs>& into, std::vector<double>* live) {
+void pair(bool control, Timed&& timed, Settle&& settle, std::vector<Pairs>& into) {
   if (control) {
     pause_or_exit(1);
     settle();
@@ -142,49 +148,33 @@ void pair(bool control, Timed&& timed, Settle&& settle, std::vector<Pairs>& into
   for (size_t i = 0; i < into.size(); ++i) {
     const double d = first[i] - second[i];
     if (control) {
-      into[i].control.push_back(d);
+      if (first[i] >= 0) into[i].control.push_back(d);
       continue;
     }
+    if (first[i] < 0) continue;  // a call that sat this pass out (kSparseEvery)
     into[i].paused.push_back(second[i]);
     into[i].differences.push_back(d);
-    if (live) live->push_back(first[i]);
+    into[i].live.push_back(first[i]);
   }
 }
 
-// Before timing, the same loop runs untimed (GPU and caches awake). Besides Google
-// Benchmark's mean, each repetition reports the median batch as counter median_ns: one
-// preempted batch (this runs in a VM) moves a mean by hundreds of ns, a median not.
+// A benchmark times one batch (Google Benchmark wants a loop) and reports what the passes
+// measured: counter median_ns, the median live batch (one preempted batch moves a mean by
+// hundreds of ns, a median not), and under a tracer that pauses, the A/B pairs' counters.
 template <class Call>
 void batched(benchmark::State& state) {
   state.SetLabel(Call::kKind);
-  for (int64_t w = 0; w < std::max<int64_t>(1, state.max_iterations / 4); ++w) timed_batch<Call>();
-  std::vector<double> per_call;
-  per_call.reserve(size_t(state.max_iterations));
-  std::vector<Pairs> pairs(1);
-  const bool paired = g_pause && !g_pause_from_outside;
-  int64_t iteration = 0;
-  for (auto _ : state) {
-    if (!paired) {
-      per_call.push_back(timed_batch<Call>());
-      state.SetIterationTime(per_call.back() / 1e9);
-      continue;
-    }
-    // Every iteration is a pair: A/B and control in turn.
-    const bool control = iteration++ % 2 == 1;
-    double first = 0;
-    pair(control, [&] { return std::array<double, 1>{first = timed_batch<Call>()}; }, [] { (void)timed_batch<Call>(); },
-         pairs, &per_call);
-    state.SetIterationTime(first / 1e9);
-  }
-  state.counters["median_ns"] = median(per_call);
-  if (paired) report_pairs(state, pairs[0]);
-  if (g_pause_from_outside) report_pairs(state, g_swept.at(Call::kName));
+  for (auto _ : state) state.SetIterationTime(timed_batch<Call>() / 1e9);
+  const Pairs& measured = g_measured.at(Call::kName);
+  state.counters["median_ns"] = median(measured.live);
+  state.counters["batches"] = double(measured.live.size());
+  if (g_pause) report_pairs(state, measured);
 }
 
 // vecadd launched and waited for, at two sizes: the cost a device-side tracer adds to a
 // kernel's run, not only to its launch. Few launches, so that a probe per thread (millions
 // of records per launch) still fits a tracer's ring.
-constexpr int kVecaddSmall = 1 << 16, kVecaddLarge = 1 << 19, kVecaddIterations = 30;
+constexpr int kVecaddSmall = 1 << 16, kVecaddLarge = 1 << 19;
 
 cudaStream_t g_stream;
 float* g_vec[3];
@@ -222,11 +212,11 @@ void setup() {
 // region: the per-call time is the batch time / kBatch, without the launch queue ever
 // filling up and without a sync inside the measurement.
 struct Async {
-  static constexpr int kCalls = kBatch, kIterationsPerRep = kIterations;
+  static constexpr int kCalls = kBatch;
   static void after() { sync(); }
 };
 struct Sync {
-  static constexpr int kCalls = kBatch, kIterationsPerRep = kIterations;
+  static constexpr int kCalls = kBatch;
   static void after() {}
 };
 struct LaunchChevrons : Async {
@@ -265,7 +255,7 @@ struct StreamSyncIdle : Sync {
 };
 template <int kN>
 struct VecaddSync {
-  static constexpr int kCalls = 1, kIterationsPerRep = kVecaddIterations;
+  static constexpr int kCalls = 1;
   static constexpr const char* kName = kN == kVecaddSmall ? "vecadd_n65536+sync" : "vecadd_n524288+sync";
   static constexpr const char* kKind = "launch";  // a launch waited for: its kernel's run, traced or not, included
   static_assert(kN == kVecaddSmall || kN == kVecaddLarge);
@@ -419,13 +409,13 @@ struct PeerCopy : Async {
   static void body() { cudaMemcpyPeerAsync(g_peer, 1, g_device, 0, 4, g_stream); }
 };
 struct NcclAllReduce {
-  static constexpr int kCalls = kBatch, kIterationsPerRep = kIterations;
+  static constexpr int kCalls = kBatch;
   static constexpr const char* kName = "ncclAllReduce_4KiB_2GPUs", *kKind = "launch";
   static void body() { nccl_all_reduce(); }
   static void after() { sync_nccl(); }
 };
 
-// A registered call, for the sweeps: its name, its batch and how many calls that is.
+// A registered call, for the passes: its name, its batch and how many calls that is.
 struct Registered {
   std::string call;
   double (*timed)();
@@ -436,7 +426,7 @@ template <class Call>
 void add(std::vector<Registered>& all, const std::string& suffix) {
   benchmark::RegisterBenchmark((std::string(Call::kName) + suffix).c_str(), batched<Call>)
       ->UseManualTime()
-      ->Iterations(Call::kIterationsPerRep)
+      ->Iterations(1)
       ->Unit(benchmark::kNanosecond);
   all.push_back({Call::kName, &timed_batch<Call>, Call::kCalls});
 }
@@ -457,34 +447,58 @@ std::vector<Registered> register_all(const std::string& suffix) {
   return all;
 }
 
-// The pairs for a tracer that pauses from outside, before the benchmarks run: every sweep
-// times one batch of each call live and one paused (A/B and control sweeps in turn), each
-// pass after a settling pass in its state. kSweeps is what a benchmark got from pairing
-// every 10th of its 400 iterations: 20 A/B and 20 control pairs (the vecadd ones, 3, now
-// get as many). Every registered call is swept, whatever --benchmark_filter keeps: a few
-// seconds more on a filtered run, and no second reading of the filter that could leave a
-// benchmark without pairs.
-constexpr int kSweeps = 40;
-void sweep(const std::vector<Registered>& calls) {
-  if (calls.empty()) return;
+// Every call measured in passes, before the benchmarks report (see the top of the file).
+// A pass times one batch of each call; a call of kCalls 1 (vecadd+sync) joins every
+// kSparseEvery-th pass only, and is timed after an untimed batch of its own, as a repeated
+// launch: the first launch of a kernel after another kernel's costs more under uprobe, and
+// on a batch of one it lands whole (docs/measured-history.md). A call left out of a pass
+// reads -1 there. Under a tracer that pauses from outside it joins every pair (that
+// tracer records calls, not GPU threads) and the live passes between them sparsely.
+//   - untraced, or a tracer that cannot pause: kLivePasses live passes;
+//   - a tracer that pauses itself: kInProcessPairs pairs, A/B and control in turn;
+//   - a tracer that pauses from outside (each pause a round trip to the harness that
+//     detaches and attaches every probe): kSweeps pairs, each followed by kLiveBetween
+//     live passes, so that its live batches too are spread over the process's life.
+constexpr int kSweeps = 40, kLiveBetween = 4;
+void measure(const std::vector<Registered>& calls) {
   std::vector<Pairs> pairs(calls.size());
-  // A batch of one call (vecadd+sync) is timed after an untimed one of its own, as in its
-  // benchmark's loop: the first launch of a kernel after another kernel's costs more under
-  // uprobe than a repeated one, and on a batch of one it lands whole, not 1/64th of it
-  // (swept after other kernels, its A/B read far above its own loop's; after one of its own
-  // the two agree: docs/measured-history.md).
+  int pass_index = 0;  // counts pairs and live passes: the sparse calls join every kSparseEvery-th
+  bool every_call = false;
   auto pass = [&] {
     std::vector<double> ns;
     for (const auto& c : calls) {
-      if (c.calls == 1) (void)c.timed();
+      const bool sparse = c.calls == 1;
+      if (sparse && !every_call && pass_index % kSparseEvery != 0) {
+        ns.push_back(-1);
+        continue;
+      }
+      if (sparse) (void)c.timed();
       ns.push_back(c.timed());
     }
     return ns;
   };
   auto settle = [&] { (void)pass(); };
+  auto live_pass = [&] {
+    const std::vector<double> ns = pass();
+    for (size_t i = 0; i < calls.size(); ++i)
+      if (ns[i] >= 0) pairs[i].live.push_back(ns[i]);
+    ++pass_index;
+  };
   settle();
-  for (int k = 0; k < kSweeps; ++k) pair(k % 2 == 1, pass, settle, pairs, nullptr);
-  for (size_t i = 0; i < calls.size(); ++i) g_swept[calls[i].call] = std::move(pairs[i]);
+  if (!g_pause) {
+    for (int k = 0; k < kLivePasses; ++k) live_pass();
+  } else {
+    const int n = g_pause_from_outside ? kSweeps : kInProcessPairs;
+    for (int k = 0; k < n; ++k) {
+      every_call = g_pause_from_outside;
+      pair(k % 2 == 1, pass, settle, pairs);
+      every_call = false;
+      ++pass_index;
+      if (g_pause_from_outside)
+        for (int j = 0; j < kLiveBetween; ++j) live_pass();
+    }
+  }
+  for (size_t i = 0; i < calls.size(); ++i) g_measured[calls[i].call] = std::move(pairs[i]);
 }
 
 }  // namespace
@@ -507,7 +521,7 @@ int main(int argc, char** argv) {
   if (g_pause && g_pause(1) < 0) {
     std::fprintf(stderr, "percall: the tracer refused to pause: no in-process A/B in this run\n");
     g_pause = nullptr;
-    g_pause_from_outside = false;  // no sweeps either: every benchmark times live batches
+    g_pause_from_outside = false;  // no pairs either: every pass is live
   }
   if (g_pause) pause_or_exit(0);
   const std::string suffix = std::string("/") + CUDATRACE_CUDART + "/method:" + (method && *method ? method : "unknown");
@@ -517,7 +531,7 @@ int main(int argc, char** argv) {
   add_unless<NcclAllReduce>(g_nccl_skipped, calls, suffix);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
-  if (g_pause && g_pause_from_outside) sweep(calls);
+  measure(calls);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   // NCCL's proxy threads are stopped before the process exits, not left to race its teardown.
