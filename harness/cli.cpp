@@ -20,7 +20,8 @@ std::string join(const std::vector<std::string>& v) {
 // script names a group and what it leaves out of it, never a copy of the group.
 std::vector<std::string> name_list(const std::string& what, const std::string& value,
                                    const std::vector<std::string>& valid,
-                                   const std::map<std::string, std::vector<std::string>>& groups = {}) {
+                                   const std::map<std::string, std::vector<std::string>>& groups = {},
+                                   std::vector<std::string>* taken_out = nullptr) {
   std::map<std::string, std::vector<std::string>> names_of = groups;
   names_of.try_emplace("all", valid);
   std::string group_names;
@@ -44,7 +45,11 @@ std::vector<std::string> name_list(const std::string& what, const std::string& v
       throw UsageError("unknown " + what + " '" + name + "' (valid: " + join(valid) + group_names + ")");
     if (std::find(into.begin(), into.end(), name) == into.end()) into.push_back(name);
   }
-  std::erase_if(out, [&](const std::string& n) { return std::find(removed.begin(), removed.end(), n) != removed.end(); });
+  std::erase_if(out, [&](const std::string& n) {
+    const bool gone = std::find(removed.begin(), removed.end(), n) != removed.end();
+    if (gone && taken_out) taken_out->push_back(n);
+    return gone;
+  });
   if (out.empty()) throw UsageError("no " + what + " left in '" + value + "'");
   return out;
 }
@@ -192,7 +197,8 @@ Options parse_cli(const std::vector<std::string>& args, const std::vector<std::s
   if (!o.command.empty() && (workload_given || linkage_given))
     throw UsageError("--workload and --linkage do not apply when tracing a command after '--'");
   o.workloads = o.command.empty() ? name_list("workload", workload_arg, workload_names) : std::vector<std::string>{};
-  o.methods = name_list("method", method_arg, method_names, method_groups);
+  o.methods = name_list("method", method_arg, method_names, method_groups, &o.methods_taken_out);
+  o.method_arg = method_arg;
   // Every round pairs each method's run with none's: none is always there.
   if (o.cost && std::find(o.methods.begin(), o.methods.end(), "none") == o.methods.end())
     o.methods.insert(o.methods.begin(), "none");

@@ -17,6 +17,10 @@ struct UsageError : std::runtime_error {
 struct Options {
   std::vector<std::string> workloads;  // resolved: never "all"
   std::vector<std::string> methods;
+  // What --method named and then took out ("compared,-strace": strace), and the argument
+  // as given: the cost table names those methods as not run, and why.
+  std::vector<std::string> methods_taken_out;
+  std::string method_arg;
   std::vector<std::string> linkages;
   int reps = 1;
   bool reps_given = false;

@@ -225,7 +225,7 @@ std::string CostRecorder::progress(size_t index) const {
   return s + ", about " + seconds_text(left) + " left" + (budget_s_ ? " (budget " + seconds_text(*budget_s_) + ")" : "");
 }
 
-json CostRecorder::summary(const json& skipped) const {
+json CostRecorder::summary(const json& skipped, const json& left_out) const {
   std::vector<std::string> programs;
   std::map<std::string, std::vector<size_t>> combos_of;
   for (size_t i = 0; i < subjects_.size(); ++i) {
@@ -331,6 +331,7 @@ json CostRecorder::summary(const json& skipped) const {
                                                         : s["workload"].get<std::string>() + "." + s["linkage"].get<std::string>();
       if (where == program) p["not_run"].push_back({{"method", s["method"]}, {"reason", s["reason"]}});
     }
+    for (const auto& l : left_out) p["not_run"].push_back(l);
     out["programs"].push_back(p);
   }
   return out;

@@ -67,8 +67,9 @@ class CostRecorder {
   std::string progress(size_t index) const;
   // Programs that said they cannot run here: program -> reason.
   const std::map<std::string, std::string>& skipped_programs() const { return skipped_; }
-  // summary.json's "cost"; `skipped`: the matrix's skipped combinations (named per program).
-  nlohmann::json summary(const nlohmann::json& skipped) const;
+  // summary.json's "cost"; `skipped`: the matrix's skipped combinations (named per program);
+  // `left_out`: [{method, reason}] not run on any program (taken out by --method).
+  nlohmann::json summary(const nlohmann::json& skipped, const nlohmann::json& left_out = nlohmann::json::array()) const;
   // The screen printed at the end.
   std::string table(const nlohmann::json& summary) const;
 

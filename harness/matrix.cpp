@@ -728,7 +728,13 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
   for (const auto& o : outcomes) unobserved_total += int64_t(o.unobserved.size());
   summary["counts"]["layers_not_observed"] = unobserved_total;
   if (otlp) summary["otlp"] = otlp->summary();
-  if (cost) summary["cost"] = cost->summary(skipped);
+  if (cost) {
+    // A method the command line took out is named on every program's row, not left blank.
+    json left_out = json::array();
+    for (const auto& m : opts.methods_taken_out)
+      left_out.push_back({{"method", m}, {"reason", "taken out by --method " + opts.method_arg}});
+    summary["cost"] = cost->summary(skipped, left_out);
+  }
   if (!opts.command.empty()) {
     std::vector<MethodView> views;
     for (const auto& o : outcomes) {

@@ -123,6 +123,17 @@ TEST(Cli, MethodGroupsExpand) {
   }
 }
 
+TEST(Cli, MethodsTakenOutOfAGroupAreKeptWithTheArgument) {
+  const std::map<std::string, std::vector<std::string>> groups{{"compared", {"none", "preload", "strace"}}};
+  Options o = parse_cli({"--method", "compared,-strace"}, kWorkloads, kMethods, groups);
+  EXPECT_EQ(o.methods, (std::vector<std::string>{"none", "preload"}));
+  EXPECT_EQ(o.methods_taken_out, (std::vector<std::string>{"strace"}));
+  EXPECT_EQ(o.method_arg, "compared,-strace");
+  // Taking out what was never in names nothing.
+  o = parse_cli({"--method", "preload,-strace"}, kWorkloads, kMethods, groups);
+  EXPECT_TRUE(o.methods_taken_out.empty());
+}
+
 TEST(Cli, ListJsonAndRunIdFile) {
   Options o = parse({"--list", "--json"});
   EXPECT_TRUE(o.list && o.json);

@@ -285,7 +285,8 @@ TEST(CostRecorder, SummaryNamesEveryMethodWithItsFiguresAndMarks) {
   }
   const json skipped = json::array({{{"workload", "vecadd"}, {"linkage", "shared"}, {"method", "cupti"},
                                      {"reason", "method cupti: needs root"}}});
-  const json s = rec.summary(skipped);
+  const json left_out = json::array({{{"method", "strace"}, {"reason", "taken out by --method compared,-strace"}}});
+  const json s = rec.summary(skipped, left_out);
   EXPECT_EQ(s["rounds"]["planned"], 3);
   EXPECT_EQ(s["rounds"]["done"], 3);
   EXPECT_TRUE(s["stopped"].is_null());
@@ -293,8 +294,10 @@ TEST(CostRecorder, SummaryNamesEveryMethodWithItsFiguresAndMarks) {
   const json& p = s["programs"][0];
   EXPECT_EQ(p["program"], "vecadd.shared");
   EXPECT_EQ(p["startup_source"], "the ledger");
-  ASSERT_EQ(p["not_run"].size(), 1u);
+  ASSERT_EQ(p["not_run"].size(), 2u);
   EXPECT_EQ(p["not_run"][0]["method"], "cupti");
+  EXPECT_EQ(p["not_run"][1]["method"], "strace");
+  EXPECT_EQ(p["not_run"][1]["reason"], "taken out by --method compared,-strace");
   ASSERT_EQ(p["methods"].size(), 3u);
   const json& none = p["methods"][0];
   EXPECT_EQ(none["method"], "none");
