@@ -7,7 +7,8 @@
 #   usage: ci/gpu-bench-check.sh PREFIX OUT [more harness flags]
 #     PREFIX  a built or installed tree (dist/, build-gpu/): PREFIX/bin/harness
 #     OUT     a folder for the two results folders, the logs, the outcome and a report
-# Environment: BENCH_REPS (rounds per run; default MAIN_BENCH_REPS, else 2, as ci/main-run.sh),
+# Environment: BENCH_REPS (rounds per run; default 3: with 2, each method's interval rests on two
+# processes, and the agreement check reads a run-to-run shift as disagreement far more often),
 # CUDATRACE_NCCL_LIB (libnccl.so.2 for the two-GPU all-reduce; looked for in the PyTorch venv
 # under /opt/torch/.venv when unset; with one GPU the two-GPU calls are skipped anyway).
 # Exit status: 0 when both runs succeeded and they agree, 1 otherwise, 2 on bad usage.
@@ -18,7 +19,7 @@ out=${2:?usage: ci/gpu-bench-check.sh PREFIX OUT [harness flags]}
 shift 2
 harness=$prefix/bin/harness
 [[ -x $harness ]] || { echo "gpu-bench-check: no harness at $harness" >&2; exit 2; }
-reps=${BENCH_REPS:-${MAIN_BENCH_REPS:-2}}
+reps=${BENCH_REPS:-3}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 # The tools ci/gpu-check.sh's device kit brings (strace) where this checkout has them.
