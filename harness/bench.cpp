@@ -229,7 +229,9 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
       const int64_t started_ns = monotonic_ns();
       try {
         tracer->prepare(launch, target, dir);
-        child = run_child(ChildSpec{launch, dir, opts.timeout_s, invoking_user()}, *tracer);
+        ChildSpec spec{launch, dir, opts.timeout_s, invoking_user()};
+        spec.stall_timeout_s = opts.stall_timeout_s.value_or(0);
+        child = run_child(spec, *tracer);
       } catch (const std::exception& e) {
         child.status = ChildStatus::TracerFailed;
         child.detail = e.what();

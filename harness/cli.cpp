@@ -114,7 +114,8 @@ Options parse_cli(const std::vector<std::string>& args, const std::vector<std::s
     static const std::vector<std::string> with_value{"--workload", "--method",       "--linkage",     "--reps",
                                                      "--out",      "--timeout",      "--set",         "--export-trace",
                                                      "--export-otlp", "--otlp-endpoint", "-o",
-                                                     "--run-id-file", "--agree-with", "--time-budget"};
+                                                     "--run-id-file", "--agree-with", "--time-budget",
+                                                     "--stall-timeout"};
     if (std::find(with_value.begin(), with_value.end(), flag) == with_value.end())
       throw UsageError("unknown option '" + a + "'");
     if (!inline_value) {
@@ -166,6 +167,10 @@ Options parse_cli(const std::vector<std::string>& args, const std::vector<std::s
       o.timeout_s = positive_number(flag, value);
       if (o.timeout_s < 0.001 || o.timeout_s > 7 * 86400.0)
         throw UsageError("--timeout wants seconds from 0.001 to 604800 (7 days), got '" + value + "'");
+    } else if (flag == "--stall-timeout") {
+      o.stall_timeout_s = positive_number(flag, value);
+      if (*o.stall_timeout_s < 0.5 || *o.stall_timeout_s > 7 * 86400.0)
+        throw UsageError("--stall-timeout wants seconds from 0.5 to 604800 (7 days), got '" + value + "'");
     } else if (flag == "--set") {
       auto dot = value.find('.'), eq = value.find('=');
       if (dot == std::string::npos || eq == std::string::npos || eq < dot || dot == 0 || eq == dot + 1)
@@ -234,6 +239,9 @@ options:
   --out DIR                    results go to DIR/<run-id>/ (default: results)
   --timeout SECONDS            per child; a child that runs longer is killed and recorded
                                as timed out, and the matrix carries on (default: 600)
+  --stall-timeout SECONDS      end a run as failed ("stalled") once its processes used no CPU
+                               and wrote no output for SECONDS (default: off, a program may
+                               sleep): use it where a method may deadlock a program (NCCL ranks)
   --set WORKLOAD.FLAG=VALUE    pass --FLAG=VALUE to one workload (repeatable; checked against
                                the workload's --help before anything runs), e.g.
                                --set burst.threads=16 --set vecadd.iters=1000

@@ -37,6 +37,9 @@ struct Options {
   std::string otlp_endpoint;           // OTLP/HTTP collector each run (or the export) is sent to
   std::filesystem::path out = "results";
   double timeout_s = 600;
+  // --stall-timeout: a run whose processes made no progress (no CPU time, no output) for
+  // this long ends early as a failed run, "stalled" (harness/stall_watch.h). Unset: off.
+  std::optional<double> stall_timeout_s;
   bool list = false;
   bool json = false;
   bool no_report = false;  // --no-report: the caller draws one report over several runs  // --list --json: the same, as one JSON object (for scripts and tests)

@@ -217,6 +217,7 @@ void run_traced(RunState& r, const RunContext& ctx, Tracer& tracer, Launch& laun
     tracer.prepare(launch, target, r.dir);
     ChildSpec spec{launch, r.dir, ctx.opts.timeout_s, ctx.run_as};
     if (launch.argv.front() != target.argv.front()) spec.program = target.argv.front();  // a tool starts it
+    spec.stall_timeout_s = ctx.opts.stall_timeout_s.value_or(0);
     r.child = run_child(spec, tracer);
   } catch (const std::exception& e) {
     r.child.status = ChildStatus::TracerFailed;
@@ -254,6 +255,7 @@ void judge_ending(RunState& r, RunContext& ctx) {
   r.run["left_running"] = child.left_running;  // killed when the program ended
   r.run["left_running_detail"] = child.left_running_detail;  // who started each, and whose it is
   if (!child.running_when_stopped.empty()) r.run["running_when_stopped"] = child.running_when_stopped;
+  if (!child.stall.is_null()) r.run["stall"] = child.stall;  // stalled or busy, since when, what each process waited in
   r.run["program_output"] = to_json(child);     // stdout.txt and stderr.txt: kept and cut
   if (child.status == ChildStatus::Exited && child.exit_code != 0)
     r.failures.push_back(exit_meaning(r.combo, child.exit_code));

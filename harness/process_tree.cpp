@@ -232,6 +232,21 @@ void state_of(pid_t pid, std::string& state, int& threads) {
 
 }  // namespace
 
+std::vector<pid_t> tree_below(pid_t root) {
+  std::vector<pid_t> out, todo{root};
+  std::set<pid_t> visited{root};
+  while (!todo.empty()) {
+    const pid_t p = todo.back();
+    todo.pop_back();
+    for (pid_t c : children_of(p))
+      if (visited.insert(c).second) {
+        out.push_back(c);
+        todo.push_back(c);
+      }
+  }
+  return out;
+}
+
 std::string executable_of(pid_t pid) {
   char buf[4096];
   const std::string link = "/proc/" + std::to_string(pid) + "/exe";

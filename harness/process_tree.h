@@ -26,6 +26,10 @@ void janitor_forget(pid_t process_group);
 // Every process below `pid` (children, their children, ...), from /proc.
 std::vector<pid_t> descendants(pid_t pid);
 
+// Every process below `pid` now, walking each thread's children list (cheap enough to ask
+// twice a second; a walk over all of /proc only on a kernel without children lists).
+std::vector<pid_t> tree_below(pid_t pid);
+
 // "1234 sleep" for a live process, or "" when it is gone.
 std::string describe_process(pid_t pid);
 

@@ -14,12 +14,14 @@
 #include <cerrno>
 #include <algorithm>
 #include <filesystem>
+#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 #include <vector>
 
 #include "common/clock.h"
 #include "harness/process_tree.h"
+#include "harness/stall_watch.h"
 
 extern char** environ;
 
@@ -87,6 +89,16 @@ struct OutputTrim {
   }
 };
 
+// How often the stall watch samples the run's processes (one stat file each).
+constexpr int64_t kStallSampleNs = 500000000;
+
+// "2", "0.5": the seconds a person gave.
+std::string given_seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", s);
+  return buf;
+}
+
 [[noreturn]] void child_fail(int report_fd, int err) {
   (void)!write(report_fd, &err, sizeof err);
   _exit(127);
@@ -111,6 +123,7 @@ const char* to_string(ChildStatus s) {
     case ChildStatus::Interrupted: return "interrupted";
     case ChildStatus::ExecFailed: return "exec-failed";
     case ChildStatus::TracerFailed: return "tracer-failed";
+    case ChildStatus::Stalled: return "stalled";
   }
   return "?";
 }
@@ -272,6 +285,20 @@ ChildResult run_child_with(const ChildSpec& spec, Tracer& tracer, const Fd& out,
   // either: a child seen, or half a second gone, tells the two apart.)
   bool wrapper_had_child = false, program_ended = false;
   int64_t next_snapshot = start;
+  // Every process below the harness (the child's tree and what it left to us), with the
+  // program's output so far: whether the run is still getting anywhere.
+  StallSettings stall_settings;
+  if (const long tck = sysconf(_SC_CLK_TCK); tck > 0) stall_settings.ticks_per_s = double(tck);
+  stall_settings.stall_timeout_s = spec.stall_timeout_s;
+  StallWatch stall(stall_settings);
+  const auto sample = [&](bool with_threads) {
+    trim_out.check();
+    trim_err.check();
+    return read_tree_sample(tree_below(getpid()), monotonic_ns() - start, trim_out.end_seen + trim_err.end_seen,
+                            with_threads);
+  };
+  int64_t next_stall_sample = start;
+  bool stalled = false;
   while (!reaped) {
     if (g_interrupted) {
       interrupted = true;
@@ -282,6 +309,14 @@ ChildResult run_child_with(const ChildSpec& spec, Tracer& tracer, const Fd& out,
     if (now >= next_snapshot) {  // who started whom, while the parents are still there
       watch.snapshot(pid);
       next_snapshot = now + 300000000;
+    }
+    if (now >= next_stall_sample) {
+      stall.add(sample(false));
+      next_stall_sample = now + kStallSampleNs;
+      if (stall.stall_timeout_reached()) {
+        stalled = true;
+        break;
+      }
     }
     if (spec.launch.wrapper && !program_ended) {
       const bool has_child = has_children(pid);
@@ -307,7 +342,14 @@ ChildResult run_child_with(const ChildSpec& spec, Tracer& tracer, const Fd& out,
   res.wall_ns = monotonic_ns() - start;
   if (pidfd >= 0) close(pidfd);
   if (!reaped) {
-    // What every process of the run was doing when it was stopped: a hang names its waiters.
+    // What every process of the run was doing when it was stopped: a hang names its waiters,
+    // each thread's state and wait channel, and whether the run had stalled or was busy.
+    const TreeSample last = sample(true);
+    stall.add(last);
+    const double window = stalled ? spec.stall_timeout_s
+                                  : std::min(stall_settings.report_window_s, double(last.t_ns) / 1e9);
+    const StallVerdict verdict = judge_stall(stall, last, window);
+    res.stall = verdict.json;
     watch.snapshot(pid);
     const auto say = describe(&res.running_when_stopped);
     say(pid);
@@ -316,13 +358,17 @@ ChildResult run_child_with(const ChildSpec& spec, Tracer& tracer, const Fd& out,
     stop_group(pid, wstatus);
     for (auto& who : kill_leftovers(0, describe(&res.left_running_detail)))
       res.left_running.push_back(who);
+    const std::string waiting = join_process_lines(verdict.processes);
+    if (stalled) {
+      res.status = ChildStatus::Stalled;
+      res.detail = "no CPU time and no output for " + given_seconds(spec.stall_timeout_s) + " s" +
+                   (waiting.empty() ? "" : "; " + waiting);
+      return res;
+    }
     res.status = interrupted ? ChildStatus::Interrupted : ChildStatus::TimedOut;
-    res.detail = interrupted ? "interrupted" : "killed after " + std::to_string(int(spec.timeout_s)) + " s";
-    std::string states;
-    for (const auto& p : res.running_when_stopped)
-      states += (states.empty() ? "" : ", ") + std::to_string(p["pid"].get<int>()) + " " + p["name"].get<std::string>() +
-                " state " + p["state"].get<std::string>() + " " + std::to_string(p["threads"].get<int>()) + " threads";
-    if (!states.empty()) res.detail += "; still running then: " + states;
+    res.detail = interrupted ? "interrupted" : "killed after " + given_seconds(spec.timeout_s) + " s";
+    res.detail += "; " + verdict.summary;
+    if (!waiting.empty()) res.detail += "; still running then: " + waiting;
     return res;
   }
   // What the program left running (a daemon, a setsid() child) was reparented to us.

@@ -1,7 +1,9 @@
 #pragma once
 // Runs one child under one tracer: the child is forked and held at a gate until the
-// tracer has attached, then exec's the target with stdout/stderr to files. A timeout or
-// ^C kills the child's whole process group; whatever happens, the tracer is finished.
+// tracer has attached, then exec's the target with stdout/stderr to files. A timeout, a
+// stall (--stall-timeout) or ^C kills the child's whole process group; whatever happens,
+// the tracer is finished. While it runs, a stall watch (stall_watch.h) samples its
+// processes, so that a run stopped before its end says what each process was waiting in.
 #include <sys/types.h>
 
 #include <atomic>
@@ -20,7 +22,7 @@ namespace cudatrace {
 extern std::atomic<bool> g_interrupted;
 void install_interrupt_handler();
 
-enum class ChildStatus { Exited, Signaled, TimedOut, Interrupted, ExecFailed, TracerFailed };
+enum class ChildStatus { Exited, Signaled, TimedOut, Interrupted, ExecFailed, TracerFailed, Stalled };
 const char* to_string(ChildStatus s);
 
 struct Credentials {  // who the child runs as (started through sudo: the invoking user)
@@ -44,6 +46,9 @@ struct ChildSpec {
   // The program's own executable when launch.argv[0] is a method's tool that starts it
   // (strace, nsys); empty: launch.argv[0] is the program. Says whose a leftover process is.
   std::string program;
+  // --stall-timeout: end the run once its processes made no progress (no CPU time, no
+  // output, no process started or ended) for this many seconds; 0: never (the default).
+  double stall_timeout_s = 0;
 };
 
 // One of the program's two output files: what it wrote (at least: the file's end, as the
@@ -68,6 +73,9 @@ struct ChildResult {
   // At a timeout or interruption: every process of the run as it stood just before it was
   // stopped (the same objects), so that a hang says what was waiting.
   nlohmann::json running_when_stopped = nlohmann::json::array();
+  // At a timeout, a stall or an interruption: the stall watch's account (judge_stall's
+  // json: stalled or busy, since when, each process's threads and CPU). Null otherwise.
+  nlohmann::json stall;
   OutputKept stdout_kept, stderr_kept;
 };
 

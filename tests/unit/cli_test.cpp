@@ -62,6 +62,18 @@ TEST(Cli, SetPassesFlagsToOneWorkload) {
   EXPECT_EQ(o.workload_args["vecadd"], (std::vector<std::string>{"--iters=10", "--n=64"}));
 }
 
+// Off unless asked for: a program that sleeps must not be ended for it.
+TEST(Cli, StallTimeoutIsOffByDefaultAndBounded) {
+  EXPECT_FALSE(parse({}).stall_timeout_s.has_value());
+  EXPECT_EQ(parse({"--stall-timeout", "60"}).stall_timeout_s, 60.0);
+  EXPECT_EQ(parse({"--stall-timeout=2.5"}).stall_timeout_s, 2.5);
+  EXPECT_EQ(usage_error({"--stall-timeout", "0"}), "--stall-timeout wants a positive number, got '0'");
+  EXPECT_EQ(usage_error({"--stall-timeout", "0.1"}),
+            "--stall-timeout wants seconds from 0.5 to 604800 (7 days), got '0.1'");
+  EXPECT_EQ(usage_error({"--stall-timeout"}), "--stall-timeout needs a value");
+  EXPECT_NE(help_text().find("--stall-timeout SECONDS"), std::string::npos);
+}
+
 TEST(Cli, BadInputGetsOneClearLine) {
   EXPECT_EQ(usage_error({"--workload", "nope"}), "unknown workload 'nope' (valid: vecadd, streams, errors, all)");
   EXPECT_EQ(usage_error({"--method", "none,ebpf"}), "unknown method 'ebpf' (valid: none, preload, strace, all)");

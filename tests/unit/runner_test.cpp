@@ -123,6 +123,46 @@ TEST(Runner, TimeoutSaysWhatWasStillRunning) {
   EXPECT_TRUE(sleeping) << r.running_when_stopped.dump();
 }
 
+// --stall-timeout: a run whose processes neither use CPU nor write ends early, failed,
+// saying what each process waited in.
+TEST(Runner, StallTimeoutEndsARunThatWaitsForever) {
+  auto dir = testsupport::temp_dir("runner");
+  NoneTracer t;
+  auto spec = shell("exec sleep 30", dir, 30);
+  spec.stall_timeout_s = 1;
+  ChildResult r = run_child(spec, t);
+  EXPECT_EQ(r.status, ChildStatus::Stalled) << r.detail;
+  EXPECT_STREQ(to_string(r.status), "stalled");
+  EXPECT_LT(r.wall_ns, 5'000'000'000) << "ended by the stall, not the timeout";
+  EXPECT_EQ(r.detail.rfind("no CPU time and no output for 1 s; pid ", 0), 0u) << r.detail;
+  EXPECT_NE(r.detail.find(" sleep: 1 thread sleeping"), std::string::npos) << r.detail;
+  EXPECT_EQ(r.stall["stalled"], true) << r.stall.dump();
+  EXPECT_FALSE(r.running_when_stopped.empty());
+}
+
+// Without the option a timeout still says whether the run had stalled, and since when, or
+// was busy to the end.
+TEST(Runner, TimeoutSaysWhetherTheRunStalledOrWasBusy) {
+  auto dir = testsupport::temp_dir("runner");
+  NoneTracer t;
+  ChildResult idle = run_child(shell("exec sleep 30", dir, 3), t);
+  EXPECT_EQ(idle.status, ChildStatus::TimedOut);
+  EXPECT_NE(idle.detail.find("killed after 3 s; stalled since "), std::string::npos) << idle.detail;
+  EXPECT_NE(idle.detail.find("still running then: pid "), std::string::npos) << idle.detail;
+  EXPECT_EQ(idle.stall["stalled"], true);
+
+  auto dir2 = testsupport::temp_dir("runner");
+  ChildResult spinning = run_child(shell("while :; do :; done", dir2, 2.5), t);
+  EXPECT_EQ(spinning.status, ChildStatus::TimedOut);
+  EXPECT_EQ(spinning.stall["stalled"], false) << spinning.detail;
+  // Busy means half a CPU or more; on a loaded test machine the spinner may get less, so
+  // what is asserted is the CPU it got (the wording is stall_watch_test.cpp's).
+  ASSERT_EQ(spinning.stall["processes"].size(), 1u) << spinning.stall.dump();
+  EXPECT_GT(spinning.stall["processes"][0]["cpu_s"].get<double>(), 0.5) << spinning.detail;
+  if (spinning.stall["busy"] == true)
+    EXPECT_NE(spinning.detail.find("busy to the end"), std::string::npos) << spinning.detail;
+}
+
 TEST(Runner, MissingProgramIsExecFailedNotACrash) {
   auto dir = testsupport::temp_dir("runner");
   NoneTracer t;
