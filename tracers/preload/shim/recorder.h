@@ -60,8 +60,8 @@ struct alignas(64) ThreadBuffer {
   uint64_t recent_kernels[kRecentKernels] = {};
   uint32_t next_recent_kernel = 0;
   // The device tag of this thread's current context (device_tag()), valid while
-  // device_epoch equals g_shim.context_epoch; 0: not known, ask the driver at the next
-  // record. A new thread starts with 0.
+  // device_epoch equals g_shim.context_epoch. device_epoch 0: nothing kept, the next
+  // record asks the driver; a new thread starts so.
   uint16_t last_device_tag = 0;
   uint32_t device_epoch = 0;
   // Cold: the context last_device_tag was asked for, and in which epoch (a context handle
@@ -114,7 +114,8 @@ inline void context_may_have_changed() { t_buffer.device_epoch = 0; }
 inline void contexts_may_have_changed() { g_shim.context_epoch.fetch_add(2, std::memory_order_relaxed); }
 
 // The listed hooks after whose call the calling thread's context may differ: cudaSetDevice
-// (it makes the device's primary context current), cuInit.
+// (it makes the device's primary context current), and cuInit, which makes none current
+// that the driver documents, but runs once, so asking again after it costs nothing.
 constexpr bool changes_context(HookId hook) { return hook == k_cudaSetDevice || hook == k_cuInit; }
 
 // The hot-path clock: TSC ticks, converted to CLOCK_MONOTONIC ns after the run.
