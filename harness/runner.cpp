@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "harness/own_leftovers.h"
 #include "harness/process_tree.h"
 #include "harness/stall_watch.h"
 
@@ -234,7 +235,8 @@ ChildResult run_child_with(const ChildSpec& spec, Tracer& tracer, const Fd& out,
   // A describer for kill_leftovers: the line it returns, and the same as an object in `*details`.
   const auto describe = [&](nlohmann::json* details) {
     return [&, details](pid_t p) {
-      const Leftover l = describe_leftover(p, watch, pid, program_exe, tool_exe);
+      Leftover l = describe_leftover(p, watch, pid, program_exe, tool_exe);
+      attribute_own_leftover(l, tracer);  // a helper of the method's tool (nsys's agent)
       details->push_back({{"pid", l.pid},
                          {"name", l.name},
                          {"exe", l.exe},
@@ -371,7 +373,9 @@ ChildResult run_child_with(const ChildSpec& spec, Tracer& tracer, const Fd& out,
     if (!waiting.empty()) res.detail += "; still running then: " + waiting;
     return res;
   }
-  // What the program left running (a daemon, a setsid() child) was reparented to us.
+  // What the program left running (a daemon, a setsid() child) was reparented to us. The
+  // method's tool's own helpers are asked to end first.
+  end_own_leftovers(tracer, std::chrono::milliseconds(2000));
   for (auto& who : kill_leftovers(0, describe(&res.left_running_detail)))
     res.left_running.push_back(who);
   if (WIFEXITED(wstatus)) {

@@ -108,6 +108,18 @@ class Tracer {
   // without a layer is not the method's whole cost and must say so. Default: nothing known
   // to be missing.
   virtual TracerReport layers_without_events() { return {}; }
+  // A process still there once the program has ended that is this method's own tool's
+  // helper (nsys starts an agent and a launcher that can outlive `nsys profile`, and the
+  // agent is reparented to the harness before the harness sees who started it), by its
+  // name (comm) and executable (empty when unreadable, as for one that has already
+  // exited): why it is the method's, or nullopt. The harness then lets it end (SIGTERM, a
+  // moment) before killing what is left, and names it the method's; a leftover it places
+  // in the program's process tree stays the program's whatever this says.
+  virtual std::optional<std::string> owns_leftover(const std::string& name, const std::string& exe) const {
+    (void)name;
+    (void)exe;
+    return std::nullopt;
+  }
 };
 
 // Per-method settings from the command line (`--set uprobe.ring_mb=16`): key -> value.

@@ -251,3 +251,32 @@ TEST(NsysLocate, NsysVariableWinsAndABadOneIsTheReason) {
   else
     unsetenv("NSYS");
 }
+
+// nsys's agent, launcher and tools can outlive `nsys profile` (seen on the GPU host with the
+// capture CLI of Nsight Compute 2025.3.1: `nsys --start-agent`, a daemon reparented to the
+// harness, and nsys-launcher): the method says they are its own, by name, or by an
+// executable of those names in the folder nsys was found in; nothing else.
+TEST(NsysTracer, OwnsItsHelpersLeftBehindAndNothingElse) {
+  const fs::path root = temp_dir("nsys-install");
+  fs::create_directories(root / "host" / "target-linux-x64");
+  fs::create_directories(root / "host" / "linux-desktop-glibc_2_11_3-x64");
+  const fs::path nsys = root / "host" / "target-linux-x64" / "nsys";
+  std::ofstream(nsys) << "#!/bin/sh\n";
+  const NsysTracer tracer(nsys);
+  for (const char* name : {"nsys", "nsys-launcher", "nsys-tee", "QdstrmImporter", "CudaGpuInfoDump"}) {
+    const auto why = tracer.owns_leftover(name, "");
+    ASSERT_TRUE(why) << name << ", its executable unreadable (it had ended)";
+    EXPECT_NE(why->find("nsys's own helper (the tracer's, not the program's)"), std::string::npos) << *why;
+  }
+  EXPECT_TRUE(tracer.owns_leftover("renamed", (root / "host" / "linux-desktop-glibc_2_11_3-x64" / "QdstrmImporter").string()));
+  EXPECT_FALSE(tracer.owns_leftover("python3", "/usr/bin/python3"));
+  EXPECT_FALSE(tracer.owns_leftover("sleep", ""));
+  EXPECT_FALSE(tracer.owns_leftover("vecadd", (root / "host" / "vecadd").string())) << "in its folder, not its name";
+  EXPECT_FALSE(tracer.owns_leftover("renamed", "/elsewhere/nsys-launcher")) << "its name, not its folder";
+  // Any other method owns nothing.
+  struct Plain : Tracer {
+    void prepare(Launch&, const Target&, const fs::path&) override {}
+    TracerReport finish(const fs::path&) override { return {}; }
+  } plain;
+  EXPECT_FALSE(plain.owns_leftover("nsys", ""));
+}

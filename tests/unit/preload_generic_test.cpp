@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <string>
 
 #include "test_support.h"
@@ -177,11 +178,75 @@ TEST(PreloadExports, GenericForwardersFitEveryDeclaredSignature) {
   EXPECT_EQ(find_export("cudaGetErrorString")->frame, 0) << "a pointer comes back in rax alone";
   EXPECT_EQ(slot_flags(nullptr), kFullFrame | kReturnsCode) << "a function the shim knows nothing of";
   int slim = 0;
-  for (int i = 0; i < count; ++i) slim += table[i].kind == ExportKind::Generic && table[i].declared && !table[i].frame;
+  for (int i = 0; i < count; ++i)
+    slim += table[i].kind == ExportKind::Generic && table[i].declared && !table[i].frame && !context_flags(table[i].name);
   std::printf("generic exports on the forwarder's slim path: %d of %d\n", slim, generic);
   EXPECT_GT(slim * 2, generic) << "most CUDA functions need no frame";
   const ExportInfo* s = find_export("cudaGetErrorString");
   ASSERT_NE(s, nullptr);
   EXPECT_FALSE(s->returns_code) << "a pointer result is not an error code";
   EXPECT_TRUE(find_export("cuModuleLoadData")->returns_code);
+}
+
+// The calls after which a thread's device is asked again (recorder.h, device_tag()): every
+// variant of each, in the toolkit's exports, carries its flag and stays off the slim path
+// (which cannot drop the kept device); a name the toolkit does not export would be a typo.
+TEST(PreloadExports, ContextChangingCallsAreMarkedAndNeverSlim) {
+  int count = 0;
+  const ExportInfo* table = export_table(&count);
+  std::map<std::string, int> thread_changers, all_changers;
+  for (int i = 0; i < count; ++i) {
+    const ExportInfo& e = table[i];
+    const uint8_t f = context_flags(e.name);
+    if (f & kChangesThreadContext) ++thread_changers[e.name];
+    if (f & kChangesContexts) ++all_changers[e.name];
+    if (e.kind != ExportKind::Generic) continue;
+    const uint8_t frames = cudatrace_generic_frames.of[e.slot];
+    EXPECT_EQ(frames & (kChangesThreadContext | kChangesContexts), f) << e.name;
+  }
+  for (const char* name : {"cuCtxSetCurrent", "cuCtxPushCurrent_v2", "cuCtxPopCurrent_v2", "cuCtxCreate_v2",
+                           "cuCtxCreate_v3", "cuDevicePrimaryCtxRetain", "cudaInitDevice", "cudaSetDeviceFlags"})
+    EXPECT_TRUE(thread_changers.count(name)) << name;
+  for (const char* name : {"cuCtxDestroy_v2", "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxReset_v2",
+                           "cudaDeviceReset"})  // and cudaThreadExit, which CUDA 13 dropped
+    EXPECT_TRUE(all_changers.count(name)) << name;
+  EXPECT_EQ(context_flags("cuCtxGetCurrent"), 0);
+  EXPECT_EQ(context_flags("cuCtxSetCurrent_v2"), kChangesThreadContext) << "a later version is the same call";
+  EXPECT_EQ(context_flags("cuCtxSetCurrentX"), 0);
+  EXPECT_TRUE(changes_context(k_cudaSetDevice)) << "a listed hook";
+  EXPECT_FALSE(changes_context(k_cudaGetDevice));
+}
+
+// What a forwarder of such a call does, live: the calling thread's kept device is dropped
+// (a set), or every thread's (a destroy); any other call keeps it. A run-time slot (an
+// address cuGetProcAddress hands out that no export has, here a version the toolkit does
+// not know) takes the flag from the name it was asked by.
+TEST(PreloadGenericSlots, ContextChangingForwardersDropTheKeptDevice) {
+  const bool saved = g_shim.live;
+  g_shim.live = true;
+  auto keep = [] {
+    t_buffer.device_epoch = g_shim.context_epoch.load();
+    t_buffer.last_device_tag = kRecordDevice | 1;
+  };
+  auto one = [](void*) { return 0; };
+  using Fn = int (*)(void*);
+  const auto set = reinterpret_cast<Fn>(generic_wrapper_for("cuCtxSetCurrent_v9", false, reinterpret_cast<void*>(+one)));
+  const auto destroy = reinterpret_cast<Fn>(generic_wrapper_for("cuCtxDestroy_v9", false, reinterpret_cast<void*>(+[](void*) { return 0; })));
+  const auto get = reinterpret_cast<Fn>(generic_wrapper_for("cuCtxGetCurrent", false, reinterpret_cast<void*>(+[](void*) { return 0; })));
+  ASSERT_TRUE(set && destroy && get);
+  for (int round = 0; round < 2; ++round) {  // the first call resolves, the second runs as every later one
+    keep();
+    EXPECT_EQ(get(nullptr), 0);
+    EXPECT_EQ(t_buffer.device_epoch, g_shim.context_epoch.load()) << "kept";
+    EXPECT_EQ(set(nullptr), 0);
+    EXPECT_EQ(t_buffer.device_epoch, 0u) << "this thread's dropped";
+    keep();
+    const uint32_t epoch = g_shim.context_epoch.load();
+    EXPECT_EQ(destroy(nullptr), 0);
+    EXPECT_NE(g_shim.context_epoch.load(), epoch) << "every thread's dropped";
+    EXPECT_NE(t_buffer.device_epoch, g_shim.context_epoch.load());
+    EXPECT_EQ(g_shim.context_epoch.load() % 2, 1u) << "an epoch is never 0, a thread's 'not known'";
+  }
+  t_buffer.device_epoch = 0;
+  g_shim.live = saved;
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <set>
@@ -340,6 +341,98 @@ TEST(PreloadShim, EveryUnlistedCallIsRecordedWithItsCode) {
       for (const auto& [k, v] : rep.loss.items()) EXPECT_EQ(v, 0) << k;
     }
   }
+}
+
+// Which device a record carries, asked of the driver once per change of the thread's
+// context rather than after every call (recorder.h, device_tag()). A fake libcuda.so.1 and
+// libcudart (tests/support/preload_devices/) count how often cuCtxGetCurrent is asked; the
+// program prints that per phase and tags each call with its phase (device_calls.cpp).
+namespace {
+
+struct DeviceRun {
+  std::map<int, long> asked;                          // phase -> cuCtxGetCurrent calls
+  std::map<int, std::vector<Event>> by_phase;  // phase -> its calls, both layers
+  std::vector<Event> events;
+  int calls = 0;
+};
+
+DeviceRun run_device_calls(const std::string& env) {
+  DeviceRun run;
+  auto dir = testsupport::temp_dir("preload-devices");
+  auto r = testsupport::run_command(env + " LD_PRELOAD=" + CUDATRACE_PRELOAD_SHIM + " " + kDirEnv + "=" + dir.string() +
+                                    " " + CUDATRACE_DEVICE_CALLS + " 2>&1");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  std::istringstream in(r.output);
+  for (std::string line; std::getline(in, line);) {
+    int phase = 0;
+    long n = 0;
+    if (std::sscanf(line.c_str(), "%d asked %ld", &phase, &n) == 2) run.asked[phase] = n;
+    std::sscanf(line.c_str(), "calls %d", &run.calls);
+  }
+  EXPECT_GT(run.calls, 0) << r.output;
+  convert_preload_output(dir, dir / "events.jsonl");
+  run.events = read_events(dir / "events.jsonl").events;
+  for (const auto& e : run.events)
+    if ((e.name == "cudaEventRecord" || e.name == "cuEventRecord") && e.args.contains("event"))
+      run.by_phase[int(std::stoull(e.args["event"].get<std::string>(), nullptr, 16) >> 16)].push_back(e);
+  return run;
+}
+
+}  // namespace
+
+TEST(PreloadShim, AsksTheDeviceOncePerContextNotPerCall) {
+  const DeviceRun run = run_device_calls("");
+  ASSERT_EQ(run.asked.size(), 8u) << "the program printed every phase";
+  // Phase 0: a call with no context current asks, and keeps nothing. Phases 1, 2, 5: one question, at the first record after the context changed (a
+  // thread's first runtime call, cudaSetDevice, a new thread). 3: cuDevicePrimaryCtxRetain
+  // and cuCtxSetCurrent each ask once, twice over. 4 and 6: the context did not change, nothing asked.
+  // 7: resuming from a pause asks once. Asked after every call, each would be 100.
+  const std::map<int, long> expected = {{0, 1}, {1, 1}, {2, 1}, {3, 4}, {4, 0}, {5, 1}, {6, 0}, {7, 1}};
+  EXPECT_EQ(run.asked, expected);
+}
+
+TEST(PreloadShim, RecordsCarryTheDeviceCurrentAfterEachContextChange) {
+  const DeviceRun run = run_device_calls("");
+  // The device current in each phase: cudart's implicit primary context (0), cudaSetDevice(1),
+  // cuCtxSetCurrent to device 2's context, kept by later runtime calls; another thread's own
+  // first call (0); a context set while recording was paused (3).
+  // Phase 0's call, made with no context current, names none; had that been kept, the
+  // runtime's implicit context (phase 1) would go unseen.
+  ASSERT_EQ(run.by_phase.count(0), 1u);
+  ASSERT_EQ(run.by_phase.at(0).size(), 1u);
+  EXPECT_FALSE(run.by_phase.at(0)[0].device.has_value());
+  const std::map<int, int64_t> device = {{1, 0}, {2, 1}, {3, 2}, {4, 2}, {5, 0}, {6, 2}, {7, 3}};
+  for (const auto& [phase, want] : device) {
+    SCOPED_TRACE("phase " + std::to_string(phase));
+    const auto it = run.by_phase.find(phase);
+    ASSERT_NE(it, run.by_phase.end());
+    // Runtime phases record cudart's call and the driver call inside it; driver phases one.
+    EXPECT_EQ(int(it->second.size()), (phase == 3 || phase == 7 ? 1 : 2) * run.calls);
+    int wrong = 0;
+    for (const Event& e : it->second)
+      if (e.device != want || e.device_id != "0000:1" + std::to_string(want) + ":00.0") ++wrong;  // fake_libcuda's ids
+    EXPECT_EQ(wrong, 0) << "records of phase " << phase << " not on device " << want;
+  }
+  // The calls that changed the context carry the device current after them.
+  std::map<std::string, std::vector<int64_t>> changers;
+  for (const auto& e : run.events)
+    if (e.name == "cudaSetDevice" || e.name == "cuCtxSetCurrent" || e.name == "cuDevicePrimaryCtxRetain")
+      changers[e.name].push_back(e.device.value_or(-1));
+  EXPECT_EQ(changers["cudaSetDevice"], std::vector<int64_t>({1}));
+  EXPECT_EQ(changers["cuDevicePrimaryCtxRetain"], std::vector<int64_t>({1, 0})) << "it makes nothing current";
+  EXPECT_EQ(changers["cuCtxSetCurrent"], std::vector<int64_t>({0, 2})) << "the one made while paused is not recorded";
+}
+
+// --set preload.devices=off: the driver is never asked, and no record names a device.
+TEST(PreloadShim, DevicesOffAsksNothing) {
+  const DeviceRun run = run_device_calls(std::string(kDevicesEnv) + "=off");
+  ASSERT_EQ(run.asked.size(), 8u);
+  for (const auto& [phase, n] : run.asked) EXPECT_EQ(n, 0) << "phase " << phase;
+  int with_device = 0;
+  for (const auto& e : run.events) with_device += e.device.has_value();
+  EXPECT_EQ(with_device, 0);
+  ASSERT_TRUE(run.by_phase.contains(1));
+  EXPECT_EQ(int(run.by_phase.at(1).size()), 2 * run.calls);
 }
 
 // A library loaded with RTLD_LOCAL, with its cudart (a Python extension module): the shim,

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <set>
 
 #include "common/clock.h"
 #include "common/event_io.h"
@@ -88,6 +89,27 @@ std::vector<std::string> NsysTracer::profile_args(const fs::path& nsys, const fs
 std::vector<std::string> NsysTracer::export_args(const fs::path& nsys, const fs::path& output_base) {
   return {nsys.string(), "export", "--type=sqlite", "--output=" + output_base.string() + ".sqlite",
           output_base.string() + ".nsys-rep"};
+}
+
+NsysTracer::NsysTracer(fs::path nsys) : nsys_(std::move(nsys)) {
+  std::error_code ec;
+  const fs::path real = fs::canonical(nsys_, ec);
+  if (!ec) install_ = real.parent_path().parent_path();
+}
+
+std::optional<std::string> NsysTracer::owns_leftover(const std::string& name, const std::string& exe) const {
+  // comm is cut to 15 characters: CudaGpuInfoDumper reads CudaGpuInfoDump.
+  static const std::set<std::string> names = {"nsys", "nsys-launcher", "nsys-tee", "QdstrmImporter", "CudaGpuInfoDump"};
+  static const std::set<std::string> programs = {"nsys", "nsys-launcher", "QdstrmImporter", "CudaGpuInfoDumper"};
+  bool ours = names.count(name) > 0;
+  if (!ours && !exe.empty() && !install_.empty()) {
+    const fs::path p(exe);
+    const bool below = std::mismatch(install_.begin(), install_.end(), p.begin(), p.end()).first == install_.end();
+    ours = below && programs.count(p.filename().string()) > 0;
+  }
+  if (!ours) return std::nullopt;
+  return "nsys's own helper (the tracer's, not the program's): Nsight Systems' agent, launcher or tools can outlive "
+         "nsys profile";
 }
 
 void NsysTracer::prepare(Launch& launch, const Target& target, const fs::path& run_dir) {

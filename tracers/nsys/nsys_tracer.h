@@ -24,12 +24,17 @@ NsysLocation locate_nsys();
 
 class NsysTracer final : public Tracer {
  public:
-  explicit NsysTracer(std::filesystem::path nsys) : nsys_(std::move(nsys)) {}
+  explicit NsysTracer(std::filesystem::path nsys);
   void prepare(Launch& launch, const Target& target, const std::filesystem::path& run_dir) override;
   std::vector<std::string> conversion(const std::filesystem::path& run_dir) override;
   void converted(bool ok, const std::string& detail) override;
   TracerReport finish(const std::filesystem::path& run_dir) override;
   void abandon(const std::filesystem::path& run_dir) override;
+  // nsys's agent (`nsys --start-agent`, a daemon reparented to the harness), its launcher
+  // (nsys-launcher, nsys-tee) and the tools it runs (QdstrmImporter, CudaGpuInfoDumper)
+  // can outlive `nsys profile`: by name, or by an executable of those names in the folder
+  // nsys was found in.
+  std::optional<std::string> owns_leftover(const std::string& name, const std::string& exe) const override;
 
   // nsys's arguments before the program's argv, and the export's (exposed for the tests).
   static std::vector<std::string> profile_args(const std::filesystem::path& nsys, const std::filesystem::path& output_base);
@@ -37,6 +42,7 @@ class NsysTracer final : public Tracer {
 
  private:
   std::filesystem::path nsys_;
+  std::filesystem::path install_;  // the folder above nsys's own (its helpers are in its subfolders)
   std::filesystem::path base_;  // <program's folder>/nsys: nsys adds .nsys-rep, .qdstrm; we add .sqlite
   ClockOffset clock_;  // read at prepare(): the tool stamps wall-clock time
   std::optional<std::string> conversion_failed_;

@@ -9,9 +9,10 @@ namespace cudatrace {
 
 namespace {
 constexpr const char* kPreloadDevices =
-    "the device of the context current on the calling thread when the call returned (cuCtxGetCurrent, then "
-    "cuCtxGetDevice when the context changes), its bus id asked once per device and process; calls forwarded on "
-    "the generic fast path (functions hooks.def does not list) name none; --set preload.devices=off names none";
+    "the device of the context current on the calling thread when the call returned (cuCtxGetCurrent and "
+    "cuCtxGetDevice, asked once per thread and again after a call that may change its context), its bus id asked "
+    "once per device and process; calls forwarded on the generic fast path (functions hooks.def does not list) "
+    "name none; --set preload.devices=off names none";
 }  // namespace
 
 std::vector<Method> preload_methods() {
@@ -21,7 +22,7 @@ std::vector<Method> preload_methods() {
            .built = true,
            .issue = 3,
            .options = {{"devices", "on (default): each record names the device of the context current when the "
-                                   "call returned (one cuCtxGetCurrent per call); off: records name no device"}},
+                                   "call returned (asked again only after a call that may change it); off: records name no device"}},
            .layers = {layer::kRuntime, layer::kDriver},
            .limits = {{layer::kRuntime,
                        "calls into a cudart linked statically (into the executable or a library) never reach the "

@@ -37,7 +37,8 @@ std::atomic<void*> g_slim_real[kSlots] __asm__("cudatrace_generic_slim_real") __
 // Its flags are in cudatrace_generic_frames before this.
 void publish_real(int slot, void* p) {
   g_real[slot].store(p, std::memory_order_release);
-  if (!(cudatrace_generic_frames.of[slot] & kFullFrame)) g_slim_real[slot].store(p, std::memory_order_release);
+  if (!(cudatrace_generic_frames.of[slot] & (kFullFrame | kChangesThreadContext | kChangesContexts)))
+    g_slim_real[slot].store(p, std::memory_order_release);
 }
 
 namespace {
@@ -83,6 +84,11 @@ extern "C" __attribute__((visibility("hidden"))) void* cudatrace_generic_enter(u
 // The result is recorded whatever it is: the converter keeps it where it is a code.
 extern "C" __attribute__((visibility("hidden"))) void cudatrace_generic_exit(uint32_t slot, int64_t t0,
                                                                              uint64_t result) {
+  // Before the record: its device is the one current after the call.
+  if (const uint8_t f = cudatrace_generic_frames.of[slot]; __builtin_expect(f & (kChangesThreadContext | kChangesContexts), 0)) {
+    if (f & kChangesContexts) contexts_may_have_changed();
+    context_may_have_changed();
+  }
   emit(HookId(kGenericBase + slot), int32_t(result), t0, now_ns());
 }
 
@@ -348,7 +354,7 @@ void* generic_wrapper_for(const char* name, bool runtime, void* real) {
   std::strncpy(g_dynamic_names[j], name, sizeof g_dynamic_names[j] - 1);
   g_dynamic_runtime[j] = runtime;
   const ExportInfo* e = find_export(name);
-  cudatrace_generic_frames.of[kMaxStaticSlots + j] = slot_flags(e);
+  cudatrace_generic_frames.of[kMaxStaticSlots + j] = uint8_t(slot_flags(e) | context_flags(name));
   publish_real(kMaxStaticSlots + j, real);
   (*g_slot_of)[real] = j;
   return stub(j);

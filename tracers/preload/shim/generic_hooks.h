@@ -50,6 +50,35 @@ inline constexpr uint8_t kFullFrame = kCopyStack | kSaveXmm | kWideReturn;
 // Not a frame flag: the result is an error code (the forwarders record rax whatever the
 // function returns; the converter keeps it only where this is set).
 inline constexpr uint8_t kReturnsCode = 8;
+// Nor these: after the call, the calling thread's current context may be another one
+// (kChangesThreadContext), or any thread's may be gone (kChangesContexts: a context
+// destroyed or reset). The device each thread keeps for its records is then asked again
+// (recorder.h, device_tag()). Such a function never takes the slim path, which has no
+// room for that: it is called rarely, and the full frame's exit does it.
+inline constexpr uint8_t kChangesThreadContext = 16;
+inline constexpr uint8_t kChangesContexts = 32;
+
+// Which of the two a function is, by its name (a version suffix, _v2 and on, and
+// _ptsz/_ptds are the same function): those that set, push, pop or create a context or
+// set the runtime's device; and those that destroy, release or reset one. cudaSetDevice
+// and cuInit are listed hooks (recorder.h, changes_context()).
+constexpr uint8_t context_flags(std::string_view name) {
+  for (std::string_view suffix : {"_ptsz", "_ptds"})
+    if (name.ends_with(suffix)) name.remove_suffix(suffix.size());
+  if (name.size() > 3 && name[name.size() - 3] == '_' && name[name.size() - 2] == 'v' && name.back() >= '2' &&
+      name.back() <= '9')
+    name.remove_suffix(3);
+  for (std::string_view f : {"cuCtxSetCurrent", "cuCtxPushCurrent", "cuCtxPopCurrent", "cuCtxCreate", "cuCtxAttach",
+                             "cuDevicePrimaryCtxRetain", "cuInit", "cudaSetDevice", "cudaInitDevice",
+                             "cudaSetDeviceFlags", "cudaSetValidDevices", "cudaGLSetGLDevice",
+                             "cudaVDPAUSetVDPAUDevice", "cudaD3D9SetDirect3DDevice", "cudaD3D10SetDirect3DDevice",
+                             "cudaD3D11SetDirect3DDevice"})
+    if (name == f) return kChangesThreadContext;
+  for (std::string_view f : {"cuCtxDestroy", "cuCtxDetach", "cuDevicePrimaryCtxRelease", "cuDevicePrimaryCtxReset",
+                             "cuGreenCtxDestroy", "cudaDeviceReset", "cudaThreadExit"})
+    if (name == f) return kChangesContexts;
+  return 0;
+}
 
 struct ExportInfo {
   const char* name;
@@ -64,10 +93,12 @@ struct ExportInfo {
 
 // What a slot of `e` (null: a function the shim knows nothing of) reads from
 // cudatrace_generic_frames: its frame flags, and kReturnsCode. Unknown and undeclared
-// functions get the full frame and are taken to return a code.
+// functions get the full frame and are taken to return a code. The context flags go with
+// the name (context_flags()).
 constexpr uint8_t slot_flags(const ExportInfo* e) {
-  if (!e || !e->declared) return kFullFrame | kReturnsCode;
-  return uint8_t(e->frame | (e->returns_code ? kReturnsCode : 0));
+  if (!e) return kFullFrame | kReturnsCode;
+  if (!e->declared) return uint8_t(kFullFrame | kReturnsCode | context_flags(e->name));
+  return uint8_t(e->frame | (e->returns_code ? kReturnsCode : 0) | context_flags(e->name));
 }
 
 // Every export of the toolkit the shim was built against, sorted by layer then name.

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cerrno>
 #include <climits>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -25,6 +26,8 @@
 namespace cudatrace::preload {
 
 constinit thread_local ThreadBuffer t_buffer __attribute__((tls_model("initial-exec")));
+// What device_tag() reads of the thread on every record shares emit()'s line.
+static_assert(offsetof(ThreadBuffer, last_device_tag) < 64 && offsetof(ThreadBuffer, device_epoch) + 4 <= 64);
 
 namespace {
 
@@ -270,6 +273,7 @@ void after_fork_in_child() {
   b.generation = 0;
   b.registered = false;
   g_devices_written = 0;  // another process: its own table
+  contexts_may_have_changed();  // the parent's contexts are not this process's
 }
 
 __attribute__((constructor)) void start() {
@@ -300,26 +304,43 @@ __attribute__((constructor)) void start() {
 bool recording() { return g_recording; }
 
 void note_libcuda_loaded(void* libcuda_handle) {
-  if (!g_recording || g_devices_off || !libcuda_handle || g_ctx_get_current.load(std::memory_order_relaxed)) return;
+  if (!g_recording || g_devices_off || !libcuda_handle || g_shim.ctx_get_current.load(std::memory_order_relaxed)) return;
   const DlsymFn lookup = real_dlsym();
   g_ctx_get_device.store(reinterpret_cast<CtxGetDeviceFn>(lookup(libcuda_handle, "cuCtxGetDevice")));
   g_bus_id_of.store(reinterpret_cast<BusIdFn>(lookup(libcuda_handle, "cuDeviceGetPCIBusId")), std::memory_order_release);
-  g_ctx_get_current.store(reinterpret_cast<CtxGetCurrentFn>(lookup(libcuda_handle, "cuCtxGetCurrent")),
-                          std::memory_order_release);
+  g_shim.ctx_get_current.store(reinterpret_cast<CtxGetCurrentFn>(lookup(libcuda_handle, "cuCtxGetCurrent")),
+                               std::memory_order_release);
 }
 
-uint16_t device_tag_slow(void* context) {
+// The thread keeps nothing valid: ask which context is current, and that context's device
+// unless it is the one asked about last, in this epoch. Kept only when known: a thread
+// with no context (or whose context names no device) asks again at its next record.
+uint16_t device_tag_slow() {
+  const CtxGetCurrentFn get_current = g_shim.ctx_get_current.load(std::memory_order_acquire);
+  if (!get_current) return 0;
+  // Read before asking: a change announced while we ask leaves what we keep stale, never
+  // what the next record reads.
+  const uint32_t epoch = g_shim.context_epoch.load(std::memory_order_acquire);
   const int saved = errno;  // the program must not see the driver's errno
-  int device = -1;
-  uint16_t tag = 0;
-  const CtxGetDeviceFn get_device = g_ctx_get_device.load(std::memory_order_relaxed);
-  if (get_device && get_device(&device) == 0 && device >= 0 && device < int(kRecordDevice)) {
-    tag = uint16_t(kRecordDevice | device);
-    write_device(device);
-  }
   ThreadBuffer& b = t_buffer;
-  b.last_context = context;
-  b.last_device_tag = tag;
+  void* context = nullptr;
+  uint16_t tag = 0;
+  if (get_current(&context) == 0 && context) {
+    if (context == b.last_context && b.context_epoch == epoch) {
+      tag = b.last_device_tag;
+    } else {
+      int device = -1;
+      const CtxGetDeviceFn get_device = g_ctx_get_device.load(std::memory_order_relaxed);
+      if (get_device && get_device(&device) == 0 && device >= 0 && device < int(kRecordDevice)) {
+        tag = uint16_t(kRecordDevice | device);
+        write_device(device);
+      }
+      b.last_context = context;
+      b.context_epoch = epoch;
+    }
+    b.last_device_tag = tag;
+    if (tag) b.device_epoch = epoch;
+  }
   errno = saved;
   return tag;
 }
@@ -331,6 +352,8 @@ uint16_t device_tag_slow(void* context) {
 // costs from everything a separate process run would vary. Returns the previous state.
 extern "C" __attribute__((visibility("default"))) int cudatrace_pause(int paused) {
   using namespace cudatrace::preload;
+  // Paused, the hooks saw no call, context changes included: the devices kept are asked again.
+  if (!paused) contexts_may_have_changed();
   const bool was_live = g_shim.live.exchange(!paused && g_recording);
   return was_live ? 0 : 1;
 }

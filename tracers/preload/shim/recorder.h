@@ -22,6 +22,9 @@ namespace cudatrace::preload {
 // buffer's first pass).
 inline constexpr uint32_t kBufferRecords = 1 << 13;
 
+// libcuda's cuCtxGetCurrent (device_tag()).
+using CtxGetCurrentFn = int (*)(void**);
+
 // What every hook reads, on one cache line.
 struct alignas(64) ShimState {
   // Recording and not paused by cudatrace_pause(): the hooks only forward when
@@ -31,6 +34,12 @@ struct alignas(64) ShimState {
   // Bumped in a forked child (the parent's buffers are not ours) and by flush_all()
   // (a thread that records after the exit flush starts a new segment of its file).
   std::atomic<uint32_t> generation{1};
+  // A thread's cached device (ThreadBuffer::device_epoch) holds while it equals this. Odd,
+  // so never 0 (a thread's "not known"); moved on by contexts_may_have_changed().
+  std::atomic<uint32_t> context_epoch{1};
+  // Set once libcuda.so.1 is loaded (note_libcuda_loaded), never earlier, and never with
+  // --set preload.devices=off: null, records name no device.
+  std::atomic<CtxGetCurrentFn> ctx_get_current{nullptr};
 };
 // Named for the generic forwarder's assembly, which reads `live` itself (generic_hooks.cpp).
 inline ShimState g_shim __asm__("cudatrace_preload_shim") __attribute__((visibility("hidden")));
@@ -50,10 +59,15 @@ struct alignas(64) ThreadBuffer {
   static constexpr int kRecentKernels = 4;
   uint64_t recent_kernels[kRecentKernels] = {};
   uint32_t next_recent_kernel = 0;
-  // The context current after this thread's last recorded call, and its device's tag
-  // (device_tag()): a call on the same context, the common case, costs one compare.
+  // The device tag of this thread's current context (device_tag()), valid while
+  // device_epoch equals g_shim.context_epoch. device_epoch 0: nothing kept, the next
+  // record asks the driver; a new thread starts so.
   uint16_t last_device_tag = 0;
+  uint32_t device_epoch = 0;
+  // Cold: the context last_device_tag was asked for, and in which epoch (a context handle
+  // is trusted to mean the same device only within one epoch).
   void* last_context = nullptr;
+  uint32_t context_epoch = 0;
   // Cold: attach, flush, close.
   int fd = -1;
   int64_t tid = 0;
@@ -72,24 +86,37 @@ using cudatrace::monotonic_ns;
 
 // Which GPU a call is on: the device of the context current on the calling thread when the
 // call returned, written into the record's flags (kRecordDevice | ordinal; 0: no context,
-// or the driver not loaded yet). cuCtxGetCurrent is asked after every recorded call, the
-// context's device only when the context changes; the first time a process sees a device
-// its PCI bus id goes into preload.<pid>.devices. Set once libcuda.so.1 is loaded
-// (note_libcuda_loaded), never earlier: the shim does not load the driver for this.
-using CtxGetCurrentFn = int (*)(void**);
-inline std::atomic<CtxGetCurrentFn> g_ctx_get_current{nullptr};
+// or the driver not loaded yet). The first time a process sees a device its PCI bus id
+// goes into preload.<pid>.devices.
+//
+// A thread's current context changes only through a call, so the device is asked once
+// and kept per thread, and asked again after a call that may have changed it: one that
+// sets, pushes, pops or creates a context, or sets the runtime's device, drops the calling
+// thread's (context_may_have_changed()); one that destroys or resets a context, which
+// other threads may have current, and a fork or resumed recording, everyone's
+// (contexts_may_have_changed()). Which calls those are: changes_context() and
+// context_flags() (generic_hooks.h). A runtime call that makes a primary context current
+// implicitly (a thread's first call) finds nothing kept on that thread: its record, and
+// the driver records inside it, ask at their exit, after the context exists. A thread
+// with no context current keeps nothing, and asks at every record until it has one.
 void note_libcuda_loaded(void* libcuda_handle);
-[[gnu::cold, gnu::noinline]] uint16_t device_tag_slow(void* context);
+[[gnu::cold, gnu::noinline]] uint16_t device_tag_slow();
 
 inline uint16_t device_tag() {
-  const CtxGetCurrentFn get = g_ctx_get_current.load(std::memory_order_relaxed);
-  if (!get) return 0;
-  void* context = nullptr;
-  if (get(&context) != 0 || !context) return 0;
-  ThreadBuffer& b = t_buffer;
-  if (context == b.last_context) return b.last_device_tag;
-  return device_tag_slow(context);
+  if (!g_shim.ctx_get_current.load(std::memory_order_relaxed)) return 0;
+  const ThreadBuffer& b = t_buffer;
+  if (__builtin_expect(b.device_epoch == g_shim.context_epoch.load(std::memory_order_relaxed), 1))
+    return b.last_device_tag;
+  return device_tag_slow();
 }
+
+inline void context_may_have_changed() { t_buffer.device_epoch = 0; }
+inline void contexts_may_have_changed() { g_shim.context_epoch.fetch_add(2, std::memory_order_relaxed); }
+
+// The listed hooks after whose call the calling thread's context may differ: cudaSetDevice
+// (it makes the device's primary context current), and cuInit, which makes none current
+// that the driver documents, but runs once, so asking again after it costs nothing.
+constexpr bool changes_context(HookId hook) { return hook == k_cudaSetDevice || hook == k_cuInit; }
 
 // The hot-path clock: TSC ticks, converted to CLOCK_MONOTONIC ns after the run.
 inline int64_t now_ns() { return int64_t(__builtin_ia32_rdtsc()); }
@@ -133,6 +160,8 @@ inline void emit(HookId hook, int32_t ret, int64_t t0, int64_t t1, uint64_t a0 =
   if (!::cudatrace::preload::hooks_live()) return REAL ARGS;                  \
   const int64_t t0 = ::cudatrace::preload::now_ns();                          \
   const RESULT r = REAL ARGS;                                                 \
+  if constexpr (::cudatrace::preload::changes_context(HOOK))                  \
+    ::cudatrace::preload::context_may_have_changed();                         \
   ::cudatrace::preload::emit(HOOK, int32_t(r), t0, ::cudatrace::preload::now_ns(), ##__VA_ARGS__); \
   return r
 
