@@ -81,21 +81,32 @@ Buckets count_buckets(const std::map<BucketKey, std::map<std::string, int64_t>>&
   std::set<std::string> pooled;  // processes whose records name no device
   for (const auto& [key, kernels] : seen)
     if (key.device == kUnattributed) pooled.insert(key.process);
-  std::map<BucketKey, std::map<std::string, int64_t>> want;
-  for (const auto& [key, kernels] : expected) {
-    const BucketKey k = pooled.count(key.process) ? BucketKey{key.process, kUnattributed} : key;
-    for (const auto& [kernel, n] : kernels) want[k][kernel] += n;
-  }
+  // Processes whose ledger does not say on which GPU (some of) their kernels ran (a launch
+  // through the driver API, which the ledger records with no device): nothing to place the
+  // method's records against, so the process is compared whole, in its kNoDevice bucket.
+  std::set<std::string> unplaced;
+  for (const auto& [key, kernels] : expected)
+    if (key.device == kNoDevice && !pooled.count(key.process)) unplaced.insert(key.process);
+  auto pooled_key = [&](const BucketKey& key) {
+    if (pooled.count(key.process)) return BucketKey{key.process, kUnattributed};
+    if (unplaced.count(key.process)) return BucketKey{key.process, kNoDevice};
+    return key;
+  };
+  std::map<BucketKey, std::map<std::string, int64_t>> want, got;
+  for (const auto& [key, kernels] : expected)
+    for (const auto& [kernel, n] : kernels) want[pooled_key(key)][kernel] += n;
+  for (const auto& [key, kernels] : seen)
+    for (const auto& [kernel, n] : kernels) got[pooled_key(key)][kernel] += n;
   Buckets out;
   std::set<BucketKey> keys;
   for (const auto& [k, v] : want) keys.insert(k);
-  for (const auto& [k, v] : seen) keys.insert(k);
+  for (const auto& [k, v] : got) keys.insert(k);
   for (const auto& k : keys) {
     BucketTally& t = out[k];
     std::map<std::string, std::pair<int64_t, int64_t>> both;  // kernel -> (expected, seen)
     if (auto it = want.find(k); it != want.end())
       for (const auto& [kernel, n] : it->second) both[kernel].first += n;
-    if (auto it = seen.find(k); it != seen.end())
+    if (auto it = got.find(k); it != got.end())
       for (const auto& [kernel, n] : it->second) both[kernel].second += n;
     for (const auto& [kernel, es] : both) {
       const int64_t m = std::min(es.first, es.second);

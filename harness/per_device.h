@@ -84,7 +84,8 @@ struct BucketContext {
 
 // Kernel-level layers: per bucket and kernel, runs expected and seen; matched = the
 // smaller. A process whose records of this layer name no device is compared whole, in its
-// (process, kUnattributed) bucket.
+// (process, kUnattributed) bucket; one whose ledger names no device for some of its
+// kernels (driver API launches), whole in its (process, kNoDevice) bucket.
 Buckets count_buckets(const std::map<BucketKey, std::map<std::string, int64_t>>& expected,
                       const std::map<BucketKey, std::map<std::string, int64_t>>& seen);
 

@@ -209,6 +209,29 @@ TEST(MatcherBuckets, KernelRunsPerDeviceAndPerProcessWhereTheMethodNamesNoDevice
   EXPECT_EQ(bucket(pooled, "one", kBus1), nullptr) << "no device bucket the method cannot fill";
 }
 
+// driverapi's launches are driver calls, which the ledger records with no device: the
+// method's kernels, each on its GPU, are compared with the process's whole, not read as
+// put on another GPU (a complete layer once read PARTLY OBSERVED that way).
+TEST(MatcherBuckets, KernelsTheLedgerPlacesOnNoDeviceAreComparedPerProcess) {
+  Event driver_launch = launch(1, 1, 100, 0, "k");
+  driver_launch.device.reset();
+  const std::vector<Event> ledger = {driver_launch, driver_launch, launch(2, 2, 100, 0, "k")};
+  const std::map<int, HostDevice> host = two_gpus();
+  DeviceNames names(&host);
+  const ProcessLabels labels = {{1, "one"}, {2, "two"}};
+  MatchOptions opts;
+  opts.buckets = {&labels, &names};
+  const std::vector<Event> seen = {kernel(1, 150, 0, "k", kBus0), kernel(1, 250, 0, "k", kBus0),
+                                   kernel(2, 150, 0, "k", kBus0)};
+  const json per = to_json(match(ledger, seen, {layer::kGpuActivity}, opts).at(0))["per_device"];
+  ASSERT_NE(bucket(per, "one", kNoDevice), nullptr) << per.dump();
+  EXPECT_EQ((*bucket(per, "one", kNoDevice))["expected"], 2);
+  EXPECT_EQ((*bucket(per, "one", kNoDevice))["matched"], 2);
+  EXPECT_EQ((*bucket(per, "one", kNoDevice))["phantom"], 0);
+  EXPECT_EQ(bucket(per, "one", kBus0), nullptr) << "process one is judged whole";
+  EXPECT_EQ((*bucket(per, "two", kBus0))["matched"], 1) << "a process whose ledger names its GPU keeps its buckets";
+}
+
 // A run's processes, summed over repetitions under keys that do not depend on pids, and
 // matched to the reference's: by the devices both used, else by the order of first calls.
 TEST(CommandProcesses, MatchedByDevicesElseByOrder) {
