@@ -241,7 +241,8 @@ options:
                                as timed out, and the matrix carries on (default: 600)
   --stall-timeout SECONDS      end a run as failed ("stalled") once its processes used no CPU
                                and wrote no output for SECONDS (default: off, a program may
-                               sleep): use it where a method may deadlock a program (NCCL ranks)
+                               sleep): use it where a method may deadlock a program whose
+                               threads then block (a thread spinning in a sync is progress)
   --set WORKLOAD.FLAG=VALUE    pass --FLAG=VALUE to one workload (repeatable; checked against
                                the workload's --help before anything runs), e.g.
                                --set burst.threads=16 --set vecadd.iters=1000
