@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# On a GPU host: two back-to-back per-call benchmark runs of the main job's shape
-# (`harness --bench --method all --linkage both --reps N`), the second checked against the
+# On a GPU host: two back-to-back per-call benchmark runs of the main job's shape (shared
+# cudart: `harness --bench --method all --linkage shared --reps N`; pass `--linkage both` to
+# add static cudart, about twice as long), the second checked against the
 # first (--agree-with), then what they decided: 4a whether they agree, 4b cupti against
 # Nsight Systems and the empty CUPTI subscriber, 4c uprobe's entry and return probes; and
 # how long each run took. Run it as root (sudo), or the eBPF methods are skipped.
 #   usage: ci/gpu-bench-check.sh PREFIX OUT [more harness flags]
 #     PREFIX  a built or installed tree (dist/, build-gpu/): PREFIX/bin/harness
 #     OUT     a folder for the two results folders, the logs, the outcome and a report
-# Environment: BENCH_REPS (rounds per run; default 3: with 2, each method's interval rests on two
-# processes, and the agreement check reads a run-to-run shift as disagreement far more often),
+# Environment: BENCH_REPS (rounds per run; default 4: with fewer, each method's interval rests on
+# two or three processes, and the agreement check reads a run-to-run shift as disagreement far
+# more often: docs/measured-history.md),
 # CUDATRACE_NCCL_LIB (libnccl.so.2 for the two-GPU all-reduce; looked for in the PyTorch venv
 # under /opt/torch/.venv when unset; with one GPU the two-GPU calls are skipped anyway).
 # Exit status: 0 when both runs succeeded and they agree, 1 otherwise, 2 on bad usage.
@@ -19,7 +21,7 @@ out=${2:?usage: ci/gpu-bench-check.sh PREFIX OUT [harness flags]}
 shift 2
 harness=$prefix/bin/harness
 [[ -x $harness ]] || { echo "gpu-bench-check: no harness at $harness" >&2; exit 2; }
-reps=${BENCH_REPS:-3}
+reps=${BENCH_REPS:-4}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 # The tools ci/gpu-check.sh's device kit brings (strace) where this checkout has them.
@@ -40,10 +42,10 @@ seconds=()
 for round in 1 2; do
   agree=()
   ((round == 2)) && [[ -n ${runs[0]:-} ]] && agree=(--agree-with "${runs[0]}")
-  log "bench run $round/2: --method all --linkage both --reps $reps ${agree[*]} $*"
+  log "bench run $round/2: --method all --linkage shared --reps $reps ${agree[*]} $*"
   rm -f "$out/run-$round"
   start=$(date +%s%N)
-  "$harness" --bench --method all --linkage both --reps "$reps" --out "$out/results" --no-report \
+  "$harness" --bench --method all --linkage shared --reps "$reps" --out "$out/results" --no-report \
     --run-id-file "$out/run-$round" ${agree[@]+"${agree[@]}"} "$@" > "$out/bench-$round.log" 2>&1
   rc=$?
   ((rc == 0)) || status=1
