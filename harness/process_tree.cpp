@@ -12,25 +12,26 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
-#include <sstream>
+
+#include "harness/stall_watch.h"
 
 namespace cudatrace {
 
 namespace {
 
-// The parent pid of a process, from /proc/PID/stat (its name may hold spaces or parens).
-pid_t parent_of(pid_t pid) {
+// /proc/PID/stat, parsed as the stall watch parses it (its name may hold spaces or parens).
+std::optional<StatFields> stat_of(pid_t pid) {
   std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat;
-  if (!std::getline(f, stat)) return -1;
-  auto close_paren = stat.rfind(')');
-  if (close_paren == std::string::npos) return -1;
-  std::istringstream rest(stat.substr(close_paren + 2));
-  char state;
-  pid_t ppid = -1;
-  rest >> state >> ppid;
-  return ppid;
+  std::string line;
+  if (!std::getline(f, line)) return std::nullopt;
+  return parse_stat(line);
+}
+
+pid_t parent_of(pid_t pid) {
+  const auto stat = stat_of(pid);
+  return stat ? stat->ppid : -1;
 }
 
 std::vector<pid_t> all_pids() {
@@ -215,19 +216,12 @@ std::string comm_of(pid_t pid) {
   return name;
 }
 
-// State letter and thread count, from /proc/PID/stat (fields 3 and 20).
+// State letter and thread count, from /proc/PID/stat.
 void state_of(pid_t pid, std::string& state, int& threads) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat;
-  if (!std::getline(f, stat)) return;
-  const auto close_paren = stat.rfind(')');
-  if (close_paren == std::string::npos || close_paren + 2 >= stat.size()) return;
-  std::istringstream rest(stat.substr(close_paren + 2));
-  std::vector<std::string> fields;
-  std::string w;
-  while (rest >> w && fields.size() < 18) fields.push_back(w);
-  if (!fields.empty()) state = fields[0];
-  if (fields.size() >= 18) threads = std::atoi(fields[17].c_str());
+  if (const auto stat = stat_of(pid)) {
+    state = std::string(1, stat->state);
+    threads = stat->threads;
+  }
 }
 
 }  // namespace

@@ -94,9 +94,12 @@ std::optional<StatFields> parse_stat(std::string_view line) {
     const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
     return ec == std::errc() && end == s.data() + s.size();
   };
-  uint64_t utime = 0, stime = 0, threads = 0;
-  // Fields 14 (utime), 15 (stime) and 20 (num_threads), counted from 1 as proc(5) does.
-  if (!number(fields[11], utime) || !number(fields[12], stime) || !number(fields[17], threads)) return std::nullopt;
+  uint64_t ppid = 0, utime = 0, stime = 0, threads = 0;
+  // Fields 4 (ppid), 14 (utime), 15 (stime) and 20 (num_threads), counted from 1 as proc(5) does.
+  if (!number(fields[1], ppid) || !number(fields[11], utime) || !number(fields[12], stime) ||
+      !number(fields[17], threads))
+    return std::nullopt;
+  f.ppid = pid_t(ppid);
   f.cpu_ticks = utime + stime;
   f.threads = int(std::min<uint64_t>(threads, 1u << 30));
   return f;

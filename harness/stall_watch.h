@@ -29,6 +29,7 @@ namespace cudatrace {
 struct StatFields {
   std::string name;        // comm: bytes, not always UTF-8, may hold spaces and parentheses
   char state = '?';        // R, S, D, T, t, Z, X, I...
+  pid_t ppid = -1;
   uint64_t cpu_ticks = 0;  // utime + stime, in clock ticks (for a process: all its threads')
   int threads = 0;
 };

@@ -59,6 +59,7 @@ TEST(StallWatchParse, StatLineGivesNameStateCpuAndThreads) {
   ASSERT_TRUE(f);
   EXPECT_EQ(f->name, "python3");
   EXPECT_EQ(f->state, 'S');
+  EXPECT_EQ(f->ppid, 1);
   EXPECT_EQ(f->cpu_ticks, 742u);
   EXPECT_EQ(f->threads, 4);
 }
