@@ -3,31 +3,19 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <fstream>
+#include <optional>
 #include <string>
 #include <thread>
+
+#include "harness/stall_watch.h"
 
 namespace cudatrace {
 
 namespace {
 
-// comm and the state letter, from /proc/PID/stat (the name may hold spaces or parens);
-// false when the process is gone.
-bool name_and_state(pid_t pid, std::string& name, char& state) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat;
-  if (!std::getline(f, stat)) return false;
-  const auto open = stat.find('('), close = stat.rfind(')');
-  if (open == std::string::npos || close == std::string::npos || close < open || close + 2 >= stat.size()) return false;
-  name = stat.substr(open + 1, close - open - 1);
-  state = stat[close + 2];
-  return true;
-}
-
 bool ended(pid_t pid) {
-  std::string name;
-  char state = 0;
-  return !name_and_state(pid, name, state) || state == 'Z' || state == 'X';
+  const auto stat = read_stat(pid);
+  return !stat || stat->state == 'Z' || stat->state == 'X';
 }
 
 }  // namespace
@@ -38,10 +26,8 @@ std::vector<pid_t> end_own_leftovers(const Tracer& tracer, std::chrono::millisec
   // (a hint only; kill_leftovers() walks /proc whatever this finds).
   if (!has_children(getpid())) return asked;
   for (pid_t p : descendants(getpid())) {
-    std::string name;
-    char state = 0;
-    if (!name_and_state(p, name, state) || state == 'Z' || state == 'X') continue;
-    if (!tracer.owns_leftover(name, executable_of(p))) continue;
+    const auto stat = read_stat(p);
+    if (!stat || stat->state == 'Z' || stat->state == 'X' || !tracer.owns_leftover(stat->name, executable_of(p))) continue;
     if (kill(p, SIGTERM) == 0) asked.push_back(p);
   }
   const auto deadline = std::chrono::steady_clock::now() + grace;

@@ -21,16 +21,8 @@ namespace cudatrace {
 
 namespace {
 
-// /proc/PID/stat, parsed as the stall watch parses it (its name may hold spaces or parens).
-std::optional<StatFields> stat_of(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(f, line)) return std::nullopt;
-  return parse_stat(line);
-}
-
 pid_t parent_of(pid_t pid) {
-  const auto stat = stat_of(pid);
+  const auto stat = read_stat(pid);
   return stat ? stat->ppid : -1;
 }
 
@@ -218,7 +210,7 @@ std::string comm_of(pid_t pid) {
 
 // State letter and thread count, from /proc/PID/stat.
 void state_of(pid_t pid, std::string& state, int& threads) {
-  if (const auto stat = stat_of(pid)) {
+  if (const auto stat = read_stat(pid)) {
     state = std::string(1, stat->state);
     threads = stat->threads;
   }

@@ -105,6 +105,11 @@ std::optional<StatFields> parse_stat(std::string_view line) {
   return f;
 }
 
+std::optional<StatFields> read_stat(pid_t pid) {
+  const auto text = read_small("/proc/" + std::to_string(pid) + "/stat", kStatBytes);
+  return text ? parse_stat(*text) : std::nullopt;
+}
+
 std::string parse_wchan(std::string_view text) {
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
   if (text.empty() || text == "0" || text.size() > 256) return "";

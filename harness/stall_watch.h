@@ -35,6 +35,8 @@ struct StatFields {
 };
 // nullopt when the line is not a stat line (cut short, no parentheses, fields missing).
 std::optional<StatFields> parse_stat(std::string_view line);
+// /proc/PID/stat read (bounded) and parsed; nullopt when the process is gone.
+std::optional<StatFields> read_stat(pid_t pid);
 
 // /proc/.../wchan: the kernel function the thread sleeps in; "" for "0" (running, or not
 // permitted to know) or anything that is not a symbol's name.
