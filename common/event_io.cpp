@@ -1,4 +1,5 @@
 #include "common/event_io.h"
+#include "common/event_store.h"
 
 #include "common/outside_text.h"
 #include "common/untrusted_file.h"
@@ -129,34 +130,15 @@ void EventWriter::close() {
 }
 
 EventStream read_events(const std::filesystem::path& path, uint64_t max_bytes) {
-  // The traced program may have written it: never through a link, a regular file only.
-  std::string why;
-  uint64_t size = 0;
-  std::ifstream in = open_untrusted(path, &why, &size);
-  if (!in) throw EventFormatError(path.string() + ": cannot open (" + why + ")");
-  if (size > max_bytes)
-    throw EventFormatError(path.string() + ": " + std::to_string(size) + " bytes, over the " +
-                           std::to_string(max_bytes) + " this file may have: not read");
+  // The traced program may have written it: never through a link, a regular file only,
+  // the store or JSON lines alike (EventReader tells them apart).
+  StoreLimits limits;
+  limits.max_file_bytes = max_bytes;
+  if (max_bytes != UINT64_MAX) limits.max_inflated_bytes = max_bytes > UINT64_MAX / 64 ? UINT64_MAX : max_bytes * 64;
+  EventReader in(path, limits);
   EventStream out;
-  std::string line;
-  size_t lineno = 0;
-  uint64_t consumed = 0;
-  while (std::getline(in, line)) {
-    ++lineno;
-    consumed += line.size() + 1;
-    if (consumed > max_bytes)  // grown since it was opened
-      throw EventFormatError(path.string() + ":" + std::to_string(lineno) + ": past the " + std::to_string(max_bytes) +
-                             " bytes this file may have: not read further");
-    if (line.empty()) continue;
-    try {
-      Event e = event_from_json(nlohmann::json::parse(line));
-      (e.is_meta() ? out.meta : out.events).push_back(std::move(e));
-    } catch (const nlohmann::json::parse_error& ex) {
-      throw EventFormatError(path.string() + ":" + std::to_string(lineno) + ": not JSON (" + ex.what() + ")");
-    } catch (const EventFormatError& ex) {
-      throw EventFormatError(path.string() + ":" + std::to_string(lineno) + ": " + ex.what());
-    }
-  }
+  Event e;
+  while (in.next(e)) (e.is_meta() ? out.meta : out.events).push_back(std::move(e));
   return out;
 }
 

@@ -1,6 +1,7 @@
 #include "harness/cli.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 
 #include "harness/otlp_http.h"
@@ -63,6 +64,24 @@ double positive_number(const std::string& flag, const std::string& value) {
 
 }  // namespace
 
+// "512M", "4G", "1048576": a size in bytes, K/M/G/T as powers of 1024; nothing else.
+uint64_t byte_count(const std::string& flag, const std::string& value) {
+  static const std::string kUnits = "KMGT";
+  size_t digits = 0;
+  while (digits < value.size() && std::isdigit(static_cast<unsigned char>(value[digits]))) ++digits;
+  const std::string unit = value.substr(digits);
+  const size_t u = unit.size() == 1 ? kUnits.find(char(std::toupper(static_cast<unsigned char>(unit[0])))) : std::string::npos;
+  if (digits == 0 || digits > 15 || (!unit.empty() && u == std::string::npos))
+    throw UsageError(flag + " wants a size in bytes, with K, M, G or T for powers of 1024 (e.g. 64G), got '" + value + "'");
+  uint64_t n = std::stoull(value.substr(0, digits));
+  for (size_t i = 0; !unit.empty() && i <= u; ++i) {
+    if (n > (UINT64_MAX >> 10)) throw UsageError(flag + ": '" + value + "' is too large");
+    n <<= 10;
+  }
+  if (n < (uint64_t(1) << 20)) throw UsageError(flag + " wants at least 1M, got '" + value + "'");
+  return n;
+}
+
 Options parse_cli(const std::vector<std::string>& args, const std::vector<std::string>& workload_names,
                   const std::vector<std::string>& method_names,
                   const std::map<std::string, std::vector<std::string>>& method_groups) {
@@ -113,9 +132,9 @@ Options parse_cli(const std::vector<std::string>& args, const std::vector<std::s
     }
     static const std::vector<std::string> with_value{"--workload", "--method",       "--linkage",     "--reps",
                                                      "--out",      "--timeout",      "--set",         "--export-trace",
-                                                     "--export-otlp", "--otlp-endpoint", "-o",
+                                                     "--export-otlp", "--export-jsonl", "--otlp-endpoint", "-o",
                                                      "--run-id-file", "--agree-with", "--time-budget",
-                                                     "--stall-timeout"};
+                                                     "--stall-timeout", "--max-trace-bytes"};
     if (std::find(with_value.begin(), with_value.end(), flag) == with_value.end())
       throw UsageError("unknown option '" + a + "'");
     if (!inline_value) {
@@ -145,6 +164,9 @@ Options parse_cli(const std::vector<std::string>& args, const std::vector<std::s
     } else if (flag == "--export-otlp") {
       if (value.empty()) throw UsageError("--export-otlp needs a results folder (results/<run-id>) or one of its runs");
       o.export_otlp = value;
+    } else if (flag == "--export-jsonl") {
+      if (value.empty()) throw UsageError("--export-jsonl needs a run folder (results/<run-id>/runs/<combo>)");
+      o.export_jsonl = value;
     } else if (flag == "--agree-with") {
       if (value.empty()) throw UsageError("--agree-with needs an earlier bench run's folder (results/<run-id>)");
       o.agree_with = value;
@@ -167,6 +189,8 @@ Options parse_cli(const std::vector<std::string>& args, const std::vector<std::s
       o.timeout_s = positive_number(flag, value);
       if (o.timeout_s < 0.001 || o.timeout_s > 7 * 86400.0)
         throw UsageError("--timeout wants seconds from 0.001 to 604800 (7 days), got '" + value + "'");
+    } else if (flag == "--max-trace-bytes") {
+      o.max_trace_bytes = byte_count(flag, value);
     } else if (flag == "--stall-timeout") {
       o.stall_timeout_s = positive_number(flag, value);
       if (*o.stall_timeout_s < 0.5 || *o.stall_timeout_s > 7 * 86400.0)
@@ -187,8 +211,10 @@ Options parse_cli(const std::vector<std::string>& args, const std::vector<std::s
     }
   }
   if (o.json && !o.list) throw UsageError("--json goes with --list");
-  if (!o.otlp_file.empty() && o.export_otlp.empty())
-    throw UsageError("-o names the file of --export-otlp, which was not given");
+  if (!o.otlp_file.empty() && o.export_otlp.empty() && o.export_jsonl.empty())
+    throw UsageError("-o names the file of --export-otlp or --export-jsonl, neither of which was given");
+  if (!o.export_jsonl.empty() && o.otlp_file.empty())
+    throw UsageError("--export-jsonl writes where -o FILE says (- for standard output)");
   if (o.bench && !o.otlp_endpoint.empty())
     throw UsageError("--otlp-endpoint sends a run's events: --bench keeps none (send a workload or command run)");
   if (!o.agree_with.empty() && !o.bench) throw UsageError("--agree-with goes with --bench");
@@ -239,6 +265,10 @@ options:
   --out DIR                    results go to DIR/<run-id>/ (default: results)
   --timeout SECONDS            per child; a child that runs longer is killed and recorded
                                as timed out, and the matrix carries on (default: 600)
+  --max-trace-bytes N          how much of preload's record files one run reads (K, M, G,
+                               T suffixes); default: half the free space under --out when
+                               the run starts. Records past it are counted as loss
+                               (over_bound_records) and the layer is never "complete"
   --stall-timeout SECONDS      end a run as failed ("stalled") once its processes used no CPU
                                and wrote no output for SECONDS (default: off, a program may
                                sleep): use it where a method may deadlock a program whose
@@ -282,6 +312,9 @@ options:
                                the summary says where it stopped
   --export-trace RUN_FOLDER    write RUN_FOLDER/trace.json (Chrome/Perfetto: open it in
                                ui.perfetto.dev) from that run's events and ledger, then stop
+  --export-jsonl RUN -o FILE   write a run folder's events (events.msgpack.zst, the store)
+                               as JSON lines, one event a line (schema/event.v1.schema.json),
+                               to FILE or - for standard output
   --export-otlp DIR [-o FILE]  write the events of every run in DIR (results/<run-id>, or one of
                                its runs/<combo>) as OpenTelemetry traces: OTLP JSON lines, one
                                TracesData per line, what the Collector's otlpjsonfile receiver
@@ -323,7 +356,8 @@ themselves run as the user who invoked sudo. Without a GPU, only what can run do
 errors workload, host-side tracers), and everything skipped is listed with its reason.
 
 bounds: what the traced program writes cannot exhaust the harness. Its files are read with
-bounds per file and per run (64 MiB of strace output, 128 MiB of preload records, 32 MiB of
+bounds per file and per run (64 MiB of strace output, --max-trace-bytes of preload records
+(read in slices, never held whole), 32 MiB of
 preload tables, 128 MiB of ledgers; devhook: 1 G device records streamed, 8 M blocks
 kept), what lies past them counted as loss with its reason; the first 64 MiB of its stdout
 and of its stderr are kept (the rest is freed as it comes and counted in run.json).

@@ -33,10 +33,14 @@ struct Options {
   bool baseline = true;  // a command runs untraced too, and every traced run's exit is checked against it
   std::filesystem::path export_trace;  // a run folder to write as trace.json, then stop
   std::filesystem::path export_otlp;   // a results or run folder to write as OTLP JSON lines, then stop
+  std::filesystem::path export_jsonl;  // a run folder whose events to write as JSON lines (-o FILE), then stop
   std::filesystem::path otlp_file;     // -o: where --export-otlp writes (default: inside the folder)
   std::string otlp_endpoint;           // OTLP/HTTP collector each run (or the export) is sent to
   std::filesystem::path out = "results";
   double timeout_s = 600;
+  // --max-trace-bytes: how much of what a method's in-process half writes (preload's record
+  // files) one run reads; unset: half the free space under --out when the run starts.
+  std::optional<uint64_t> max_trace_bytes;
   // --stall-timeout: a run whose processes made no progress (no CPU time, no output) for
   // this long ends early as a failed run, "stalled" (harness/stall_watch.h). Unset: off.
   std::optional<double> stall_timeout_s;

@@ -216,6 +216,14 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (!opts.export_jsonl.empty()) {
+    try {
+      return export_jsonl(opts.export_jsonl, opts.otlp_file);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "harness: %s\n", shown(e.what()).c_str());
+      return 2;
+    }
+  }
   if (!opts.export_otlp.empty()) {
     try {
       return export_otlp(opts);

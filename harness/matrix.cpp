@@ -1,6 +1,7 @@
 #include "harness/matrix.h"
 
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 
 #include "common/clock.h"
 #include "common/event_io.h"
+#include "common/event_store.h"
 #include "common/outside_text.h"
 #include "harness/catalog.h"
 #include "harness/cost.h"
@@ -99,6 +101,14 @@ struct RunContext {
   SpaceReserve* reserve = nullptr;  // freed for the summary when the disk is full
 };
 
+// Half the space free under `dir` to an unprivileged writer, at least 64 MiB (a disk that
+// full fails the runs' own writes, which say so).
+uint64_t half_free_space(const fs::path& dir) {
+  struct statvfs st {};
+  if (statvfs(dir.c_str(), &st) != 0) return uint64_t(128) << 20;
+  return std::max(uint64_t(st.f_bavail) * uint64_t(st.f_frsize) / 2, uint64_t(64) << 20);
+}
+
 // Set aside before the runs for run.json and summary.json (a full matrix's summary is a
 // few hundred KiB).
 constexpr uint64_t kSummaryReserve = uint64_t(4) << 20;
@@ -165,7 +175,8 @@ struct RunState {
   std::vector<std::string> failures;
   ChildResult child;
   TracerReport report;
-  EventStream events;
+  EventStream events;   // kept only where a later stage needs them (a workload's matcher, OTLP)
+  uint64_t events_read = 0;
   int64_t t_start = 0, t_ran = 0, t_finished = 0;  // monotonic: where the harness's time went
 };
 
@@ -319,15 +330,35 @@ void score_events(RunState& r, const RunContext& ctx, const Method& method, cons
   const TracerReport& report = r.report;
   r.run["tracer"] = {{"layers", report.layers}, {"loss", report.loss}, {"notes", report.notes}, {"error", report.error}};
   if (!report.error.empty()) r.failures.push_back("tracer: " + report.error);
-  if (fs::exists(r.dir / "events.jsonl")) {
+  // One pass over the method's events, in file order, counting as it reads: a command's
+  // events are never held (a real job makes 10^7 to 10^8 calls); a workload's are kept for
+  // the matcher, which pairs them with the ledger's.
+  FamilyCounter families(outcome.families);
+  ProcessCounter processes;
+  std::map<std::string, int64_t> per_layer;
+  DeviceNames names(&ctx.host.devices);
+  const bool keep = !r.combo.workload.empty() || ctx.otlp;
+  if (const fs::path file = events_file_of(r.dir); fs::exists(file)) {
     try {
-      r.events = read_events(r.dir / "events.jsonl");
+      EventReader in(file);
+      Event e;
+      while (in.next(e)) {
+        if (e.is_meta()) {
+          if (keep) r.events.meta.push_back(std::move(e));
+          continue;
+        }
+        ++outcome.event_counts[e.layer][e.name];
+        ++per_layer[e.layer];
+        families.add(e);
+        names.learn(e);
+        if (r.combo.workload.empty()) processes.add(e);
+        if (keep) r.events.events.push_back(std::move(e));
+      }
+      r.events_read = in.records();
     } catch (const std::exception& e) {
       r.failures.push_back(std::string("tracer output: ") + e.what());
     }
   }
-  for (const auto& e : r.events.events) ++outcome.event_counts[e.layer][e.name];
-  count_families(r.events.events, outcome.families);
   const json unobserved = unobserved_layers(method, report);
   r.run["unobserved"] = unobserved;
   for (const auto& u : unobserved) outcome.unobserved[u["layer"].get<std::string>()] = u["reason"].get<std::string>();
@@ -340,22 +371,18 @@ void score_events(RunState& r, const RunContext& ctx, const Method& method, cons
   for (const auto& l : report.layers) outcome.observed.insert(l);
   // Which GPU each record is on, in the one identity every process shares (per_device.h):
   // the method's own word, the ledger's, and the host's table for a bare ordinal.
-  DeviceNames names(&ctx.host.devices);
-  names.learn(r.events.events);
   names.learn(ledger.events);
   if (r.combo.workload.empty()) {
-    json per_layer = json::object();
-    for (const auto& e : r.events.events) per_layer[e.layer] = per_layer.value(e.layer, int64_t(0)) + 1;
     r.run["event_counts"] = per_layer;
-    const std::vector<ProcessCounts> processes = count_by_process(r.events.events, names);
+    const std::vector<ProcessCounts> counted = processes.finish(names);
     json shown = json::array();
-    for (const auto& p : processes) {
+    for (const auto& p : counted) {
       json devices = json::array();
       for (const auto& d : p.devices) devices.push_back(d);
       shown.push_back({{"pid", p.pid}, {"devices", devices}, {"first_cuda_ns", p.first_ts}});
     }
     r.run["processes"] = shown;
-    add_run(outcome.processes, processes);
+    add_run(outcome.processes, counted);
   } else {
     json scores = json::array();  // empty when the tracer observed no layer of this target
     const ProcessLabels labels = label_ledger_processes(ledger.meta, ledger.events);
@@ -423,6 +450,14 @@ void record_run(RunState& r, RunContext& ctx, ComboOutcome& outcome) {
                          {"tracer_around_program", ms(r.t_ran - r.t_start - r.child.wall_ns)},
                          {"conversion_and_finish", ms(r.t_finished - r.t_ran)},
                          {"reading_and_scoring", ms(monotonic_ns() - r.t_finished)}};
+  // The store as written: how many events, in how many bytes (schema/README.md).
+  std::error_code ec;
+  const fs::path events_file = events_file_of(r.dir);
+  if (const auto bytes = fs::file_size(events_file, ec); !ec)
+    r.run["events"] = {{"file", events_file.filename().string()},
+                       {"records", r.events_read},
+                       {"bytes", bytes},
+                       {"bytes_per_event", r.events_read ? double(bytes) / double(r.events_read) : 0.0}};
   r.run["ok"] = r.failures.empty();
   r.run["failures"] = r.failures;
   try {
@@ -537,14 +572,15 @@ void print_progress(size_t index, size_t total, const Combo& c, int rep, int rep
   std::snprintf(line, sizeof line, "[%3zu/%zu] %-22s %-14s rep %d/%d  %-6s %7.2f s", index, total, what.c_str(),
                 c.method.c_str(), rep, reps, verdict.c_str(), run["wall_ns"].get<int64_t>() / 1e9);
   std::string extra;
-  if (run.contains("ledger")) extra += "  ledger " + std::to_string(run["ledger"]["records"].get<int64_t>()) + " calls";
-  if (run.contains("match"))
-    for (const auto& s : run["match"]) {
-      char buf[96];
-      std::snprintf(buf, sizeof buf, "  %s %.1f%%", s["layer"].get<std::string>().c_str(), 100 * s["recall"].get<double>());
-      extra += buf;
-    }
-  else if (run.contains("event_counts"))
+  const bool ok = run["ok"].get<bool>();
+  // A failed run's shares are not shown: its ground truth may not have been read, and a
+  // number beside FAILED reads as a result (run.json keeps whatever was scored).
+  if (run.contains("ledger") && ok) extra += "  ledger " + std::to_string(run["ledger"]["records"].get<int64_t>()) + " calls";
+  if (run.contains("match") && ok)
+    for (const auto& s : run["match"])
+      extra += "  " + s["layer"].get<std::string>() + " " +
+               share_text(s["matched"].get<int64_t>(), s["expected"].get<int64_t>());
+  else if (run.contains("event_counts") && ok)
     for (const auto& [layer, n] : run["event_counts"].items()) extra += "  " + layer + " " + std::to_string(n.get<int64_t>());
   for (const auto& u : run["unobserved"])
     extra += "  " + u["layer"].get<std::string>() + " NOT OBSERVED (" + u["reason"].get<std::string>() + ")";
@@ -560,6 +596,9 @@ void print_progress(size_t index, size_t total, const Combo& c, int rep, int rep
     extra += "  (" + std::to_string(run["left_running"].size()) + " process(es) left running: killed" +
              (who.empty() ? "" : ": " + who) + ")";
   }
+  // Lost events always show, whatever the shares read.
+  if (const json loss = run.value("tracer", json::object()).value("loss", json::object()); lost_events(loss) > 0)
+    extra += "  LOST " + std::to_string(lost_events(loss)) + " events (" + lost_text(loss) + ")";
   // A total can hide a rank or a GPU that saw nothing: those that fell short are named.
   const json short_of = run.value("per_device_short", json::array());
   for (size_t i = 0; i < short_of.size() && i < 4; ++i) extra += "  SHORT " + short_of[i].get<std::string>();
@@ -578,9 +617,11 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
   std::vector<Combo> combos;
   // The untraced run of each program first: every traced run's ending is checked against it.
   std::vector<std::string> methods_in_order = opts.methods;
+  bool added_baseline = false;  // the untraced run is the harness's, not something the user asked for
   if (!opts.command.empty() && opts.baseline &&
       std::find(methods_in_order.begin(), methods_in_order.end(), "none") == methods_in_order.end()) {
     methods_in_order.insert(methods_in_order.begin(), "none");
+    added_baseline = true;
     std::fprintf(stderr, "harness: the command runs untraced first (method none), to check every traced run's "
                          "exit against it (--no-baseline skips it)\n");
   }
@@ -626,10 +667,15 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
   make_dir_exclusive(runs_dir);
   // The caller learns which folder is this run's without guessing from the newest one.
   if (!opts.run_id_file.empty()) write_file_atomic(opts.run_id_file, fs::absolute(root).string() + "\n");
-  RunContext ctx{opts, host, runs_dir, invoking_user()};
+  // What one run reads of the files a method's in-process half writes: as much as the disk
+  // under --out can take (half its free space now), or what the user said.
+  HostFacts run_host = host;
+  run_host.max_trace_bytes = opts.max_trace_bytes.value_or(half_free_space(root));
+  RunContext ctx{opts, run_host, runs_dir, invoking_user()};
 
   json manifest = {{"v", 1},
                    {"run_id", run_id},
+                   {"max_trace_bytes", run_host.max_trace_bytes},
                    {"started", utc_now("%Y-%m-%dT%H:%M:%SZ")},
                    {"command_line", command_line},
                    {"environment", environment_manifest(host, opts.methods)},
@@ -770,7 +816,12 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
   if (otlp) std::fprintf(stderr, "%s\n", otlp->console_line().c_str());  // the collector's state never changes the exit
   if (g_interrupted) return 130;
   if (failed || !ctx.write_error.empty()) return 1;
-  if (ok == 0) {
+  // The baseline the harness added is not what was asked: with every method the user named
+  // skipped, nothing requested ran.
+  const bool asked_ran = std::any_of(outcomes.begin(), outcomes.end(), [&](const ComboOutcome& o) {
+    return o.ok > 0 && !(added_baseline && o.combo.method == "none");
+  });
+  if (ok == 0 || !asked_ran) {
     std::fprintf(stderr, "harness: nothing requested could run here (see the skip reasons above)\n");
     return 3;
   }

@@ -1,5 +1,7 @@
 #include "harness/otlp_export.h"
 
+#include "common/event_store.h"
+
 #include <algorithm>
 #include <climits>
 #include <cstdio>
@@ -256,7 +258,7 @@ OtlpStats otlp_of_run(const fs::path& folder, const OtlpSink& sink) {
   std::error_code ec;
   const json manifest = fs::exists(manifest_path, ec) ? read_json_file(manifest_path) : json::object();
   EventStream stream;
-  if (fs::exists(folder / "events.jsonl", ec)) stream = read_events(folder / "events.jsonl", kMaxEventBytes);
+  if (const fs::path file = events_file_of(folder); fs::exists(file, ec)) stream = read_events(file, kMaxEventBytes);
   return otlp_of_run(folder.filename().string(), run, manifest, stream.events, sink);
 }
 

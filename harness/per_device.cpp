@@ -164,27 +164,48 @@ bool several(const Buckets& buckets) {
 // ---- commands ----
 
 std::vector<ProcessCounts> count_by_process(const std::vector<Event>& events, const DeviceNames& names) {
-  std::map<int64_t, std::map<std::string, std::vector<Event>>> parts;  // pid -> device -> events
+  ProcessCounter counter;
+  for (const auto& e : events) counter.add(e);
+  return counter.finish(names);
+}
+
+struct ProcessCounter::Part {
+  Event sample;  // a record of this part: what the device key is computed from
+  FamilyCounts counts;
+  FamilyCounter counter{counts};
+};
+
+ProcessCounter::ProcessCounter() = default;
+ProcessCounter::~ProcessCounter() = default;
+
+void ProcessCounter::add(const Event& e) {
+  if (e.layer == layer::kMeta) return;
+  auto& part = parts_[{e.pid, e.device, e.device_id}];
+  if (!part) {
+    part = std::make_unique<Part>();
+    part->sample.pid = e.pid;
+    part->sample.device = e.device;
+    part->sample.device_id = e.device_id;
+  }
+  part->counter.add(e);
+  auto [it, fresh] = first_ts_.try_emplace(e.pid, 0);
+  if (e.layer != layer::kSyscall && e.ts > 0 && (it->second == 0 || e.ts < it->second)) it->second = e.ts;
+}
+
+std::vector<ProcessCounts> ProcessCounter::finish(const DeviceNames& names) {
   std::map<int64_t, ProcessCounts> out;
-  for (const auto& e : events) {
-    if (e.layer == layer::kMeta) continue;
-    const std::string key = names.key(e);
-    parts[e.pid][key].push_back(e);
-    ProcessCounts& p = out[e.pid];
-    p.pid = e.pid;
-    if (e.layer != layer::kSyscall && e.ts > 0 && (p.first_ts == 0 || e.ts < p.first_ts)) p.first_ts = e.ts;
+  for (const auto& [raw, part] : parts_) {
+    const std::string key = names.key(part->sample);
+    ProcessCounts& p = out[part->sample.pid];
+    p.pid = part->sample.pid;
+    p.first_ts = first_ts_[p.pid];
     if (key != kNoDevice) p.devices.insert(key);
+    FamilyCounts& into = p.by_device[key];
+    for (const auto& [l, families] : part->counts)
+      for (const auto& [f, n] : families) into[l][f] += n;
   }
   std::vector<ProcessCounts> v;
-  for (auto& [pid, by_device] : parts) {
-    ProcessCounts& p = out[pid];
-    for (auto& [device, evs] : by_device) {
-      FamilyCounts counts;
-      count_families(evs, counts);
-      p.by_device[device] = std::move(counts);
-    }
-    v.push_back(std::move(p));
-  }
+  for (auto& [pid, p] : out) v.push_back(std::move(p));
   return v;
 }
 

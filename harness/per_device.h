@@ -14,6 +14,9 @@
 #include <compare>
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <optional>
+#include <tuple>
 #include <set>
 #include <string>
 #include <vector>
@@ -108,6 +111,20 @@ struct ProcessCounts {
   std::map<std::string, std::map<std::string, std::map<std::string, int64_t>>> by_device;  // device -> layer -> family -> n
 };
 std::vector<ProcessCounts> count_by_process(const std::vector<Event>& events, const DeviceNames& names);
+// The same, one event at a time: counts are kept per (pid, device as the record names it)
+// and given their shared device key at the end, once every record has taught `names`.
+class ProcessCounter {
+ public:
+  ProcessCounter();
+  ~ProcessCounter();
+  void add(const Event& e);
+  std::vector<ProcessCounts> finish(const DeviceNames& names);
+
+ private:
+  struct Part;
+  std::map<std::tuple<int64_t, std::optional<int64_t>, std::string>, std::unique_ptr<Part>> parts_;
+  std::map<int64_t, int64_t> first_ts_;  // pid -> its first CUDA record
+};
 
 // Processes summed over a method's repetitions, each under a key that does not depend on
 // pids: the devices it used and its place among the processes that used the same ones,

@@ -1,6 +1,11 @@
 #include "harness/trace_export.h"
 
+#include "common/event_store.h"
+
+#include <unistd.h>
+
 #include <fstream>
+#include <memory>
 #include <set>
 
 #include "common/event_io.h"
@@ -36,8 +41,8 @@ nlohmann::json slice(const Event& e, int64_t pid, const std::string& category) {
 size_t export_trace(const std::filesystem::path& run_dir) {
   nlohmann::json trace = nlohmann::json::array();
   std::set<int64_t> traced_pids, ledger_pids;
-  if (std::filesystem::exists(run_dir / "events.jsonl"))
-    for (const auto& e : read_events(run_dir / "events.jsonl").events) {
+  if (const auto file = events_file_of(run_dir); std::filesystem::exists(file))
+    for (const auto& e : read_events(file).events) {
       trace.push_back(slice(e, e.pid, e.layer));
       traced_pids.insert(e.pid);
     }
@@ -60,6 +65,24 @@ size_t export_trace(const std::filesystem::path& run_dir) {
   write_file_atomic(run_dir / "trace.json",
                     dump_safe(nlohmann::json{{"traceEvents", std::move(trace)}, {"displayTimeUnit", "ns"}}) + "\n");
   return n;
+}
+
+int export_jsonl(const std::filesystem::path& run_dir, const std::filesystem::path& file) {
+  const std::filesystem::path events = events_file_of(run_dir);
+  if (!std::filesystem::exists(events))
+    throw std::runtime_error("no events in " + run_dir.string() + " (give results/<run-id>/runs/<combo>)");
+  StoreLimits limits;
+  limits.max_inflated_bytes = uint64_t(256) << 30;  // a folder the user owns: no zstd bomb
+  EventReader in(events, limits);
+  const bool to_stdout = file == "-";
+  std::unique_ptr<EventWriter> out = to_stdout ? std::make_unique<EventWriter>(dup(1), "standard output")
+                                               : std::make_unique<EventWriter>(file);
+  Event e;
+  while (in.next(e)) out->write(e);
+  out->close();
+  std::fprintf(stderr, "harness: wrote %llu events to %s\n", static_cast<unsigned long long>(in.records()),
+               to_stdout ? "standard output" : file.c_str());
+  return 0;
 }
 
 }  // namespace cudatrace

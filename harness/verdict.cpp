@@ -51,14 +51,37 @@ std::string mangled_prefix(const std::string& s) {
 
 }  // namespace
 
-std::string partial_reason(const std::map<std::string, std::string>& partly_unobserved, const json& loss,
-                           const std::map<std::string, std::string>& limits, const std::string& layer) {
-  if (auto it = partly_unobserved.find(layer); it != partly_unobserved.end()) return it->second;
+int64_t lost_events(const json& loss) {
+  int64_t total = 0;
+  if (loss.is_object())
+    for (const auto& [counter, n] : loss.items())
+      if (n.is_number_integer() && n.get<int64_t>() > 0) total += n.get<int64_t>();
+  return total;
+}
+
+std::string lost_text(const json& loss) {
   std::string lost;
   if (loss.is_object())
     for (const auto& [counter, n] : loss.items())
       if (n.is_number_integer() && n.get<int64_t>() > 0) lost += (lost.empty() ? "" : ", ") + counter + "=" + n.dump();
-  if (!lost.empty()) return "the tracer lost events (" + lost + ")";
+  return lost;
+}
+
+std::string share_text(int64_t matched, int64_t total) {
+  if (total <= 0 || matched >= total) return "100.0%";
+  const int64_t tenths = matched * 1000 / total;  // rounded down: a shortfall never reads whole
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%lld.%lld%%", static_cast<long long>(tenths / 10), static_cast<long long>(tenths % 10));
+  std::string out = buf;
+  if (tenths >= 990)
+    out += ", " + std::to_string(total - matched) + " of " + std::to_string(total) + " missing";
+  return out;
+}
+
+std::string partial_reason(const std::map<std::string, std::string>& partly_unobserved, const json& loss,
+                           const std::map<std::string, std::string>& limits, const std::string& layer) {
+  if (auto it = partly_unobserved.find(layer); it != partly_unobserved.end()) return it->second;
+  if (const std::string lost = lost_text(loss); !lost.empty()) return "the tracer lost events (" + lost + ")";
   if (auto it = limits.find(layer); it != limits.end()) return "what this method cannot see: " + it->second;
   return "";
 }
@@ -90,29 +113,31 @@ std::string kernel_symbol(const Event& e) {
 }  // namespace
 
 void count_families(const std::vector<Event>& events, FamilyCounts& into) {
-  std::set<std::tuple<int64_t, int64_t, int64_t, std::string>> device_runs;  // (pid, launch, execution, kernel)
-  for (const auto& e : events) {
-    if (e.layer == layer::kRuntime || e.layer == layer::kDriver) {
-      if (is_runtime_internal(e.name)) continue;  // cudart's plumbing: no program calls it
-      ++into[e.layer][canonical_name(e.name)];
-    } else if (e.layer == layer::kGpuActivity) {
-      const std::string k = kernel_family(kernel_symbol(e));
-      ++into[e.layer][k];
-      int64_t blocks = 1;
-      const auto grid = e.args.find("grid");
-      if (grid != e.args.end() && grid->is_array())
-        for (const auto& d : *grid) blocks *= d.is_number_integer() ? d.get<int64_t>() : 0;
-      into[kActivityBlocks][k] += blocks;
-    } else if (e.layer == layer::kDevice) {
-      const std::string k = kernel_family(kernel_symbol(e));
-      if (device_runs.insert({e.pid, e.args.value("launch", int64_t(-1)), e.args.value("execution", int64_t(0)), k}).second)
-        ++into[e.layer][k];
-      // Blocks: an event per block, or a launch's args.blocks counted on the GPU.
-      const auto b = e.args.find("blocks");
-      into[kDeviceBlocks][k] += b != e.args.end() && b->is_number_integer() ? b->get<int64_t>() : 1;
-    } else if (e.layer == layer::kSyscall) {
-      ++into[e.layer][e.name];
-    }
+  FamilyCounter counter(into);
+  for (const auto& e : events) counter.add(e);
+}
+
+void FamilyCounter::add(const Event& e) {
+  if (e.layer == layer::kRuntime || e.layer == layer::kDriver) {
+    if (is_runtime_internal(e.name)) return;  // cudart's plumbing: no program calls it
+    ++into_[e.layer][canonical_name(e.name)];
+  } else if (e.layer == layer::kGpuActivity) {
+    const std::string k = kernel_family(kernel_symbol(e));
+    ++into_[e.layer][k];
+    int64_t blocks = 1;
+    const auto grid = e.args.find("grid");
+    if (grid != e.args.end() && grid->is_array())
+      for (const auto& d : *grid) blocks *= d.is_number_integer() ? d.get<int64_t>() : 0;
+    into_[kActivityBlocks][k] += blocks;
+  } else if (e.layer == layer::kDevice) {
+    const std::string k = kernel_family(kernel_symbol(e));
+    if (device_runs_.insert({e.pid, e.args.value("launch", int64_t(-1)), e.args.value("execution", int64_t(0)), k}).second)
+      ++into_[e.layer][k];
+    // Blocks: an event per block, or a launch's args.blocks counted on the GPU.
+    const auto b = e.args.find("blocks");
+    into_[kDeviceBlocks][k] += b != e.args.end() && b->is_number_integer() ? b->get<int64_t>() : 1;
+  } else if (e.layer == layer::kSyscall) {
+    ++into_[e.layer][e.name];
   }
 }
 
@@ -261,8 +286,15 @@ json command_verdict(const std::vector<MethodView>& methods) {
         row["coverage"] = double(covered) / double(total);
         row["status"] = covered == total ? "complete" : covered == 0 ? "blind" : "partial";
       }
+      // A method that lost events is never complete: the reference may be the union of what
+      // the methods kept, or CUPTI's own run, and neither can vouch for what this one lost.
+      const int64_t lost = lost_events(m.loss);
+      row["lost"] = lost;
+      if (lost > 0 && (row["status"] == "complete" || row["status"] == "nothing to see" ||
+                       row["status"] == "nothing in the reference"))
+        row["status"] = "lost events";
       // Less than all of it: the reason travels with the number.
-      if (m.partly_unobserved.count(l) || (total > 0 && covered < total)) {
+      if (m.partly_unobserved.count(l) || (total > 0 && covered < total) || lost > 0) {
         const std::string why = partial_reason(m.partly_unobserved, m.loss, m.limits, l);
         row["why"] = why.empty() ? "the method names no limit for this layer (Method::limits)" : why;
       }
@@ -310,13 +342,15 @@ std::string verdict_text(const json& verdict) {
       else
         // What it matched of the reference (never more than all of it), and apart from
         // that what only this method saw: one share, one count, never mixed.
-        std::snprintf(buf, sizeof buf, "%s: matched %lld of the reference's %lld (%.1f%%)",
+        std::snprintf(buf, sizeof buf, "%s: matched %lld of the reference's %lld (%s)",
                       row["status"].get<std::string>().c_str(), static_cast<long long>(row["matched"].get<int64_t>()),
-                      static_cast<long long>(row["reference"].get<int64_t>()), 100 * row["coverage"].get<double>());
+                      static_cast<long long>(row["reference"].get<int64_t>()),
+                      share_text(row["matched"].get<int64_t>(), row["reference"].get<int64_t>()).c_str());
       detail = buf;
       if (row.contains("blocks"))
         detail += "; blocks " + std::to_string(row["blocks"]["seen"].get<int64_t>()) + " of " +
                   std::to_string(row["blocks"]["reference"].get<int64_t>()) + " in CUPTI's kernel records";
+      if (const int64_t lost = row.value("lost", int64_t(0)); lost > 0) detail += "; LOST " + std::to_string(lost) + " events";
       if (const int64_t only = row.value("only_it_saw", int64_t(0)); only > 0)
         detail += "; besides, " + std::to_string(only) + " only it saw";
       if (!row["missed_families"].empty()) {

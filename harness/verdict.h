@@ -4,6 +4,7 @@
 // A layer not observed is a result of its own: never shown as a clean zero loss.
 #include <map>
 #include <set>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,17 @@ using FamilyCounts = std::map<std::string, std::map<std::string, int64_t>>;
 inline constexpr const char* kDeviceBlocks = "device.blocks";
 inline constexpr const char* kActivityBlocks = "gpu-activity.blocks";
 void count_families(const std::vector<Event>& events, FamilyCounts& into);
+// The same, one event at a time (a run's events are streamed, never held): what it keeps
+// besides the counts is one entry per device-layer launch, to count each launch once.
+class FamilyCounter {
+ public:
+  explicit FamilyCounter(FamilyCounts& into) : into_(into) {}
+  void add(const Event& e);
+
+ private:
+  FamilyCounts& into_;
+  std::set<std::tuple<int64_t, int64_t, int64_t, std::string>> device_runs_;  // (pid, launch, execution, kernel)
+};
 
 // "_Z6kernelPfi" and "kernel(float*, int)" -> "kernel": methods name kernels differently.
 // Names are compared on their first kFamilyChars characters (see verdict.cpp).
@@ -52,6 +64,19 @@ struct MethodView {
 // Why a method saw less than all of `layer`: the tracer's own account of this run, else the
 // events it lost (its loss counters), else what the method cannot see whatever the program
 // (Method::limits). Empty only for a method that breaks the rule that names every limit.
+// The events a method lost, by its own counters (every positive integer counter: its
+// ring's drops, the harness's bounds, files cut short), summed, and in words
+// ("over_bound_records=7904074, dropped=2"); 0 and "" when it lost none. A method that lost
+// events is never complete, whatever the reference (a union reference cannot see what
+// every method missed).
+int64_t lost_events(const nlohmann::json& loss);
+std::string lost_text(const nlohmann::json& loss);
+
+// A share for a person: "100.0%" only when nothing is missing; a shortfall is rounded down
+// and, where that still reads as 99.9% or more, says how many are missing ("99.9%, 1 of
+// 14821 missing"), so that a short layer never reads as whole.
+std::string share_text(int64_t matched, int64_t total);
+
 std::string partial_reason(const std::map<std::string, std::string>& partly_unobserved, const nlohmann::json& loss,
                            const std::map<std::string, std::string>& limits, const std::string& layer);
 

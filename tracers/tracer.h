@@ -2,7 +2,7 @@
 // The one interface every tracing method implements. The harness knows nothing else of a
 // method: it asks the registry whether the method can run here, lets the tracer shape the
 // child's command, tells it when the child exists and when it is gone, and reads back
-// events.jsonl plus the loss counters the tracer reports.
+// its events (the store, common/event_store.h) plus the loss counters the tracer reports.
 #include <sys/types.h>
 
 #include <filesystem>
@@ -30,6 +30,10 @@ struct HostFacts {
   // ordinal or UUID into the identity every process shares (common/device_id.h).
   std::map<int, HostDevice> devices;
   std::filesystem::path prefix;  // install root: bin/ lib/ libexec/ below it
+  // How much of what a method's in-process half writes (preload's record files) one run
+  // reads: --max-trace-bytes, else half the free space under --out when the runs start.
+  // Read in slices, never held: it bounds disk and time, not memory.
+  uint64_t max_trace_bytes = uint64_t(128) << 20;
 };
 
 // The program being traced.
@@ -79,7 +83,7 @@ class Tracer {
   // The child exists but has not exec'd the target yet: attach collectors to it now.
   virtual void attach(pid_t child) { (void)child; }
   // The child is gone (exited, crashed, killed): stop collecting, write
-  // run_dir/events.jsonl (absent = no events), and report layers and loss.
+  // run_dir/kEventsFile (absent = no events), and report layers and loss.
   virtual TracerReport finish(const std::filesystem::path& run_dir) = 0;
   // A program to run, as the program's user, once the program has ended and before
   // finish(): a converter of what the method's own tool wrote (nsys export). Empty: none.

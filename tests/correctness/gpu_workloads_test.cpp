@@ -1,5 +1,6 @@
 // Every GPU workload under `none`, both linkages: the ledger has exactly the calls the
 // workload intends, and the workload's own result check passed. Skips without a GPU.
+#include "common/event_store.h"
 #include "harness_run.h"
 
 using namespace correctness;
@@ -147,7 +148,7 @@ TEST(GpuPreloadDlopen, ProgramThatOpensLibcudaItself) {
   EXPECT_NE(plain.find("cuDeviceGet(999) 101"), std::string::npos) << plain;
   EXPECT_EQ(slurp(run_of["preload"] / "stdout.txt"), plain);
   std::map<std::string, std::vector<int64_t>> codes;
-  for (const auto& e : cudatrace::read_events(run_of["preload"] / "events.jsonl").events)
+  for (const auto& e : cudatrace::read_events(run_of["preload"] / cudatrace::kEventsFile).events)
     if (e.layer == "driver") codes[e.name].push_back(e.ret.value_or(-1));
   EXPECT_EQ(codes["cuInit"], std::vector<int64_t>{0});
   EXPECT_EQ(codes["cuDeviceGetCount"], std::vector<int64_t>{0});

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/event_store.h"
 #include "harness/process_tree.h"
 #include "harness_run.h"
 
@@ -149,7 +150,7 @@ TEST(RootSafety, PlantedLinksAreNeverFollowed) {
   const fs::path victim = secret_dir / "victim";
   { std::ofstream(victim) << "root's data\n"; }
   chmod(victim.c_str(), 0600);
-  const std::string names = "stdout.txt stderr.txt events.jsonl run.json run.json.tmp summary.json.tmp trace.json";
+  const std::string names = "stdout.txt stderr.txt events.jsonl events.msgpack.zst run.json run.json.tmp summary.json.tmp trace.json";
   const std::string plant = "for d in \"$CUDATRACE_PRELOAD_DIR\" \"$CUDATRACE_PRELOAD_DIR/..\"; do for n in " + names +
                             "; do ln -s " + victim.string() + " \"$d/$n\" 2>/dev/null; done; done; true";
   const fs::path out = testsupport::temp_dir("planted");
@@ -173,7 +174,7 @@ TEST(RootSafety, FullDiskIsReportedAndTheSummaryKept) {
   const fs::path out = testsupport::temp_dir("full");
   if (mount("cudatrace-test", out.c_str(), "tmpfs", 0, "size=1m") != 0)
     GTEST_SKIP() << "cannot mount a tmpfs here: " << std::strerror(errno);
-  // Each run's events.jsonl (strace of a chatty program) is larger than what is left.
+  // Each run's events (strace of a chatty program) is larger than what is left.
   auto res = testsupport::run_command(std::string(HARNESS_PATH) + " --method strace,none --reps 3 --out " + out.string() +
                                       " -- /bin/sh -c 'i=0; while [ $i -lt 3000 ]; do : > /dev/null; i=$((i+1)); done; ls /proc/self/fd >/dev/null'");
   std::vector<fs::path> tmp_left;
@@ -199,16 +200,17 @@ TEST(RootSafety, FullDiskIsReportedAndTheSummaryKept) {
 }
 
 // A 256 MB sparse file planted in the preload shim's folder (0 bytes on disk): the harness
-// reads a bounded part of it, counts the rest as loss, and stays small.
+// reads the part --max-trace-bytes allows, in slices, counts the rest as loss, and stays small.
 TEST(RootSafety, HugeSparseSpoolFileIsBoundedAndCountedAsLoss) {
-  HarnessRun r = run_harness("--method preload -- /bin/sh -c 'truncate -s 256M \"$CUDATRACE_PRELOAD_DIR/preload.1.1.bin\"'");
+  HarnessRun r = run_harness("--max-trace-bytes 64M --method preload -- /bin/sh -c 'truncate -s 256M "
+                             "\"$CUDATRACE_PRELOAD_DIR/preload.1.1.bin\"'");
   struct rusage ru {};
   getrusage(RUSAGE_CHILDREN, &ru);
   EXPECT_LT(ru.ru_maxrss, 200 * 1024) << "kB: the harness read the whole file";
   const json run = r.run_json("cmd.preload");
   ASSERT_TRUE(run.contains("tracer")) << r.output;
   EXPECT_GT(run["tracer"]["loss"]["over_bound_records"].get<int64_t>(), 0) << run["tracer"].dump();
-  EXPECT_LT(fs::file_size(r.root / "runs" / "cmd.preload.r1" / "events.jsonl"), uintmax_t(400) << 20);
+  EXPECT_LT(fs::file_size(r.root / "runs" / "cmd.preload.r1" / cudatrace::kEventsFile), uintmax_t(400) << 20);
 }
 
 TEST(RootSafety, BadInputIsRefusedBeforeAnythingRuns) {

@@ -1,5 +1,6 @@
 // The strace method, end to end through the harness, on the errors workload (no GPU
 // needed): every ledger call is scored for syscall visibility, nothing is unreadable.
+#include "common/event_store.h"
 #include "harness_run.h"
 
 using namespace correctness;
@@ -32,7 +33,7 @@ TEST_P(StraceErrors, ScoredAgainstTheLedgerWithNothingLost) {
   EXPECT_EQ(score["by_name"]["cudaRuntimeGetVersion"]["matched"], 0) << score.dump(2);
 
   // Every syscall event lies on one of the workload's own threads.
-  cudatrace::EventStream ev = cudatrace::read_events(r.root / "runs" / ("errors." + linkage + ".strace.r1") / "events.jsonl");
+  cudatrace::EventStream ev = cudatrace::read_events(r.root / "runs" / ("errors." + linkage + ".strace.r1") / cudatrace::kEventsFile);
   cudatrace::EventStream ledger = cudatrace::read_events(r.root / "runs" / ("errors." + linkage + ".strace.r1") / "target" / "ledger.jsonl");
   ASSERT_FALSE(ev.events.empty());
   EXPECT_EQ(ev.events.front().name, "execve");

@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/event_store.h"
 #include "harness_run.h"
 
 using namespace correctness;
@@ -138,7 +139,7 @@ CommandCalls run_load_cudarts(HarnessRun& r) {
       lines >> c.printed >> pid_word >> c.pid;
     }
   }
-  for (auto& e : cudatrace::read_events(dir / "events.jsonl").events)
+  for (auto& e : cudatrace::read_events(dir / cudatrace::kEventsFile).events)
     if (e.name == "cudaGetDeviceCount") c.seen.push_back(std::move(e));
   return c;
 }

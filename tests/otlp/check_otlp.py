@@ -127,12 +127,21 @@ def spans_by_run(otlp, lines, where):
     return out
 
 
-def check_run(c, folder, run_id, entries):
+def run_events(binary, folder):
+    """A run folder's events: the store (events.msgpack.zst) through `harness --export-jsonl`,
+    or an events.jsonl written by hand."""
+    if os.path.exists(os.path.join(folder, "events.msgpack.zst")):
+        p = subprocess.run([binary, "--export-jsonl", folder, "-o", "-"], capture_output=True, text=True, check=True)
+        return [json.loads(line) for line in p.stdout.splitlines() if line]
+    path = os.path.join(folder, "events.jsonl")
+    return read_jsonl(path) if os.path.exists(path) else []
+
+
+def check_run(c, folder, run_id, entries, binary):
     """One run folder's spans against its events.jsonl and run.json."""
     key = f"{run_id}/{os.path.basename(folder)}"
     run = json.load(open(os.path.join(folder, "run.json")))
-    events_path = os.path.join(folder, "events.jsonl")
-    events = [e for e in (read_jsonl(events_path) if os.path.exists(events_path) else []) if e["layer"] != "meta"]
+    events = [e for e in run_events(binary, folder) if e["layer"] != "meta"]
     offset = run["clock"]["realtime_minus_monotonic_ns"]
     c.expect(entries, f"{key}: no resource exported")
     if not entries:
@@ -225,7 +234,7 @@ def export_and_check(c, otlp, binary, results, out_file):
     totals = Counter()
     for folder in run_folders(results):
         key = f"{run_id}/{os.path.basename(folder)}"
-        spans, errors = check_run(c, folder, run_id, by_run.get(key, []))
+        spans, errors = check_run(c, folder, run_id, by_run.get(key, []), binary)
         totals["spans"] += spans
         totals["errors"] += errors
         totals["links"] += check_links(c, key, by_run.get(key, []))
@@ -397,7 +406,7 @@ def mode_endpoint(otlp, binary, work):
     by_run = spans_by_run(otlp, rx.bodies, "received")
     for folder in run_folders(results):
         key = f"{os.path.basename(results)}/{os.path.basename(folder)}"
-        check_run(c, folder, os.path.basename(results), by_run.get(key, []))
+        check_run(c, folder, os.path.basename(results), by_run.get(key, []), binary)
     # --export-otlp with --otlp-endpoint sends the file.
     before = len(rx.bodies)
     harness(binary, "--export-otlp", results, "-o", os.path.join(work, "resend.jsonl"), "--otlp-endpoint", url + "/v1/traces")
@@ -418,7 +427,7 @@ def mode_endpoint(otlp, binary, work):
              f"expected the error line and the closing line, got {lines}")
     results = results_of(out)
     c.expect(json.load(open(os.path.join(results, "summary.json")))["otlp"]["error"], "summary.json has no OTLP error")
-    c.expect(all(os.path.exists(os.path.join(f, "events.jsonl")) for f in run_folders(results)), "results missing")
+    c.expect(all(os.path.exists(os.path.join(f, "events.msgpack.zst")) for f in run_folders(results)), "results missing")
     p = harness(binary, "--workload", "errors", "--otlp-endpoint", "localhost:4318", check=False)
     c.expect(p.returncode == 2 and "http://" in p.stderr, f"a URL without a scheme: {p.returncode} {p.stderr!r}")
     c.finish(f"{len(rx.bodies)} requests decoded as ExportTraceServiceRequest after 503 and 429; unreachable: {lines[0]}")
@@ -435,7 +444,7 @@ def mode_gpu(otlp, binary, work):
     harness(binary, "--workload", "vecadd", "--method", "cupti", "--linkage", "both", "--out", out)
     results = results_of(out)
     _, totals = export_and_check(c, otlp, binary, results, os.path.join(work, "gpu.jsonl"))
-    kernels = sum(1 for f in run_folders(results) for e in read_jsonl(os.path.join(f, "events.jsonl"))
+    kernels = sum(1 for f in run_folders(results) for e in run_events(binary, f)
                   if e["layer"] == "gpu-activity")
     c.expect(kernels > 0 and totals["links"] == kernels, f"{totals['links']} of {kernels} kernels linked")
     c.finish(f"{totals['spans']} spans, {totals['links']} of {kernels} kernels linked to their launch")

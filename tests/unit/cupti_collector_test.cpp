@@ -8,6 +8,7 @@
 #include <map>
 #include <sstream>
 
+#include "common/event_store.h"
 #include "common/event_io.h"
 #include "harness/runner.h"
 #include "test_support.h"
@@ -32,7 +33,7 @@ FakeRun run_fake_app(const std::map<std::string, std::string>& env, bool per_cal
   tracer.prepare(launch, Target{launch.argv, "static"}, dir);
   r.child = run_child(ChildSpec{launch, dir, 60}, tracer);
   r.report = tracer.finish(dir);
-  for (auto& e : read_events(dir / "events.jsonl").events) r.events.push_back(std::move(e));
+  for (auto& e : read_events(dir / cudatrace::kEventsFile).events) r.events.push_back(std::move(e));
   std::ifstream err(dir / "stderr.txt");
   std::stringstream ss;
   ss << err.rdbuf();

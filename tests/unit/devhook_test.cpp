@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/event_store.h"
 #include "common/event_io.h"
 #include "ledger/ledger.h"
 #include "test_support.h"
@@ -325,7 +326,7 @@ TEST(DevhookDecode, BlockModePairsEntryAndExitPerBlock) {
   std::vector<DeviceRecord> ring = {rec(0, 0, 0, kEntry, 5000), rec(0, 1, 0, kEntry, 5100), rec(0, 0, 0, kExit, 5900),
                                     rec(1, 0, 0, kEntry, 7000), rec(1, 0, 0, kExit, 7400), DeviceRecord{}};
   const fs::path dir = write_agent_output("block", ring, 2);
-  const TracerReport rep = convert_devhook_output(dir, dir / "events.jsonl", "shared", 4242);
+  const TracerReport rep = convert_devhook_output(dir, dir / cudatrace::kEventsFile, "shared", 4242);
   EXPECT_EQ(rep.error, "");
   EXPECT_EQ(rep.layers, std::vector<std::string>{"device"});
   EXPECT_EQ(rep.device_mode, "block");
@@ -334,7 +335,7 @@ TEST(DevhookDecode, BlockModePairsEntryAndExitPerBlock) {
   EXPECT_EQ(rep.notes["launches"], 3);
   EXPECT_EQ(rep.notes["launches_instrumented"], 2);
   EXPECT_EQ(rep.notes["uninstrumented_launches"].size(), 1u);
-  const auto events = read_events(dir / "events.jsonl").events;
+  const auto events = read_events(dir / cudatrace::kEventsFile).events;
   ASSERT_EQ(events.size(), 3u);  // (launch 0, block 0), (launch 0, block 1), (launch 1, block 0)
   EXPECT_EQ(events[0].name, "vecadd_kernel");
   EXPECT_EQ(events[0].ts, 4000);  // GPU time minus the calibrated offset
@@ -367,7 +368,7 @@ TEST(DevhookDecode, LossCountersWithoutTheRecords) {
   const fs::path dir = write_agent_output("block", ring, 2, 4242, 1);
   const auto loss = devhook_loss_counters(dir);
   ASSERT_TRUE(loss.has_value());
-  const TracerReport rep = convert_devhook_output(dir, dir / "events.jsonl", "shared", 4242);
+  const TracerReport rep = convert_devhook_output(dir, dir / cudatrace::kEventsFile, "shared", 4242);
   for (const char* counter : {"ring_full", "unfilled_slots", "records_unwritten", "contexts_unread"})
     EXPECT_EQ(loss->at(counter), rep.loss.at(counter)) << counter;
   EXPECT_EQ(loss->at("ring_full"), 2);
@@ -400,12 +401,12 @@ TEST(DevhookDecode, GraphReplaysOfOneNodeStayApart) {
     std::ofstream out(dir / "devhook.11.records", std::ios::binary);
     out.write(reinterpret_cast<const char*>(ring.data()), std::streamsize(ring.size() * sizeof(DeviceRecord)));
   }
-  const TracerReport r = convert_devhook_output(dir, dir / "events.jsonl", "shared", 11);
+  const TracerReport r = convert_devhook_output(dir, dir / cudatrace::kEventsFile, "shared", 11);
   EXPECT_EQ(r.error, "");
   EXPECT_TRUE(r.partly_unobserved.empty());
   EXPECT_EQ(r.notes["graph_nodes"], 1);
   EXPECT_EQ(r.notes["graph_executions"], 3);
-  const auto events = read_events(dir / "events.jsonl").events;
+  const auto events = read_events(dir / cudatrace::kEventsFile).events;
   ASSERT_EQ(events.size(), 8u);  // 2 blocks of launch 0, and 2 blocks x 3 executions of the node
   std::set<std::pair<int64_t, int64_t>> runs;
   for (const auto& e : events) runs.insert({e.args["launch"].get<int64_t>(), e.args["execution"].get<int64_t>()});
@@ -427,7 +428,7 @@ TEST(DevhookDecode, NoInstrumentedLaunchIsNotObservedWithTheReason) {
               {"launches", json::array()},
               {"uninstrumented", {{"kernel k: a cubin: machine code only, no PTX to rewrite", 4}}}};
   std::ofstream(dir / "devhook.12.json") << rep.dump();
-  const TracerReport r = convert_devhook_output(dir, dir / "events.jsonl", "static", 12);
+  const TracerReport r = convert_devhook_output(dir, dir / cudatrace::kEventsFile, "static", 12);
   EXPECT_TRUE(r.layers.empty());
   ASSERT_EQ(r.unobserved.count("device"), 1u);
   EXPECT_EQ(r.unobserved.at("device").rfind(
@@ -449,10 +450,10 @@ TEST(DevhookDecode, ThreadModeCountsDistinctThreadsPerBlock) {
   ring.push_back(rec(0, 1, 5, kExit, 400));  // thread 5 of block 1: its entry was dropped
   ring.push_back(rec(0, 1, 5 | 2 << 10, kExit, 410));  // thread (5,2,0): the block is 64 x 1 x 1
   const fs::path dir = write_agent_output("thread", ring, 1);
-  const TracerReport rep = convert_devhook_output(dir, dir / "events.jsonl", "shared", 4242);
+  const TracerReport rep = convert_devhook_output(dir, dir / cudatrace::kEventsFile, "shared", 4242);
   EXPECT_EQ(rep.device_mode, "thread");
   EXPECT_EQ(rep.loss["thread_outside_block"], 1);
-  const auto events = read_events(dir / "events.jsonl").events;
+  const auto events = read_events(dir / cudatrace::kEventsFile).events;
   ASSERT_EQ(events.size(), 2u);
   EXPECT_EQ(events[0].args["threads"], 64);
   EXPECT_EQ(events[1].args["threads"], 1);
@@ -465,14 +466,14 @@ TEST(DevhookDecode, StaticCudartAndAMissingReportAreExplained) {
   json rep = {{"pid", 7}, {"mode", "block"}, {"contexts", json::array()}, {"fatbins", json::array()},
               {"kernels", json::array()}, {"launches", json::array()}, {"uninstrumented", json::object()}};
   std::ofstream(dir / "devhook.7.json") << rep.dump();
-  TracerReport r = convert_devhook_output(dir, dir / "events.jsonl", "static", 7);
+  TracerReport r = convert_devhook_output(dir, dir / cudatrace::kEventsFile, "static", 7);
   EXPECT_EQ(r.error, "");
   EXPECT_TRUE(r.layers.empty());
   EXPECT_NE(r.notes["why_nothing"].get<std::string>().find("statically"), std::string::npos);
   EXPECT_EQ(r.unobserved["device"], r.notes["why_nothing"].get<std::string>());
   // The traced program itself left no report: it died before its exit handlers ran.
-  fs::remove(dir / "events.jsonl");  // root creates it exclusively: a second conversion writes anew
-  r = convert_devhook_output(dir, dir / "events.jsonl", "shared", 8);
+  fs::remove(dir / cudatrace::kEventsFile);  // root creates it exclusively: a second conversion writes anew
+  r = convert_devhook_output(dir, dir / cudatrace::kEventsFile, "shared", 8);
   EXPECT_NE(r.error.find("wrote no report for pid 8"), std::string::npos) << r.error;
   fs::remove_all(dir);
 }
@@ -538,7 +539,7 @@ TEST(DevhookAgent, NamesALibraryWithACudartOfItsOwn) {
   ASSERT_GT(pid, 0) << traced.output;
   ASSERT_EQ(rep["private_cudart"].size(), 1u) << rep.dump();
   EXPECT_EQ(fs::path(rep["private_cudart"][0].get<std::string>()).filename(), "libprivatert.so");
-  const TracerReport r = convert_devhook_output(dir, dir / "events.jsonl", "shared", pid);
+  const TracerReport r = convert_devhook_output(dir, dir / cudatrace::kEventsFile, "shared", pid);
   const std::string why = r.unobserved.count("device") ? r.unobserved.at("device")
                           : r.partly_unobserved.count("device") ? r.partly_unobserved.at("device")
                                                                 : "";
@@ -553,13 +554,13 @@ TEST(DevhookDecode, ClaimsNeitherTakenNorDroppedAndUnwrittenRecordsAreLoss) {
   const std::vector<DeviceRecord> ring = {rec(0, 0, 0, kEntry, 5000), rec(1, 1, 0, kEntry, 7000),
                                           rec(0, 0, 0, kExit, 5900), rec(0, 1, 0, kEntry, 5100)};
   const fs::path dir = write_agent_output("block", ring, 2, 4242, 3, 7);
-  const TracerReport rep = convert_devhook_output(dir, dir / "events.jsonl", "shared", 4242);
+  const TracerReport rep = convert_devhook_output(dir, dir / cudatrace::kEventsFile, "shared", 4242);
   EXPECT_EQ(rep.error, "");
   EXPECT_EQ(rep.loss["ring_full"], 2);
   EXPECT_EQ(rep.loss["unfilled_slots"], 3);
   EXPECT_EQ(rep.loss["records_unwritten"], 7);
   EXPECT_EQ(rep.notes["records"], 4);
-  const auto events = read_events(dir / "events.jsonl").events;
+  const auto events = read_events(dir / cudatrace::kEventsFile).events;
   ASSERT_EQ(events.size(), 3u);
   for (const auto& e : events)
     if (e.args["launch"] == 0 && e.args["block"][0] == 0) EXPECT_EQ(e.dur, 900) << "entry and exit apart in the file";

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "common/event_store.h"
 #include "common/cuda_names.h"
 #include "common/event_io.h"
 #include "test_support.h"
@@ -200,7 +201,7 @@ TEST(NsysTracer, ACaptureOnlyInstallIsReportedLayerByLayerNotAsZero) {
     ASSERT_TRUE(r.unobserved.count(l)) << l;
     EXPECT_NE(r.unobserved.at(l).find(".qdstrm"), std::string::npos) << r.unobserved.at(l);
   }
-  EXPECT_FALSE(fs::exists(dir / "events.jsonl"));
+  EXPECT_FALSE(fs::exists(dir / cudatrace::kEventsFile));
 }
 
 TEST(NsysTracer, ExportsAReportAsTheProgramsUserAndReadsItsEvents) {
@@ -219,7 +220,7 @@ TEST(NsysTracer, ExportsAReportAsTheProgramsUserAndReadsItsEvents) {
   EXPECT_EQ(r.loss["kernels_without_launch"], 0);
   EXPECT_EQ(r.loss["nsys_warnings_of_loss"], 1);  // its own word on loss is a loss counter
   EXPECT_GT(r.match_slack_ns, 0);
-  EXPECT_EQ(read_events(dir / "events.jsonl").events.size(), 5u);
+  EXPECT_EQ(read_events(dir / cudatrace::kEventsFile).events.size(), 5u);
 
   // The export failed: every layer says why, nothing is read.
   NsysTracer failed("/usr/bin/nsys");

@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/event_store.h"
 #include "common/event_io.h"
 #include "test_support.h"
 #include "tracers/preload/preload_format.h"
@@ -71,11 +72,11 @@ TEST(PreloadConvert, RecordsBecomeEventsWithDecodedArguments) {
                  rec(k_cuLaunchKernel_ptsz, 0, 3100, {0xbeef, pack_dim3(1, 1, 1), pack_dim3(32, 1, 1), 0, 0}),
                  trailer(5, 0)});
   std::ofstream(dir / "preload.100.kernels") << "0xfeed vecadd_kernel\n";
-  TracerReport r = convert_preload_output(dir, dir / "events.jsonl");
+  TracerReport r = convert_preload_output(dir, dir / cudatrace::kEventsFile);
   EXPECT_EQ(r.loss["dropped"], 0);
   EXPECT_EQ(r.loss["missing"], 0);
   EXPECT_EQ(r.loss["unterminated_files"], 0);
-  auto ev = read_events(dir / "events.jsonl").events;
+  auto ev = read_events(dir / cudatrace::kEventsFile).events;
   ASSERT_EQ(ev.size(), 5u);
   EXPECT_EQ(ev[0].name, "cudaMalloc");
   EXPECT_EQ(ev[0].pid, 100);
@@ -116,8 +117,8 @@ TEST(PreloadConvert, GenericRecordsAreNamedFromTheSlotTables) {
   std::ofstream(dir / "preload.9.uncovered") << "export runtime cudaFutureCall /opt/cuda 14/libcudart.so.14\n"
                                                  "export runtime cudaOtherCall /opt/cuda 14/libcudart.so.14\n"
                                                  "import cudaFutureCall /opt/app/libnew.so\n";
-  TracerReport r = convert_preload_output(dir, dir / "events.jsonl");
-  auto ev = read_events(dir / "events.jsonl").events;
+  TracerReport r = convert_preload_output(dir, dir / cudatrace::kEventsFile);
+  auto ev = read_events(dir / cudatrace::kEventsFile).events;
   ASSERT_EQ(ev.size(), 6u);
   EXPECT_EQ(ev[0].layer, "driver");
   EXPECT_EQ(ev[0].name, "cuCtxGetCurrent");
@@ -156,7 +157,7 @@ TEST(PreloadConvert, OversizedTablesAreReadToTheirBoundAndTheRestCounted) {
   write_records(dir / "preload.9.9.bin", {rec(HookId(0), 0, 5, {}), trailer(1, 0)});
   std::ofstream(dir / "preload.9.callers") << "1 /x\n";
   std::filesystem::resize_file(dir / "preload.9.callers", (uint64_t(16) << 20) + 1);
-  TracerReport r = convert_preload_output(dir, dir / "events.jsonl");
+  TracerReport r = convert_preload_output(dir, dir / cudatrace::kEventsFile);
   EXPECT_EQ(r.loss["over_bound_table_bytes"], 1) << r.loss.dump();
   EXPECT_EQ(r.loss["malformed_table_lines"], 1) << "the zeros after the line: one line, cut: " << r.loss.dump();
   EXPECT_EQ(r.loss["unreadable_files"], 0) << r.loss.dump();
@@ -165,7 +166,7 @@ TEST(PreloadConvert, OversizedTablesAreReadToTheirBoundAndTheRestCounted) {
   EXPECT_NE(r.notes["table_problems"].dump().find("preload.9.callers: 1 bytes past the per file bound (16 MiB)"),
             std::string::npos)
       << r.notes.dump();
-  EXPECT_EQ(read_events(dir / "events.jsonl").events.size(), 1u) << "the records are read all the same";
+  EXPECT_EQ(read_events(dir / cudatrace::kEventsFile).events.size(), 1u) << "the records are read all the same";
 }
 
 TEST(PreloadConvert, TicksBecomeMonotonicNanosecondsBetweenCalibrationPoints) {
@@ -178,8 +179,8 @@ TEST(PreloadConvert, TicksBecomeMonotonicNanosecondsBetweenCalibrationPoints) {
                                           calib(3000 + 3000, 5000 + 1000), rec(k_cudaFree, 0, 3000 + 3600, {0}), t});
   // A file cut short after its start point: the process's average rate still applies.
   write_records(dir / "preload.1.2.bin", {calib(30000, 14000), rec(k_cudaFree, 0, 30000 + 30, {0})});
-  TracerReport r = convert_preload_output(dir, dir / "events.jsonl");
-  auto ev = read_events(dir / "events.jsonl").events;
+  TracerReport r = convert_preload_output(dir, dir / cudatrace::kEventsFile);
+  auto ev = read_events(dir / cudatrace::kEventsFile).events;
   ASSERT_EQ(ev.size(), 3u);
   EXPECT_EQ(ev[0].ts, 5100);
   EXPECT_EQ(ev[0].dur, 3) << "10 ticks";
@@ -197,7 +198,7 @@ TEST(PreloadConvert, LossIsCountedNeverSilent) {
   write_records(dir / "preload.7.2.bin", {rec(k_cudaFree, 0, 2, {0})});
   // Thread 3: two segments (a flush before exec, then more calls), each closed.
   write_records(dir / "preload.7.3.bin", {rec(k_cudaFree, 0, 3, {0}), trailer(1, 0), rec(k_cudaFree, 0, 4, {0}), trailer(1, 0)});
-  TracerReport r = convert_preload_output(dir, dir / "events.jsonl");
+  TracerReport r = convert_preload_output(dir, dir / cudatrace::kEventsFile);
   EXPECT_EQ(r.loss["dropped"], 1);
   EXPECT_EQ(r.loss["missing"], 1);
   EXPECT_EQ(r.loss["unterminated_files"], 1);
@@ -218,10 +219,10 @@ TEST(PreloadRecorder, EveryRecordReachesDiskThroughFlushesThreadsForkAndExit) {
             5)
       << r.output;
 
-  TracerReport rep = convert_preload_output(dir, dir / "events.jsonl");
+  TracerReport rep = convert_preload_output(dir, dir / cudatrace::kEventsFile);
   for (const char* kind : {"dropped", "missing", "unterminated_files", "corrupt_records"})
     EXPECT_EQ(rep.loss[kind], 0) << kind;
-  auto events = read_events(dir / "events.jsonl").events;
+  auto events = read_events(dir / cudatrace::kEventsFile).events;
   std::map<std::pair<int64_t, int64_t>, std::vector<const Event*>> by_thread;
   for (const auto& e : events) by_thread[{e.pid, e.tid}].push_back(&e);
   std::map<int64_t, int> threads_of;
@@ -263,10 +264,10 @@ TEST(PreloadRecorder, WithoutABufferEveryRecordIsWrittenAlone) {
                                     " nomap");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const int64_t calls = std::stoll(r.output);
-  TracerReport rep = convert_preload_output(dir, dir / "events.jsonl");
+  TracerReport rep = convert_preload_output(dir, dir / cudatrace::kEventsFile);
   for (const char* kind : {"dropped", "missing", "unterminated_files", "corrupt_records"})
     EXPECT_EQ(rep.loss[kind], 0) << kind;
-  auto events = read_events(dir / "events.jsonl").events;
+  auto events = read_events(dir / cudatrace::kEventsFile).events;
   ASSERT_EQ(int64_t(events.size()), calls);
   for (size_t i = 0; i < events.size(); ++i)
     ASSERT_EQ(events[i].ret, int64_t(i % 3)) << "record " << i << " out of order or with the wrong code";
@@ -282,11 +283,11 @@ TEST(PreloadShim, FlushesBeforeExecAndOnFatalSignals) {
                                       dir.string() + " " + CUDATRACE_EXIT_PATHS + " " + mode + " " +
                                       std::to_string(kCalls));
     EXPECT_EQ(r.exit_code, exit_code) << mode << ": " << r.output;
-    TracerReport rep = convert_preload_output(dir, dir / "events.jsonl");
+    TracerReport rep = convert_preload_output(dir, dir / cudatrace::kEventsFile);
     for (const char* kind : {"dropped", "missing", "unterminated_files", "corrupt_records"})
       EXPECT_EQ(rep.loss[kind], 0) << mode << " " << kind;
     int seen = 0;
-    for (const auto& e : read_events(dir / "events.jsonl").events) seen += e.name == "cudaGetDeviceCount";
+    for (const auto& e : read_events(dir / cudatrace::kEventsFile).events) seen += e.name == "cudaGetDeviceCount";
     EXPECT_EQ(seen, kCalls) << mode;
   }
 }
@@ -333,9 +334,9 @@ TEST(PreloadShim, EveryUnlistedCallIsRecordedWithItsCode) {
       int code;
       while (in >> name >> code) made.push_back({name, code});
       ASSERT_GE(made.size(), layer == "runtime" ? 20u : 30u) << r.output;
-      TracerReport rep = convert_preload_output(dir / "spool", dir / "events.jsonl");
+      TracerReport rep = convert_preload_output(dir / "spool", dir / cudatrace::kEventsFile);
       std::vector<std::pair<std::string, int>> recorded;
-      for (const auto& e : read_events(dir / "events.jsonl").events)
+      for (const auto& e : read_events(dir / cudatrace::kEventsFile).events)
         if (e.layer == layer) recorded.push_back({e.name, int(e.ret.value_or(-999))});
       EXPECT_EQ(recorded, made) << "every call, in order, with its code";
       for (const auto& [k, v] : rep.loss.items()) EXPECT_EQ(v, 0) << k;
@@ -370,8 +371,8 @@ DeviceRun run_device_calls(const std::string& env) {
     std::sscanf(line.c_str(), "calls %d", &run.calls);
   }
   EXPECT_GT(run.calls, 0) << r.output;
-  convert_preload_output(dir, dir / "events.jsonl");
-  run.events = read_events(dir / "events.jsonl").events;
+  convert_preload_output(dir, dir / cudatrace::kEventsFile);
+  run.events = read_events(dir / cudatrace::kEventsFile).events;
   for (const auto& e : run.events)
     if ((e.name == "cudaEventRecord" || e.name == "cuEventRecord") && e.args.contains("event"))
       run.by_phase[int(std::stoull(e.args["event"].get<std::string>(), nullptr, 16) >> 16)].push_back(e);
@@ -450,8 +451,8 @@ TEST(PreloadShim, ForwardsCallsOfALibraryLoadedLocally) {
   int code;
   while (in >> name >> code) made.push_back({name, code});
   ASSERT_EQ(made.size(), 2u) << r.output;
-  convert_preload_output(dir, dir / "events.jsonl");
-  for (const auto& e : read_events(dir / "events.jsonl").events)
+  convert_preload_output(dir, dir / cudatrace::kEventsFile);
+  for (const auto& e : read_events(dir / cudatrace::kEventsFile).events)
     if (e.layer == "runtime") recorded.push_back({e.name, int(e.ret.value_or(-999))});
   EXPECT_EQ(recorded, made);
 }
@@ -464,7 +465,7 @@ TEST(PreloadShim, NamesExportsItDoesNotCoverAndWhoCallsThem) {
                                     dir.string() + " " + CUDATRACE_FUTURE_CALLER + " 2>&1");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output, "0 42\n");
-  TracerReport rep = convert_preload_output(dir, dir / "events.jsonl");
+  TracerReport rep = convert_preload_output(dir, dir / cudatrace::kEventsFile);
   ASSERT_TRUE(rep.notes.contains("exports_not_covered")) << rep.notes.dump(1);
   const auto& u = rep.notes["exports_not_covered"];
   ASSERT_EQ(u.size(), 1u) << u.dump();
@@ -473,7 +474,7 @@ TEST(PreloadShim, NamesExportsItDoesNotCoverAndWhoCallsThem) {
   ASSERT_TRUE(rep.notes.contains("uncovered_calls_linked_by")) << rep.notes.dump(1);
   EXPECT_EQ(rep.notes["uncovered_calls_linked_by"].begin().value(), nlohmann::json({"cuFutureCall"}));
   int inits = 0;
-  for (const auto& e : read_events(dir / "events.jsonl").events) inits += e.name == "cuInit";
+  for (const auto& e : read_events(dir / cudatrace::kEventsFile).events) inits += e.name == "cuInit";
   EXPECT_EQ(inits, 1) << "the covered call is recorded";
 }
 
@@ -484,7 +485,7 @@ TEST(PreloadShim, HarmlessInAnyProcessAndAcrossFork) {
                                     dir.string() + " /bin/sh -c 'echo parent; (echo child) & wait; exit 3'");
   EXPECT_EQ(r.exit_code, 3) << "exit status passes through";
   EXPECT_EQ(r.output, "parent\nchild\n");
-  TracerReport rep = convert_preload_output(dir, dir / "events.jsonl");
+  TracerReport rep = convert_preload_output(dir, dir / cudatrace::kEventsFile);
   EXPECT_EQ(rep.notes["records"], 0);
 }
 

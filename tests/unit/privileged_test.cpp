@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/event_store.h"
 #include "harness/runner.h"
 #include "test_support.h"
 #include "tracers/none/none_tracer.h"
@@ -114,7 +115,7 @@ TEST(Privileged, UprobePauseDetachesAndReattachesTheCallProbes) {
   EXPECT_EQ(printed.str(), "pause 0 resume 1\n") << report.notes.dump();
   EXPECT_EQ(report.notes["pause_requests"]["requests"], 2) << report.notes.dump();
   int seen = 0;
-  for (const auto& e : read_events(dir / "events.jsonl").events) seen += e.layer == "runtime" && e.name == "cudaGetDevice";
+  for (const auto& e : read_events(dir / cudatrace::kEventsFile).events) seen += e.layer == "runtime" && e.name == "cudaGetDevice";
   EXPECT_EQ(seen, 20) << "10 before the pause and 10 after the resume";
 }
 #endif

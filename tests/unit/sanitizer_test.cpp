@@ -5,6 +5,7 @@
 
 #include <fstream>
 
+#include "common/event_store.h"
 #include "common/event_io.h"
 #include "harness/matcher.h"
 #include "test_support.h"
@@ -123,7 +124,7 @@ TEST(SanitizerTracer, PreparesTheInjectionAndRefusesToReplaceAnother) {
 
 TEST(SanitizerDecode, OneEventPerLaunchWithTheBlocksCounted) {
   const fs::path dir = write_output({launch(0, 256, 256), launch(1, 4, 4, kGraphNode), launch(1, 4, 4, kGraphNode)});
-  const TracerReport rep = convert_sanitizer_output(dir, dir / "events.jsonl", 4242);
+  const TracerReport rep = convert_sanitizer_output(dir, dir / cudatrace::kEventsFile, 4242);
   EXPECT_EQ(rep.error, "");
   EXPECT_EQ(rep.layers, std::vector<std::string>{"device"});
   EXPECT_EQ(rep.device_mode, "launch");
@@ -133,7 +134,7 @@ TEST(SanitizerDecode, OneEventPerLaunchWithTheBlocksCounted) {
   EXPECT_EQ(rep.notes["blocks_counted"], 264);
   EXPECT_EQ(rep.notes["modules_patched"], 3);
   EXPECT_DOUBLE_EQ(rep.notes["patch_ms_per_module"].get<double>(), 0.15);
-  const auto events = read_events(dir / "events.jsonl").events;
+  const auto events = read_events(dir / cudatrace::kEventsFile).events;
   ASSERT_EQ(events.size(), 3u);
   EXPECT_EQ(events[0].layer, "device");
   EXPECT_EQ(events[0].name, "vecadd");  // demangled, without its parameters
@@ -150,7 +151,7 @@ TEST(SanitizerDecode, OneEventPerLaunchWithTheBlocksCounted) {
 TEST(SanitizerDecode, EveryShortfallIsNamedAndCounted) {
   const fs::path dir = write_output({launch(0, 8, 8), launch(0, 8, 0, kNoSlot), launch(1, 8, 0, kUnpatched),
                                      launch(1, 8, 0, kUnread), launch(0, 8, 5), launch(0, 8, 9)});
-  const TracerReport rep = convert_sanitizer_output(dir, dir / "events.jsonl", 4242);
+  const TracerReport rep = convert_sanitizer_output(dir, dir / cudatrace::kEventsFile, 4242);
   EXPECT_EQ(rep.layers, std::vector<std::string>{"device"});
   EXPECT_EQ(rep.loss["launches_without_slot"], 1);
   EXPECT_EQ(rep.loss["launches_in_unpatched_modules"], 1);
@@ -163,7 +164,7 @@ TEST(SanitizerDecode, EveryShortfallIsNamedAndCounted) {
   for (const char* part : {"1 launches ran uncounted", "modules that could not be patched", "could not be read back",
                            "fewer blocks than their grid (3 blocks)", "more blocks than their grid", "vecadd (3)"})
     EXPECT_NE(why.find(part), std::string::npos) << part << " not in: " << why;
-  const auto events = read_events(dir / "events.jsonl").events;
+  const auto events = read_events(dir / cudatrace::kEventsFile).events;
   ASSERT_EQ(events.size(), 6u);
   EXPECT_EQ(events[1].args["counted"], "no slot");
   EXPECT_EQ(events[4].args["counted"], "short");
@@ -171,7 +172,7 @@ TEST(SanitizerDecode, EveryShortfallIsNamedAndCounted) {
 
 TEST(SanitizerDecode, NoReportIsNotObservedWithTheReason) {
   const fs::path dir = testsupport::temp_dir("sanitizer-empty");
-  const TracerReport rep = convert_sanitizer_output(dir, dir / "events.jsonl", 4242);
+  const TracerReport rep = convert_sanitizer_output(dir, dir / cudatrace::kEventsFile, 4242);
   EXPECT_TRUE(rep.layers.empty());
   ASSERT_EQ(rep.unobserved.count("device"), 1u);
   EXPECT_NE(rep.unobserved.at("device").find("never initialised the CUDA driver"), std::string::npos);
@@ -182,7 +183,7 @@ TEST(SanitizerDecode, ALibraryThatCouldNotStartIsTheReason) {
   rep["library_error"] = "cannot load /nowhere/libsanitizer-public.so: No such file";
   rep["contexts"] = json::array();
   const fs::path dir = write_output({}, 4242, rep);
-  const TracerReport r = convert_sanitizer_output(dir, dir / "events.jsonl", 4242);
+  const TracerReport r = convert_sanitizer_output(dir, dir / cudatrace::kEventsFile, 4242);
   EXPECT_TRUE(r.layers.empty());
   ASSERT_EQ(r.unobserved.count("device"), 1u);
   EXPECT_NE(r.unobserved.at("device").find("could not start: cannot load /nowhere"), std::string::npos);
@@ -205,13 +206,13 @@ TEST(SanitizerDecode, HostileOutputIsNamedNotTrusted) {
   std::vector<LaunchRecord> bad = {launch(9, 4, 4, 0, 5)};  // kernel and context out of range
   std::ofstream(dir / "sanitizer.88.launches", std::ios::binary)
       .write(reinterpret_cast<const char*>(bad.data()), sizeof(LaunchRecord));
-  const TracerReport rep = convert_sanitizer_output(dir, dir / "events.jsonl", 4242);
+  const TracerReport rep = convert_sanitizer_output(dir, dir / cudatrace::kEventsFile, 4242);
   EXPECT_NE(rep.error.find("sanitizer.77.json unreadable"), std::string::npos) << rep.error;
   EXPECT_EQ(rep.loss["launch_records_truncated"], 1);
   ASSERT_EQ(rep.partly_unobserved.count("device"), 1u);
   EXPECT_NE(rep.partly_unobserved.at("device").find("announces 5 launches, the launches file holds 1"), std::string::npos)
       << rep.partly_unobserved.at("device");
-  const auto events = read_events(dir / "events.jsonl").events;
+  const auto events = read_events(dir / cudatrace::kEventsFile).events;
   EXPECT_EQ(events.size(), 2u);
 }
 

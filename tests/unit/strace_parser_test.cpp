@@ -3,6 +3,7 @@
 #include <fstream>
 #include <set>
 
+#include "common/event_store.h"
 #include "common/event_io.h"
 #include "test_support.h"
 #include "tracers/strace/nvidia_ioctl.h"
@@ -137,11 +138,11 @@ TEST(NvidiaIoctl, NamesByDeviceAndCode) {
 TEST(StraceConvert, WorkloadCaptureBecomesSyscallEvents) {
   auto dir = testsupport::temp_dir("strace");
   TracerReport r = convert_strace_output(std::string(CUDATRACE_FIXTURES) + "/strace/errors.static.nogpu.txt",
-                                         dir / "events.jsonl", 0);
+                                         dir / cudatrace::kEventsFile, 0);
   EXPECT_TRUE(r.error.empty());
   EXPECT_EQ(r.layers, std::vector<std::string>{"syscall"});
   EXPECT_EQ(r.loss["unparsed_lines"], 0);
-  EventStream s = read_events(dir / "events.jsonl");
+  EventStream s = read_events(dir / cudatrace::kEventsFile);
   ASSERT_EQ(s.events.size(), 288u);
   EXPECT_EQ(s.events.front().name, "execve");
   EXPECT_EQ(r.notes["syscalls"], 288);
@@ -149,7 +150,7 @@ TEST(StraceConvert, WorkloadCaptureBecomesSyscallEvents) {
 
 TEST(StraceConvert, MissingOutputIsATracerError) {
   auto dir = testsupport::temp_dir("strace");
-  TracerReport r = convert_strace_output(dir / "nothing.txt", dir / "events.jsonl", 0);
+  TracerReport r = convert_strace_output(dir / "nothing.txt", dir / cudatrace::kEventsFile, 0);
   EXPECT_NE(r.error.find("strace wrote no output"), std::string::npos);
 }
 

@@ -2,6 +2,7 @@
 
 #include <fstream>
 
+#include "common/event_store.h"
 #include "common/event_io.h"
 #include "harness/trace_export.h"
 #include "test_support.h"
@@ -11,7 +12,7 @@ using namespace cudatrace;
 TEST(TraceExport, EventsAndLedgerSideBySideInMicroseconds) {
   auto dir = testsupport::temp_dir("trace");
   {
-    EventWriter ev(dir / "events.jsonl");
+    cudatrace::EventStoreWriter ev(dir / cudatrace::kEventsFile);
     Event e;
     e.layer = "runtime";
     e.name = "__cudaLaunchKernel";

@@ -216,3 +216,31 @@ TEST(MatcherRealPatterns, AProgramsOwnDriverCallsAreScoredExactly) {
   EXPECT_EQ(scores[0].ret_equal, 1);
   EXPECT_EQ(scores[1].expected, 1) << "a driver launch that succeeded runs its kernel";
 }
+
+// A method that lost events is never complete, even where the reference is the union of
+// what the methods kept (no cupti run): 10 M calls with four fifths lost read "complete"
+// before, as the union could not see what every method missed.
+TEST(Verdict, LostEventsAreNeverComplete) {
+  std::vector<Event> kept{ev("runtime", "cudaGetDevice"), ev("runtime", "cudaGetDevice")};
+  MethodView preload = view("preload", {"runtime", "driver"}, {"runtime"}, kept);
+  preload.loss = {{"over_bound_records", 8}, {"dropped", 0}};
+  const json v = command_verdict({preload});
+  const json& rt = row(v, "preload", "runtime");
+  EXPECT_EQ(rt["status"], "lost events") << rt.dump();
+  EXPECT_EQ(rt["lost"], 8);
+  EXPECT_EQ(rt["why"], "the tracer lost events (over_bound_records=8)");
+  EXPECT_NE(verdict_text(v).find("LOST 8 events"), std::string::npos) << verdict_text(v);
+  preload.loss = {{"over_bound_records", 0}};
+  EXPECT_EQ(row(command_verdict({preload}), "preload", "runtime")["status"], "complete") << "no loss, complete";
+  EXPECT_EQ(lost_events(json{{"a", 2}, {"b", -1}, {"c", "x"}, {"d", 3}}), 5);
+}
+
+// A shortfall never reads 100.0%.
+TEST(Verdict, SharesNeverRoundAShortfallUp) {
+  EXPECT_EQ(share_text(14821, 14821), "100.0%");
+  EXPECT_EQ(share_text(14820, 14821), "99.9%, 1 of 14821 missing");
+  EXPECT_EQ(share_text(1, 3), "33.3%");
+  EXPECT_EQ(share_text(2, 3), "66.6%") << "rounded down";
+  EXPECT_EQ(share_text(0, 5), "0.0%");
+  EXPECT_EQ(share_text(0, 0), "100.0%") << "nothing expected, nothing missing";
+}

@@ -5,6 +5,7 @@
 
 #include "common/clock.h"
 #include "common/event_io.h"
+#include "common/event_store.h"
 #include "tracers/cupti/cupti_decode.h"
 #include "tracers/cupti/cupti_session.h"
 #include "tracers/ebpf/ring_option.h"
@@ -69,7 +70,7 @@ TracerReport CuptiTracer::finish(const fs::path& run_dir) {
   if (!std::getenv("CUDATRACE_KEEP_SPOOL")) fs::remove(run_dir / "cupti.bin");
   CuptiDecodeStats stats;
   std::vector<Event> events = decode_cupti_records(records, stats);
-  EventWriter out(run_dir / "events.jsonl");
+  EventStoreWriter out(run_dir / kEventsFile);
   for (const auto& e : events) out.write(e);
   out.close();
 

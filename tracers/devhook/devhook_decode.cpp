@@ -13,6 +13,7 @@
 
 #include "common/bounded_lines.h"
 #include "common/event_io.h"
+#include "common/event_store.h"
 #include "common/untrusted_file.h"
 #include "tracers/devhook/device_record.h"
 
@@ -116,7 +117,7 @@ json read_report(const fs::path& path, Totals& t) {
 }
 
 // One process's report and ring -> events.
-void convert_process(const json& rep, const fs::path& records_file, EventWriter& out, Totals& t, json& notes) {
+void convert_process(const json& rep, const fs::path& records_file, EventStoreWriter& out, Totals& t, json& notes) {
   const bool per_thread = rep.value("mode", "block") == "thread";
   const json& kernels = rep["kernels"];
   const json& launches = rep["launches"];
@@ -266,7 +267,7 @@ TracerReport convert_devhook_output(const fs::path& dir, const fs::path& events_
                                     int64_t main_pid) {
   TracerReport report;
   static const std::regex report_name(R"(devhook\.(\d+)\.json)");
-  EventWriter out(events_file);
+  EventStoreWriter out(events_file);
   Totals t;
   json notes = json::object();
   bool main_reported = false;

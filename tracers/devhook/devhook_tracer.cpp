@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "common/event_store.h"
 #include "tracers/devhook/devhook_decode.h"
 
 namespace cudatrace {
@@ -69,7 +70,7 @@ void DevhookTracer::prepare(Launch& launch, const Target& target, const fs::path
 }
 
 TracerReport DevhookTracer::finish(const fs::path& run_dir) {
-  return convert_devhook_output(out_, run_dir / "events.jsonl", cudart_, child_);
+  return convert_devhook_output(out_, run_dir / kEventsFile, cudart_, child_);
 }
 
 void DevhookTracer::abandon(const fs::path&) {

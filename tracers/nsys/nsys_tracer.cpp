@@ -9,6 +9,7 @@
 
 #include "common/clock.h"
 #include "common/event_io.h"
+#include "common/event_store.h"
 #include "tracers/nsys/nsys_capture.h"
 
 namespace cudatrace {
@@ -160,7 +161,7 @@ TracerReport NsysTracer::finish(const fs::path& run_dir) {
     unobserved_all("the capture's SQLite export could not be read: " + capture.error);
     return report;
   }
-  EventWriter out(run_dir / "events.jsonl");
+  EventStoreWriter out(run_dir / kEventsFile);
   for (const auto& e : capture.events) out.write(e);
   out.close();
   report.layers = layers;

@@ -38,7 +38,7 @@ std::vector<Method> preload_methods() {
                  throw std::invalid_argument("preload.devices takes on or off, not '" + it->second + "'");
                devices = it->second == "on";
              }
-             return std::make_unique<PreloadTracer>(preload_shim_path(host.prefix), devices);
+             return std::make_unique<PreloadTracer>(preload_shim_path(host.prefix), devices, host.max_trace_bytes);
            }}};
 }
 

@@ -16,6 +16,7 @@
 
 #include "common/bounded_lines.h"
 #include "common/event_io.h"
+#include "common/event_store.h"
 #include "common/outside_text.h"
 #include "common/untrusted_file.h"
 #include "tracers/call_args.h"
@@ -31,25 +32,41 @@ namespace {
 
 using KernelTable = KernelNames;
 
-// The most of the shim's record files one run reads (2 M records of 64 bytes).
-constexpr uint64_t kMaxSpoolBytes = uint64_t(128) << 20;
-
 struct Calibration {
   int64_t tsc = 0, mono = 0;
 };
 
-// (record index, point) for every calibration record and trailer of one file, in order.
-std::vector<std::pair<size_t, Calibration>> calibration_points(const std::vector<Record>& recs) {
-  std::vector<std::pair<size_t, Calibration>> points;
-  for (size_t i = 0; i < recs.size(); ++i) {
-    const Record& r = recs[i];
-    if (r.hook == kCalibration)
-      points.push_back({i, {int64_t(r.a[0]), int64_t(r.a[1])}});
-    else if (r.hook == kTrailer && r.a[2] == kMagic && r.a[3])
-      points.push_back({i, {int64_t(r.a[3]), int64_t(r.a[4])}});
-  }
-  return points;
+// The point a calibration record or a trailer carries, if it is one.
+std::optional<Calibration> calibration_of(const Record& r) {
+  if (r.hook == kCalibration) return Calibration{int64_t(r.a[0]), int64_t(r.a[1])};
+  if (r.hook == kTrailer && r.a[2] == kMagic && r.a[3]) return Calibration{int64_t(r.a[3]), int64_t(r.a[4])};
+  return std::nullopt;
 }
+
+// One thread's record file, read in slices of kSlice records: the files of a run hold as
+// many records as the program made calls (10^8 in a real job), so none is ever held whole.
+class RecordFile {
+ public:
+  static constexpr size_t kSlice = size_t(1) << 16;
+  // At most `records` records of the file are read (the run's bound).
+  RecordFile(const fs::path& path, uint64_t records) : in_(open_untrusted(path, nullptr, &bytes_)), left_(records) {}
+  bool is_open() const { return bool(in_); }
+  uint64_t records_in_file() const { return bytes_ / sizeof(Record); }
+  // The next slice (empty at the end of what may be read).
+  const std::vector<Record>& next() {
+    buf_.resize(size_t(std::min<uint64_t>(kSlice, left_)));
+    in_.read(reinterpret_cast<char*>(buf_.data()), std::streamsize(buf_.size() * sizeof(Record)));
+    buf_.resize(size_t(in_.gcount()) / sizeof(Record));
+    left_ -= buf_.size();
+    return buf_;
+  }
+
+ private:
+  uint64_t bytes_ = 0;
+  std::ifstream in_;
+  uint64_t left_;
+  std::vector<Record> buf_;
+};
 
 // The shim's per-process text tables (kernel names, slots, lookups): the program wrote
 // them, so each is read with bounds (a run's real ones are kilobytes): this much of one
@@ -149,7 +166,7 @@ void PreloadTracer::prepare(Launch& launch, const Target& target, const fs::path
   if (!devices_) launch.env[kDevicesEnv] = "off";
 }
 
-TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_file) {
+TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_file, uint64_t max_bytes) {
   TracerReport report;
   static const std::regex bin_name(R"(preload\.(\d+)\.(\d+)\.bin)");
   std::map<std::pair<int64_t, int64_t>, fs::path> files;  // (pid, tid) -> file
@@ -267,50 +284,58 @@ TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_
   }
   unreadable_tables = tables.refused + bad_names;
 
-  // Read every file, and each process's average TSC rate (for a file cut short, whose
-  // last records have no calibration point after them).
-  std::map<std::pair<int64_t, int64_t>, std::vector<Record>> contents;
-  std::map<int64_t, std::pair<Calibration, Calibration>> process_span;  // pid -> (first, last)
+  // Pass 1: each file's calibration points (one per 8192 records the shim buffers) and each
+  // process's average TSC rate (for a file cut short, whose last records have no
+  // calibration point after them). Pass 2 converts, slice by slice: no file is held whole.
   // The traced program wrote these files: read never through a link, regular files only,
-  // and no more than kMaxSpoolBytes in all (a sparse or runaway file cannot exhaust the
-  // harness); what lies past the bound is counted as loss, never read.
+  // and no more than the run's bound in all (a sparse or runaway file cannot exhaust the
+  // harness's disk or time); what lies past the bound is counted as loss, never read.
+  std::map<std::pair<int64_t, int64_t>, std::vector<std::pair<uint64_t, Calibration>>> points_of;
+  std::map<std::pair<int64_t, int64_t>, uint64_t> take_of;  // records read of each file
+  std::map<int64_t, std::pair<Calibration, Calibration>> process_span;  // pid -> (first, last)
   int64_t over_bound = 0, unreadable = 0;
-  uint64_t budget = kMaxSpoolBytes;
+  uint64_t budget = max_bytes / sizeof(Record);
   for (const auto& [key, path] : files) {
-    auto& recs = contents[key];
-    uint64_t bytes = 0;
-    std::ifstream in = open_untrusted(path, nullptr, &bytes);
-    if (!in) {
+    RecordFile file(path, budget);
+    if (!file.is_open()) {
       ++unreadable;
       continue;
     }
-    const uint64_t size = bytes / sizeof(Record) * sizeof(Record);
-    const uint64_t take = std::min(size, budget);
-    over_bound += int64_t((size - take) / sizeof(Record));
+    const uint64_t take = std::min(file.records_in_file(), budget);
+    over_bound += int64_t(file.records_in_file() - take);
     budget -= take;
-    recs.resize(take / sizeof(Record));
-    in.read(reinterpret_cast<char*>(recs.data()), std::streamsize(take));
-    recs.resize(size_t(in.gcount()) / sizeof(Record));
-    for (const auto& c : calibration_points(recs)) {
-      auto [it, fresh] = process_span.try_emplace(key.first, c.second, c.second);
-      if (c.second.tsc < it->second.first.tsc) it->second.first = c.second;
-      if (c.second.tsc > it->second.second.tsc) it->second.second = c.second;
-    }
+    take_of[key] = take;
+    auto& points = points_of[key];
+    uint64_t index = 0;
+    for (const std::vector<Record>* slice = &file.next(); !slice->empty(); slice = &file.next())
+      for (const Record& r : *slice) {
+        if (const auto c = calibration_of(r)) {
+          points.push_back({index, *c});
+          auto [it, fresh] = process_span.try_emplace(key.first, *c, *c);
+          if (c->tsc < it->second.first.tsc) it->second.first = *c;
+          if (c->tsc > it->second.second.tsc) it->second.second = *c;
+        }
+        ++index;
+      }
   }
 
-  EventWriter out(events_file);
+  EventStoreWriter out(events_file);
   int64_t records = 0, driver_records = 0, runtime_generic = 0, dropped = 0, missing = 0, unterminated = 0, bad = 0, untimed = 0;
   const auto& table = call_table();
-  for (const auto& [key, recs] : contents) {
+  for (const auto& [key, path] : files) {
+    if (!take_of.count(key)) continue;  // unreadable: counted above
     const auto [pid, tid] = key;
-    const auto points = calibration_points(recs);
+    const auto& points = points_of[key];
     const auto span = process_span.find(pid);
     size_t next_point = 0;  // first calibration point after the current record
     bool terminated = false;
     int64_t in_file = 0, announced_here = 0, dropped_here = 0;
-    for (size_t index = 0; index < recs.size(); ++index) {
-      const Record& r = recs[index];
-      while (next_point < points.size() && points[next_point].first <= index) ++next_point;
+    RecordFile file(path, take_of[key]);
+    uint64_t index = 0;
+    for (const std::vector<Record>* slice = &file.next(); !slice->empty(); slice = &file.next())
+    for (const Record& r : *slice) {
+      const uint64_t at = index++;
+      while (next_point < points.size() && points[next_point].first <= at) ++next_point;
       if (r.hook == kCalibration) continue;
       if (r.hook == 0 && r.ts == 0 && r.dur == 0) {  // a hole (a sparse or zeroed file): no record has ts 0
         ++bad;
@@ -415,8 +440,9 @@ TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_
                   {"untimed_records", untimed}};
   // Set after the notes above (which replace the object): the bound and the reason, said.
   if (over_bound)
-    report.notes["over_bound"] = "the shim's files held more than " + std::to_string(kMaxSpoolBytes >> 20) +
-                                 " MiB: the records past that were not read (counted in over_bound_records)";
+    report.notes["over_bound"] = "the shim's files held more than the run's bound of " + std::to_string(max_bytes >> 20) +
+                                 " MiB (--max-trace-bytes): the records past that were not read (counted in "
+                                 "over_bound_records)";
   if (tables.over_bound_entries)
     report.notes["over_bound_table_entries"] = "the shim's tables held more than " +
                                                std::to_string(kMaxTableEntries) +
@@ -446,7 +472,7 @@ TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_
 }
 
 TracerReport PreloadTracer::finish(const fs::path& run_dir) {
-  TracerReport report = convert_preload_output(spool_, run_dir / "events.jsonl");
+  TracerReport report = convert_preload_output(spool_, run_dir / kEventsFile, max_bytes_);
   // The runtime layer from the linkage, as the benchmark is told it; the rest from the records.
   const TracerReport by_linkage = layers_without_events();
   report.layers = by_linkage.layers;

@@ -1,6 +1,6 @@
 #pragma once
 // Method `preload`: the program runs with our shim in LD_PRELOAD; afterwards the shim's
-// per-thread record files are converted into events.jsonl. Shared cudart: runtime and
+// per-thread record files are converted into the event store. Shared cudart: runtime and
 // driver layers. Static cudart: the driver layer only (cudart's own functions are inside
 // the executable, where no preload can reach them).
 #include "tracers/tracer.h"
@@ -10,7 +10,9 @@ namespace cudatrace {
 class PreloadTracer final : public Tracer {
  public:
   // `devices` false: records name no device (the shim asks for no context after a call).
-  explicit PreloadTracer(std::filesystem::path shim, bool devices = true) : shim_(std::move(shim)), devices_(devices) {}
+  // `max_bytes`: how much of the record files one run reads (HostFacts::max_trace_bytes).
+  explicit PreloadTracer(std::filesystem::path shim, bool devices = true, uint64_t max_bytes = uint64_t(128) << 20)
+      : shim_(std::move(shim)), devices_(devices), max_bytes_(max_bytes) {}
   void prepare(Launch& launch, const Target& target, const std::filesystem::path& run_dir) override;
   TracerReport finish(const std::filesystem::path& run_dir) override;
   void abandon(const std::filesystem::path& run_dir) override;
@@ -19,15 +21,18 @@ class PreloadTracer final : public Tracer {
  private:
   std::filesystem::path shim_;
   bool devices_ = true;
+  uint64_t max_bytes_;
   std::filesystem::path spool_;  // where the shim writes (the program's own folder)
   std::string cudart_;
 };
 
 std::filesystem::path preload_shim_path(const std::filesystem::path& prefix);
 
-// Reads every preload.* file in `dir` and writes `events_file`. The report's loss counts
-// records the shim dropped, records announced by a trailer but absent, and files cut
-// short (a process that died before it could write its trailer).
-TracerReport convert_preload_output(const std::filesystem::path& dir, const std::filesystem::path& events_file);
+// Reads every preload.* file in `dir` and writes `events_file`, at most `max_bytes` of
+// records in all, in slices. The report's loss counts records the shim dropped, records
+// announced by a trailer but absent, files cut short (a process that died before it could
+// write its trailer) and records past the bound (over_bound_records).
+TracerReport convert_preload_output(const std::filesystem::path& dir, const std::filesystem::path& events_file,
+                                    uint64_t max_bytes = uint64_t(128) << 20);
 
 }  // namespace cudatrace

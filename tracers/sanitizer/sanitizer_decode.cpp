@@ -10,6 +10,7 @@
 
 #include "common/cuda_names.h"
 #include "common/event_io.h"
+#include "common/event_store.h"
 #include "common/untrusted_file.h"
 #include "tracers/sanitizer/sanitizer_format.h"
 
@@ -49,7 +50,7 @@ int64_t number_of(const json& j, const char* key) {
   return it != j.end() && it->is_number_integer() ? it->get<int64_t>() : 0;
 }
 
-void convert_process(const json& rep, const fs::path& launches_file, EventWriter& out, Totals& t, json& notes,
+void convert_process(const json& rep, const fs::path& launches_file, EventStoreWriter& out, Totals& t, json& notes,
                      uint64_t& records_budget) {
   ++t.processes;
   const int64_t pid = number_of(rep, "pid");
@@ -215,7 +216,7 @@ std::string kernels_short(const std::map<std::string, int64_t>& by_kernel) {
 TracerReport convert_sanitizer_output(const fs::path& dir, const fs::path& events_file, int64_t main_pid) {
   TracerReport report;
   static const std::regex report_name(R"(sanitizer\.(\d{1,10})\.json)");
-  EventWriter out(events_file);
+  EventStoreWriter out(events_file);
   Totals t;
   json notes = json::object();
   notes["contexts"] = json::array();

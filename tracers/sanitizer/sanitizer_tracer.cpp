@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "common/event_store.h"
 #include "tracers/sanitizer/sanitizer_decode.h"
 #include "tracers/sanitizer/sanitizer_format.h"
 
@@ -85,7 +86,7 @@ void SanitizerTracer::prepare(Launch& launch, const Target& target, const fs::pa
 }
 
 TracerReport SanitizerTracer::finish(const fs::path& run_dir) {
-  return convert_sanitizer_output(out_, run_dir / "events.jsonl", child_);
+  return convert_sanitizer_output(out_, run_dir / kEventsFile, child_);
 }
 
 void SanitizerTracer::abandon(const fs::path&) {

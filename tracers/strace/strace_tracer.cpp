@@ -5,6 +5,7 @@
 #include "common/bounded_lines.h"
 #include "common/clock.h"
 #include "common/event_io.h"
+#include "common/event_store.h"
 #include "common/untrusted_file.h"
 #include "tracers/strace/strace_parser.h"
 
@@ -54,7 +55,7 @@ TracerReport convert_strace_output(const std::filesystem::path& strace_file, con
   std::string line;
   while (in.next(line)) parser.feed(line);  // a cut line does not parse: counted as unparsed
   std::vector<Event> events = parser.finish();
-  EventWriter out(events_file);
+  EventStoreWriter out(events_file);
   int64_t nvidia_ioctls = 0;
   for (const auto& e : events) {
     out.write(e);
@@ -77,7 +78,7 @@ TracerReport convert_strace_output(const std::filesystem::path& strace_file, con
 }
 
 TracerReport StraceTracer::finish(const std::filesystem::path& run_dir) {
-  TracerReport report = convert_strace_output(output_, run_dir / "events.jsonl", clock_.realtime_minus_monotonic_ns);
+  TracerReport report = convert_strace_output(output_, run_dir / kEventsFile, clock_.realtime_minus_monotonic_ns);
   report.notes["strace"] = strace_.string();
   report.notes["realtime_minus_monotonic_ns"] = clock_.realtime_minus_monotonic_ns;
   report.notes["clock_offset_uncertainty_ns"] = clock_.uncertainty_ns;

@@ -11,6 +11,7 @@
 #include "common/clock.h"
 #include "common/elf_file.h"
 #include "common/event_io.h"
+#include "common/event_store.h"
 #include "tracers/pause_channel.h"
 #include "tracers/uprobe/load_follower.h"
 #include "tracers/uprobe/process_maps.h"
@@ -211,7 +212,7 @@ TracerReport UprobeTracer::finish(const fs::path& run_dir) {
   DecodeStats stats;
   std::vector<Event> events =
       decode_uprobe_calls(std::move(calls), plan_.functions, stats, kernel_names_from_executable(exe_));
-  EventWriter out(run_dir / "events.jsonl");
+  EventStoreWriter out(run_dir / kEventsFile);
   for (const auto& e : events) out.write(e);
   out.close();
 

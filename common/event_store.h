@@ -1,0 +1,95 @@
+#pragma once
+// The event store: how a run's events are kept on disk, written once and read in order
+// without ever holding them all (a real job makes 10^7 to 10^8 calls).
+//
+// Format (schema/README.md, "events.msgpack.zst"): a zstd stream of MessagePack values,
+// both formats with well-kept libraries in Debian (libzstd, python3-zstandard,
+// python3-msgpack), so that any script can read it without this project's code:
+//   1. a header map {"format": "cudatrace-events", "v": 1, "fields": [...]};
+//   2. one array per event, its fields by position:
+//      [layer, name, ts_delta, dur, pid, tid, ret, args, corr, device, device_id]
+//      layer: a small integer (kStoreLayers' index) or, for any other layer, its name;
+//      ts_delta: ts minus the previous event's ts (the first: minus 0), so that the
+//      nanosecond clock costs a byte or two rather than nine; dur, ret, corr, device: nil
+//      when absent; args: a map (empty for none); device_id: "" when unknown.
+// What the writer is given is written as it is (bytes, not necessarily UTF-8); the reader
+// takes nothing on trust: nesting, string and container sizes and the bytes it inflates
+// are all bounded, and a damaged record is an error naming the record, never a crash.
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "common/event.h"
+#include "common/event_io.h"
+
+namespace cudatrace {
+
+// The file every tracer writes in its run folder, and the one every reader opens.
+inline constexpr const char* kEventsFile = "events.msgpack.zst";
+
+// Appends events to a new store file; the same contract as EventWriter (exclusive create,
+// never through a link, a failed write or close removes the partial file and throws).
+class EventStoreWriter {
+ public:
+  explicit EventStoreWriter(const std::filesystem::path& path, int level = 1);
+  ~EventStoreWriter();
+  EventStoreWriter(const EventStoreWriter&) = delete;
+  EventStoreWriter& operator=(const EventStoreWriter&) = delete;
+  void write(const Event& e);
+  void close();
+  size_t written() const { return written_; }
+  uint64_t bytes_out() const { return bytes_out_; }  // compressed bytes written so far
+
+ private:
+  void flush(bool end);
+  [[noreturn]] void fail(int err);
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::filesystem::path path_;
+  std::string buf_;  // encoded, not yet compressed
+  int64_t last_ts_ = 0;
+  size_t written_ = 0;
+  uint64_t bytes_out_ = 0;
+};
+
+// Limits a reader of a file it does not trust applies (defaults: what no real record needs).
+struct StoreLimits {
+  uint64_t max_file_bytes = UINT64_MAX;        // compressed bytes read from the file
+  uint64_t max_inflated_bytes = UINT64_MAX;    // bytes the file may inflate to (a zstd bomb)
+  uint32_t max_depth = 16;                     // nesting of args
+  uint32_t max_string = uint32_t(1) << 20;     // bytes of one string
+  uint32_t max_items = uint32_t(1) << 16;      // entries of one array or map
+};
+
+// Reads events one at a time, in file order, from a store file or a JSON-lines file
+// (events.jsonl, a ledger: told apart by their first bytes). Throws EventFormatError
+// "<path>: record N: <why>" for a damaged record and "<path>: ..." for a file it cannot read.
+class EventReader {
+ public:
+  explicit EventReader(const std::filesystem::path& path, const StoreLimits& limits = {});
+  ~EventReader();
+  EventReader(const EventReader&) = delete;
+  EventReader& operator=(const EventReader&) = delete;
+  // The next event (meta records included); false at the end.
+  bool next(Event& e);
+  uint64_t records() const { return records_; }
+  bool is_store() const { return store_; }
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::filesystem::path path_;
+  bool store_ = false;
+  uint64_t records_ = 0;
+};
+
+// Whether `path` begins as a store file does (zstd's magic number).
+bool is_event_store(const std::filesystem::path& path);
+
+// The run folder's events file: the store where there is one, else an older run's
+// events.jsonl; the store's name when neither exists.
+std::filesystem::path events_file_of(const std::filesystem::path& run_dir);
+
+}  // namespace cudatrace

@@ -1,0 +1,197 @@
+// The event store: what is written comes back field for field, in order, read in a stream;
+// a damaged, cut, bombed or hostile file is an error naming the record, never a crash.
+#include <gtest/gtest.h>
+#include <zstd.h>
+
+#include <fstream>
+#include <random>
+
+#include "common/event_store.h"
+#include "test_support.h"
+
+using namespace cudatrace;
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+Event sample(int64_t i) {
+  Event e;
+  e.layer = i % 3 == 0 ? layer::kRuntime : i % 3 == 1 ? layer::kDriver : "custom-layer";
+  e.name = i % 2 ? "cudaLaunchKernel" : "cuMemAlloc_v2";
+  e.ts = 1'700'000'000'000 + i * 1000 - (i % 5) * 3000;  // not monotonic: deltas go negative
+  if (i % 4) e.dur = 100 + i;
+  e.pid = 4242;
+  e.tid = 4242 + i % 3;
+  if (i % 7) e.ret = i % 11 == 0 ? -1 : 0;
+  if (i % 2)
+    e.args = {{"grid", {1, 2, 3}}, {"kernel", "k\xff\x01"}, {"ptr", "0x7f00deadbeef"}, {"big", UINT64_MAX},
+              {"neg", -123456789012}, {"f", 0.5}, {"ok", true}, {"none", nullptr}, {"nested", {{"a", {{"b", 1}}}}}};
+  if (i % 6 == 0) e.corr = uint64_t(i) * 77;
+  if (i % 5 == 0) e.device = i % 2;
+  if (i % 10 == 0) e.device_id = "0000:18:00.0";
+  return e;
+}
+
+void expect_same(const Event& a, const Event& b) {
+  EXPECT_EQ(a.layer, b.layer);
+  EXPECT_EQ(a.name, b.name);
+  EXPECT_EQ(a.ts, b.ts);
+  EXPECT_EQ(a.dur, b.dur);
+  EXPECT_EQ(a.pid, b.pid);
+  EXPECT_EQ(a.tid, b.tid);
+  EXPECT_EQ(a.ret, b.ret);
+  EXPECT_EQ(a.args, b.args) << a.args.dump() << " vs " << b.args.dump();
+  EXPECT_EQ(a.corr, b.corr);
+  EXPECT_EQ(a.device, b.device);
+  EXPECT_EQ(a.device_id, b.device_id);
+}
+
+std::string compress(const std::string& plain) {
+  std::string out(ZSTD_compressBound(plain.size()), '\0');
+  out.resize(ZSTD_compress(out.data(), out.size(), plain.data(), plain.size(), 1));
+  return out;
+}
+
+// A store whose header is right and whose one record is `record` (MessagePack bytes).
+fs::path store_with(const fs::path& dir, const std::string& record) {
+  std::string plain = "\x83\xa6" "format\xb0" "cudatrace-events\xa1v\x01\xa6" "fields\x90";
+  plain += record;
+  const fs::path p = dir / "hostile.msgpack.zst";
+  std::ofstream(p, std::ios::binary) << compress(plain);
+  return p;
+}
+
+}  // namespace
+
+TEST(EventStore, WhatIsWrittenComesBackFieldForFieldInOrder) {
+  const fs::path dir = testsupport::temp_dir("store");
+  const fs::path p = dir / kEventsFile;
+  EventStoreWriter w(p);
+  for (int64_t i = 0; i < 20000; ++i) w.write(sample(i));
+  w.close();
+  EXPECT_TRUE(is_event_store(p));
+  EventReader r(p);
+  EXPECT_TRUE(r.is_store());
+  Event e;
+  int64_t i = 0;
+  while (r.next(e)) {
+    SCOPED_TRACE(i);
+    expect_same(e, sample(i));
+    if (HasFailure()) break;
+    ++i;
+  }
+  EXPECT_EQ(i, 20000);
+  EXPECT_EQ(read_events(p).events.size(), 20000u) << "read_events reads the store too";
+}
+
+TEST(EventStore, ACheapCallCostsFewBytes) {
+  const fs::path dir = testsupport::temp_dir("store-size");
+  const fs::path p = dir / kEventsFile;
+  EventStoreWriter w(p);
+  std::mt19937 rng(1);
+  int64_t ts = 1'700'000'000'000;
+  for (int i = 0; i < 200000; ++i) {
+    Event e;
+    e.layer = layer::kRuntime;
+    e.name = "cudaGetDevice";
+    ts += 40 + int64_t(rng() % 30);
+    e.ts = ts;
+    e.dur = 20 + int64_t(rng() % 15);
+    e.pid = 1234;
+    e.tid = 1234 + i % 8;
+    e.ret = 0;
+    e.device = 0;
+    w.write(e);
+  }
+  w.close();
+  EXPECT_LT(double(fs::file_size(p)) / 200000, 8.0) << "bytes per event";
+}
+
+TEST(EventStore, JsonLinesAreReadThroughTheSameReader) {
+  const fs::path dir = testsupport::temp_dir("store-jsonl");
+  const fs::path p = dir / "events.jsonl";
+  std::ofstream(p) << R"({"v":1,"layer":"runtime","name":"cudaMalloc","ts":5,"pid":1,"tid":2,"args":{}})" "\n";
+  EventReader r(p);
+  EXPECT_FALSE(r.is_store());
+  Event e;
+  ASSERT_TRUE(r.next(e));
+  EXPECT_EQ(e.name, "cudaMalloc");
+  EXPECT_FALSE(r.next(e));
+  EXPECT_EQ(events_file_of(dir), p) << "an older run's events.jsonl is still found";
+}
+
+TEST(EventStore, ACutFileIsAnErrorNotASilentEnd) {
+  const fs::path dir = testsupport::temp_dir("store-cut");
+  const fs::path p = dir / kEventsFile;
+  EventStoreWriter w(p);
+  for (int64_t i = 0; i < 50000; ++i) w.write(sample(i));
+  w.close();
+  fs::resize_file(p, fs::file_size(p) / 2);
+  EventReader r(p);
+  Event e;
+  EXPECT_THROW(
+      {
+        while (r.next(e)) {
+        }
+      },
+      EventFormatError);
+}
+
+TEST(EventStore, HostileRecordsAreRefusedWithTheirRecordNumber) {
+  const fs::path dir = testsupport::temp_dir("store-hostile");
+  const auto reject = [&](const std::string& record, const std::string& why) {
+    EventReader r(store_with(dir, record));
+    Event e;
+    try {
+      while (r.next(e)) {
+      }
+      ADD_FAILURE() << "accepted: " << why;
+    } catch (const EventFormatError& ex) {
+      EXPECT_NE(std::string(ex.what()).find("record 1"), std::string::npos) << ex.what();
+    }
+    fs::remove(dir / "hostile.msgpack.zst");
+  };
+  // args nested 100000 deep: refused at the depth bound, never recursed into.
+  std::string deep = "\x9b\x00\xa1k\x00\xc0\x01\x01\xc0";
+  for (int i = 0; i < 100000; ++i) deep += "\x81\xa1x";
+  deep += "\xc0";
+  reject(deep, "deep nesting");
+  // A string that claims 4 GiB.
+  reject(std::string("\x9b\x00\xdb\xff\xff\xff\xff", 7), "a 4 GiB string");
+  // A map that claims 2^32-1 entries.
+  reject(std::string("\x9b\x00\xa1k\x00\xc0\x01\x01\xc0\xdf\xff\xff\xff\xff", 14), "a huge map");
+  // Not an event array.
+  reject("\x01", "a bare integer");
+  // ext types have no place in an event.
+  reject(std::string("\x9b\x00\xa1k\xd4\x01\x00", 7), "an ext value");
+}
+
+TEST(EventStore, AZstdBombStopsAtTheInflatedBound) {
+  const fs::path dir = testsupport::temp_dir("store-bomb");
+  const fs::path p = dir / kEventsFile;
+  EventStoreWriter w(p);
+  for (int64_t i = 0; i < 100000; ++i) w.write(sample(i));
+  w.close();
+  StoreLimits limits;
+  limits.max_inflated_bytes = 1 << 20;
+  EventReader r(p, limits);
+  Event e;
+  EXPECT_THROW(
+      {
+        while (r.next(e)) {
+        }
+      },
+      EventFormatError);
+}
+
+TEST(EventStore, TheWriterNeverFollowsALinkNorOverwrites) {
+  const fs::path dir = testsupport::temp_dir("store-link");
+  std::ofstream(dir / "victim") << "keep";
+  fs::create_symlink(dir / "victim", dir / kEventsFile);
+  EXPECT_THROW(EventStoreWriter w(dir / kEventsFile), std::runtime_error);
+  std::ifstream f(dir / "victim");
+  std::string s;
+  f >> s;
+  EXPECT_EQ(s, "keep");
+}
