@@ -202,7 +202,21 @@ struct Decoder {
 
   // The event fields, read without building JSON for them.
   std::optional<int64_t> opt_int(const char* what) {
-    if (p < end && *p == 0xc0) return ++p, std::nullopt;
+    if (p >= end) throw NeedMore{};
+    const uint8_t b = *p;
+    if (b == 0xc0) return ++p, std::nullopt;
+    if (b < 0x80) return ++p, int64_t(b);
+    if (b >= 0xe0) return ++p, int64_t(int8_t(b));
+    if (b >= 0xcc && b <= 0xce) {
+      ++p;
+      return int64_t(be(1 << (b - 0xcc)));
+    }
+    if (b >= 0xd0 && b <= 0xd3) {
+      ++p;
+      const int n = 1 << (b - 0xd0);
+      const uint64_t u = be(n);
+      return n == 1 ? int64_t(int8_t(u)) : n == 2 ? int64_t(int16_t(u)) : n == 4 ? int64_t(int32_t(u)) : int64_t(u);
+    }
     const json v = value(0);
     if (v.is_number_unsigned()) {
       if (v.get<uint64_t>() > uint64_t(INT64_MAX)) throw EventFormatError(std::string(what) + " out of range");
@@ -217,6 +231,12 @@ struct Decoder {
     return *v;
   }
   std::string str_field(const char* what) {
+    if (p >= end) throw NeedMore{};
+    if ((*p & 0xe0) == 0xa0) {
+      const uint8_t n = *p & 0x1f;
+      ++p;
+      return bytes(n);
+    }
     json v = value(0);
     if (!v.is_string()) throw EventFormatError(std::string(what) + " is not a string");
     return std::move(v.get_ref<std::string&>());
@@ -451,7 +471,9 @@ bool EventReader::next(Event& e) {
       }
       const uint8_t b = d.byte();
       if (b != (0x90 | kFields)) throw EventFormatError("not an event record");
-      Event out;
+      Event& out = e;
+      if (!out.args.is_object() || !out.args.empty()) out.args = json::object();
+      out.corr.reset();
       if (d.p < d.end && *d.p < kStoreLayers.size()) out.layer = kStoreLayers[*d.p++];
       else out.layer = d.str_field("layer");
       out.name = d.str_field("name");
@@ -478,7 +500,6 @@ bool EventReader::next(Event& e) {
       out.device_id = d.str_field("device_id");
       s.last_ts = out.ts;
       s.pos += size_t(d.p - start);
-      e = std::move(out);
       ++records_;
       return true;
     } catch (const NeedMore&) {

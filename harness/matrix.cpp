@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <set>
+#include <unordered_map>
 #include <cstdio>
 #include <ctime>
 #include <fstream>
@@ -323,6 +324,37 @@ json per_device_short(const json& scores, const Method& method) {
   return out;
 }
 
+// Events per layer and name, counted as they stream past: each (layer, name) is looked up
+// in the ordered maps once, then through a bounded hash of slots.
+class NameCounter {
+ public:
+  NameCounter(std::map<std::string, std::map<std::string, int64_t>>& by_name, std::map<std::string, int64_t>& by_layer)
+      : by_name_(by_name), by_layer_(by_layer) {}
+  void add(const Event& e) {
+    if (e.layer != last_layer_) {
+      last_layer_ = e.layer;
+      layer_slot_ = &by_layer_[e.layer];
+      slots_ = &slots_by_layer_[e.layer];
+    }
+    ++*layer_slot_;
+    if (auto it = slots_->find(e.name); it != slots_->end()) {
+      ++*it->second;
+      return;
+    }
+    int64_t* slot = &by_name_[e.layer][e.name];
+    if (slots_->size() < 4096) slots_->emplace(e.name, slot);
+    ++*slot;
+  }
+
+ private:
+  std::map<std::string, std::map<std::string, int64_t>>& by_name_;
+  std::map<std::string, int64_t>& by_layer_;
+  std::map<std::string, std::unordered_map<std::string, int64_t*>> slots_by_layer_;
+  std::string last_layer_;
+  int64_t* layer_slot_ = nullptr;
+  std::unordered_map<std::string, int64_t*>* slots_ = nullptr;
+};
+
 // Stage 6: what the tracer saw, which layers it could not see (each with its reason), and
 // for a workload, its events scored against the ledger.
 void score_events(RunState& r, const RunContext& ctx, const Method& method, const EventStream& ledger,
@@ -333,9 +365,10 @@ void score_events(RunState& r, const RunContext& ctx, const Method& method, cons
   // One pass over the method's events, in file order, counting as it reads: a command's
   // events are never held (a real job makes 10^7 to 10^8 calls); a workload's are kept for
   // the matcher, which pairs them with the ledger's.
-  FamilyCounter families(outcome.families);
-  ProcessCounter processes;
   std::map<std::string, int64_t> per_layer;
+  FamilyCounter families(outcome.families);
+  NameCounter names_seen(outcome.event_counts, per_layer);
+  ProcessCounter processes;
   DeviceNames names(&ctx.host.devices);
   const bool keep = !r.combo.workload.empty() || ctx.otlp;
   if (const fs::path file = events_file_of(r.dir); fs::exists(file)) {
@@ -347,8 +380,7 @@ void score_events(RunState& r, const RunContext& ctx, const Method& method, cons
           if (keep) r.events.meta.push_back(std::move(e));
           continue;
         }
-        ++outcome.event_counts[e.layer][e.name];
-        ++per_layer[e.layer];
+        names_seen.add(e);
         families.add(e);
         names.learn(e);
         if (r.combo.workload.empty()) processes.add(e);

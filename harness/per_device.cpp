@@ -180,16 +180,21 @@ ProcessCounter::~ProcessCounter() = default;
 
 void ProcessCounter::add(const Event& e) {
   if (e.layer == layer::kMeta) return;
-  auto& part = parts_[{e.pid, e.device, e.device_id}];
-  if (!part) {
-    part = std::make_unique<Part>();
-    part->sample.pid = e.pid;
-    part->sample.device = e.device;
-    part->sample.device_id = e.device_id;
+  Part* part = last_;
+  if (!part || part->sample.pid != e.pid || part->sample.device != e.device || part->sample.device_id != e.device_id) {
+    auto& slot = parts_[{e.pid, e.device, e.device_id}];
+    if (!slot) {
+      slot = std::make_unique<Part>();
+      slot->sample.pid = e.pid;
+      slot->sample.device = e.device;
+      slot->sample.device_id = e.device_id;
+    }
+    part = last_ = slot.get();
+    last_first_ts_ = &first_ts_.try_emplace(e.pid, 0).first->second;
   }
   part->counter.add(e);
-  auto [it, fresh] = first_ts_.try_emplace(e.pid, 0);
-  if (e.layer != layer::kSyscall && e.ts > 0 && (it->second == 0 || e.ts < it->second)) it->second = e.ts;
+  int64_t& first = *last_first_ts_;
+  if (e.layer != layer::kSyscall && e.ts > 0 && (first == 0 || e.ts < first)) first = e.ts;
 }
 
 std::vector<ProcessCounts> ProcessCounter::finish(const DeviceNames& names) {

@@ -124,6 +124,8 @@ class ProcessCounter {
   struct Part;
   std::map<std::tuple<int64_t, std::optional<int64_t>, std::string>, std::unique_ptr<Part>> parts_;
   std::map<int64_t, int64_t> first_ts_;  // pid -> its first CUDA record
+  Part* last_ = nullptr;                  // the part of the previous record: most follow one of theirs
+  int64_t* last_first_ts_ = nullptr;
 };
 
 // Processes summed over a method's repetitions, each under a key that does not depend on

@@ -119,8 +119,15 @@ void count_families(const std::vector<Event>& events, FamilyCounts& into) {
 
 void FamilyCounter::add(const Event& e) {
   if (e.layer == layer::kRuntime || e.layer == layer::kDriver) {
-    if (is_runtime_internal(e.name)) return;  // cudart's plumbing: no program calls it
-    ++into_[e.layer][canonical_name(e.name)];
+    auto& slots = e.layer == layer::kRuntime ? runtime_slots_ : driver_slots_;
+    if (auto it = slots.find(e.name); it != slots.end()) {
+      if (it->second) ++*it->second;
+      return;
+    }
+    // cudart's plumbing (no program calls it) counts nowhere.
+    int64_t* slot = is_runtime_internal(e.name) ? nullptr : &into_[e.layer][canonical_name(e.name)];
+    if (slots.size() < 4096) slots.emplace(e.name, slot);
+    if (slot) ++*slot;
   } else if (e.layer == layer::kGpuActivity) {
     const std::string k = kernel_family(kernel_symbol(e));
     ++into_[e.layer][k];

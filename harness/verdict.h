@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 #include <tuple>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,9 @@ class FamilyCounter {
  private:
   FamilyCounts& into_;
   std::set<std::tuple<int64_t, int64_t, int64_t, std::string>> device_runs_;  // (pid, launch, execution, kernel)
+  // Per call layer, a call's name -> its family's counter (null: cudart's plumbing), so
+  // that a name is folded once, not once per call. Bounded: past it, names are folded anew.
+  std::unordered_map<std::string, int64_t*> runtime_slots_, driver_slots_;
 };
 
 // "_Z6kernelPfi" and "kernel(float*, int)" -> "kernel": methods name kernels differently.

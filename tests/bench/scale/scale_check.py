@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""The harness at volume, without a GPU: a program making N cheap CUDA calls (call_loop)
+under each host-side method, through the whole path from the method's output to its
+verdict. Prints, per method, the events kept, the events per second of the harness's work
+after the program ended (conversion, reading, scoring, storing), the bytes per event of the
+store, and the harness's peak RSS. Fails where a verdict hides loss, where the harness's own
+bounds cut a run, or where memory is not bounded (1 GiB).
+
+  scale_check.py HARNESS CALL_LOOP [--calls N] [--methods a,b] [--out DIR]
+"""
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+SKIP = 77
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("harness")
+    ap.add_argument("call_loop")
+    ap.add_argument("--calls", type=int, default=10_000_000)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--methods", default="preload,uprobe,strace")
+    ap.add_argument("--out")
+    ap.add_argument("--max-rss-mib", type=int, default=1024)
+    a = ap.parse_args()
+
+    listing = json.loads(subprocess.run([a.harness, "--list", "--json"], capture_output=True, text=True, check=True).stdout)
+    runnable = {m["name"] for m in listing["methods"] if m.get("available")}
+    methods = [m for m in a.methods.split(",") if m in runnable]
+    skipped = [m for m in a.methods.split(",") if m not in runnable]
+    if not methods:
+        print(f"SKIP: none of {a.methods} can run here")
+        return SKIP
+    out = a.out or tempfile.mkdtemp(prefix="cudatrace-scale-")
+    failures = []
+    rows = []
+    for m in methods:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        t0 = time.monotonic()
+        p = subprocess.run([a.harness, "--no-report", "--no-baseline", "--out", out, "--method", m, "--timeout", "3000",
+                            "--", a.call_loop, str(a.calls), str(a.threads)], capture_output=True, text=True)
+        wall = time.monotonic() - t0
+        rss_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        console = p.stderr
+        runs = sorted(os.path.join(out, d) for d in os.listdir(out))
+        run_dir = os.path.join(runs[-1], "runs", f"cmd.{m}.r1")
+        run = json.load(open(os.path.join(run_dir, "run.json")))
+        summary = json.load(open(os.path.join(runs[-1], "summary.json")))
+        shutil.rmtree(runs[-1])
+        ms = run.get("harness_ms", {})
+        after = (ms.get("conversion_and_finish", 0) + ms.get("reading_and_scoring", 0)) / 1000
+        events = run.get("events", {})
+        records = events.get("records", 0)
+        runtime = run.get("event_counts", {}).get("runtime", 0)
+        loss = {k: v for k, v in run["tracer"]["loss"].items() if isinstance(v, int) and v > 0}
+        rows.append((m, records, runtime, after, records / after if after > 0 else 0, events.get("bytes_per_event", 0),
+                     rss_mib if rss_mib > before / 1024 else None, ms.get("program", 0) / 1000, wall, loss))
+        coverage = [r for r in summary.get("verdict", {}).get("coverage", []) if r["method"] == m]
+        for r in coverage:
+            if loss and r.get("status") == "complete":
+                failures.append(f"{m} {r['layer']}: complete over lost events {loss}")
+        if any(k.startswith("over_bound") for k in loss):
+            failures.append(f"{m}: the harness's own bound cut the run: {loss}")
+        if p.returncode not in (0,):
+            failures.append(f"{m}: harness exit {p.returncode}: {console.strip().splitlines()[-1:]}")
+        if m != "strace" and runtime < a.calls and not loss:
+            failures.append(f"{m}: {runtime} runtime events of {a.calls} calls, and no loss counted")
+        if rss_mib > a.max_rss_mib:
+            failures.append(f"{m}: harness peak RSS {rss_mib:.0f} MiB over {a.max_rss_mib}")
+    print(f"{a.calls} calls, {a.threads} thread(s); skipped (cannot run here): {', '.join(skipped) or 'none'}")
+    print(f"{'method':8} {'events':>11} {'runtime':>11} {'after s':>8} {'events/s':>11} {'B/event':>8} "
+          f"{'peak RSS':>9} {'program s':>9}  loss")
+    for m, rec, rt, after, rate, bpe, rss, prog, wall, loss in rows:
+        rss_text = f"{rss:.0f} MiB" if rss is not None else "(earlier)"
+        print(f"{m:8} {rec:>11} {rt:>11} {after:>8.2f} {rate:>11.0f} {bpe:>8.2f} {rss_text:>9} {prog:>9.2f}  "
+              f"{loss or '-'}")
+    for f in failures:
+        print("FAIL:", f)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
