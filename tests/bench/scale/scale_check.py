@@ -11,7 +11,6 @@ bounds cut a run, or where memory is not bounded (1 GiB).
 import argparse
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -43,13 +42,18 @@ def main():
     failures = []
     rows = []
     for m in methods:
-        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
         t0 = time.monotonic()
-        p = subprocess.run([a.harness, "--no-report", "--no-baseline", "--out", out, "--method", m, "--timeout", "3000",
-                            "--", a.call_loop, str(a.calls), str(a.threads)], capture_output=True, text=True)
+        with tempfile.TemporaryFile(mode="w+") as err:
+            p = subprocess.Popen([a.harness, "--no-report", "--no-baseline", "--out", out, "--method", m, "--timeout",
+                                  "3000", "--", a.call_loop, str(a.calls), str(a.threads)],
+                                 stdout=subprocess.DEVNULL, stderr=err)
+            # This harness's own peak (and its children's), not the largest of every run so far.
+            _, status, usage = os.wait4(p.pid, 0)
+            p.returncode = os.waitstatus_to_exitcode(status)
+            err.seek(0)
+            console = err.read()
         wall = time.monotonic() - t0
-        rss_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-        console = p.stderr
+        rss_mib = usage.ru_maxrss / 1024
         runs = sorted(os.path.join(out, d) for d in os.listdir(out))
         run_dir = os.path.join(runs[-1], "runs", f"cmd.{m}.r1")
         run = json.load(open(os.path.join(run_dir, "run.json")))
@@ -62,7 +66,7 @@ def main():
         runtime = run.get("event_counts", {}).get("runtime", 0)
         loss = {k: v for k, v in run["tracer"]["loss"].items() if isinstance(v, int) and v > 0}
         rows.append((m, records, runtime, after, records / after if after > 0 else 0, events.get("bytes_per_event", 0),
-                     rss_mib if rss_mib > before / 1024 else None, ms.get("program", 0) / 1000, wall, loss))
+                     rss_mib, ms.get("program", 0) / 1000, wall, loss))
         coverage = [r for r in summary.get("verdict", {}).get("coverage", []) if r["method"] == m]
         for r in coverage:
             if loss and r.get("status") == "complete":
@@ -79,7 +83,7 @@ def main():
     print(f"{'method':8} {'events':>11} {'runtime':>11} {'after s':>8} {'events/s':>11} {'B/event':>8} "
           f"{'peak RSS':>9} {'program s':>9}  loss")
     for m, rec, rt, after, rate, bpe, rss, prog, wall, loss in rows:
-        rss_text = f"{rss:.0f} MiB" if rss is not None else "(earlier)"
+        rss_text = f"{rss:.0f} MiB"
         print(f"{m:8} {rec:>11} {rt:>11} {after:>8.2f} {rate:>11.0f} {bpe:>8.2f} {rss_text:>9} {prog:>9.2f}  "
               f"{loss or '-'}")
     for f in failures:
