@@ -295,6 +295,9 @@ json command_verdict(const std::vector<MethodView>& methods) {
       }
       // A method that lost events is never complete: the reference may be the union of what
       // the methods kept, or CUPTI's own run, and neither can vouch for what this one lost.
+      // Nor is one that names a part of the layer it cannot see (cuBLAS's own cudart): where
+      // the reference is the union of what the methods kept, no method saw that part either.
+      if (row["status"] == "complete" && m.partly_unobserved.count(l)) row["status"] = "partly observed";
       const int64_t lost = lost_events(m.loss);
       row["lost"] = lost;
       if (lost > 0 && (row["status"] == "complete" || row["status"] == "nothing to see" ||
