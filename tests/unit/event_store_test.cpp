@@ -62,6 +62,13 @@ fs::path store_with(const fs::path& dir, const std::string& record) {
   return p;
 }
 
+// Reads to the end (or to the error a test expects).
+void read_all(EventReader& r) {
+  Event e;
+  while (r.next(e)) {
+  }
+}
+
 }  // namespace
 
 TEST(EventStore, WhatIsWrittenComesBackFieldForFieldInOrder) {
@@ -129,23 +136,15 @@ TEST(EventStore, ACutFileIsAnErrorNotASilentEnd) {
   w.close();
   fs::resize_file(p, fs::file_size(p) / 2);
   EventReader r(p);
-  Event e;
-  EXPECT_THROW(
-      {
-        while (r.next(e)) {
-        }
-      },
-      EventFormatError);
+  EXPECT_THROW(read_all(r), EventFormatError);
 }
 
 TEST(EventStore, HostileRecordsAreRefusedWithTheirRecordNumber) {
   const fs::path dir = testsupport::temp_dir("store-hostile");
   const auto reject = [&](const std::string& record, const std::string& why) {
     EventReader r(store_with(dir, record));
-    Event e;
     try {
-      while (r.next(e)) {
-      }
+      read_all(r);
       ADD_FAILURE() << "accepted: " << why;
     } catch (const EventFormatError& ex) {
       EXPECT_NE(std::string(ex.what()).find("record 1"), std::string::npos) << ex.what();
@@ -176,13 +175,7 @@ TEST(EventStore, AZstdBombStopsAtTheInflatedBound) {
   StoreLimits limits;
   limits.max_inflated_bytes = 1 << 20;
   EventReader r(p, limits);
-  Event e;
-  EXPECT_THROW(
-      {
-        while (r.next(e)) {
-        }
-      },
-      EventFormatError);
+  EXPECT_THROW(read_all(r), EventFormatError);
 }
 
 TEST(EventStore, TheWriterNeverFollowsALinkNorOverwrites) {

@@ -6,7 +6,10 @@ after the program ended (conversion, reading, scoring, storing), the bytes per e
 store, and the harness's peak RSS. Fails where a verdict hides loss, where the harness's own
 bounds cut a run, or where memory is not bounded (1 GiB).
 
-  scale_check.py HARNESS CALL_LOOP [--calls N] [--methods a,b] [--out DIR]
+  scale_check.py HARNESS CALL_LOOP [--calls N] [--methods a,b | --without NAME] [--out DIR]
+
+Without --methods: every method of the registry (`harness --list --json`, kind "method")
+that observes a host-side layer (runtime, driver, syscall), less --without.
 """
 import argparse
 import json
@@ -26,17 +29,22 @@ def main():
     ap.add_argument("call_loop")
     ap.add_argument("--calls", type=int, default=10_000_000)
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--methods", default="preload,uprobe,strace")
+    ap.add_argument("--methods", help="comma-separated; default: the registry's host-side methods")
+    ap.add_argument("--without", action="append", default=[], help="leave this method out (repeatable)")
     ap.add_argument("--out")
     ap.add_argument("--max-rss-mib", type=int, default=1024)
     a = ap.parse_args()
 
     listing = json.loads(subprocess.run([a.harness, "--list", "--json"], capture_output=True, text=True, check=True).stdout)
     runnable = {m["name"] for m in listing["methods"] if m.get("available")}
-    methods = [m for m in a.methods.split(",") if m in runnable]
-    skipped = [m for m in a.methods.split(",") if m not in runnable]
+    host_side = {"runtime", "driver", "syscall"}
+    wanted = a.methods.split(",") if a.methods else [
+        m["name"] for m in listing["methods"] if m["kind"] == "method" and host_side & set(m["layers"])]
+    wanted = [m for m in wanted if m not in a.without]
+    methods = [m for m in wanted if m in runnable]
+    skipped = [m for m in wanted if m not in runnable]
     if not methods:
-        print(f"SKIP: none of {a.methods} can run here")
+        print(f"SKIP: none of {', '.join(wanted)} can run here")
         return SKIP
     out = a.out or tempfile.mkdtemp(prefix="cudatrace-scale-")
     failures = []
