@@ -197,6 +197,13 @@ LayerScore score_calls(const std::string& layer, const std::string& expectation,
     lanes[{e.tid, key}].seen.push_back(j);
   }
 
+  // A method's store holds each thread's calls of a layer in the order they were made, but a
+  // method that hands calls over as they return may interleave another layer's, and some
+  // (cupti's kernels) come in the order the GPU finished: pair each lane in time order.
+  auto by_entry = [&](size_t a, size_t b) { return events[a].ts < events[b].ts; };
+  for (auto& [key, lane] : lanes)
+    if (!std::is_sorted(lane.seen.begin(), lane.seen.end(), by_entry))
+      std::stable_sort(lane.seen.begin(), lane.seen.end(), by_entry);
   std::map<int64_t, std::vector<std::pair<size_t, size_t>>> pairs_by_thread;
   for (const auto& [key, lane] : lanes) {
     pair_lane(

@@ -28,7 +28,7 @@ struct FakeRun {
 FakeRun run_fake_app(const std::map<std::string, std::string>& env, bool per_call = false) {
   FakeRun r;
   const auto dir = testsupport::temp_dir("cupti");
-  CuptiTracer tracer(CUDATRACE_CUPTI_LIBRARY, 1 << 20, per_call);
+  CuptiTracer tracer(CUDATRACE_CUPTI_LIBRARY, 1 << 20, per_call, uint64_t(1) << 30);
   Launch launch{{CUDATRACE_CUPTI_FAKE_APP}, env};
   tracer.prepare(launch, Target{launch.argv, "static"}, dir);
   r.child = run_child(ChildSpec{launch, dir, 60}, tracer);

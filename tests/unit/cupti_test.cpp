@@ -307,6 +307,57 @@ TEST(CuptiDecode, CallsArgumentsAndTheKernelJoinedToItsLaunch) {
   EXPECT_EQ(gpu.corr, 3u);
 }
 
+namespace {
+cupti_record kernel_record(uint64_t corr) {
+  cupti_record k{};
+  k.kind = CUPTI_REC_KERNEL;
+  k.pid = 100;
+  k.tid = 99;  // CUPTI's own thread
+  k.corr = corr;
+  k.t0 = 10000 + corr;
+  k.t1 = k.t0 + 10;
+  return k;
+}
+}  // namespace
+
+// Streamed, kernels are joined whichever comes first: the kernel (its launch's batch not yet
+// handed over) or the launch; a driver launch alone joins once the runtime one cannot come.
+TEST(CuptiDecode, KernelsJoinTheirLaunchInEitherOrderWithinBoundedWindows) {
+  std::vector<Event> out;
+  CuptiDecodeStats stats;
+  CuptiRecordDecoder d(stats, [&](Event&& e) { out.push_back(std::move(e)); }, 2, 2);
+  d.add(kernel_record(1));  // before its launches
+  EXPECT_TRUE(out.empty()) << "it waits for its launch";
+  d.add(api(kCuptiDriverDomain, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 1, 11, 3100, 0, {0x51, 0, 0, 0, 0}));
+  ASSERT_EQ(out.size(), 1u) << "the driver launch goes out; the kernel waits for the runtime one";
+  d.add(api(kCuptiRuntimeDomain, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, 1, 11, 3000, 0, {0x42, 0, 0, 0, 0}));
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[2].layer, "gpu-activity");
+  EXPECT_EQ(out[2].tid, 11);
+  EXPECT_EQ(out[2].args["launched_by"], "__cudaLaunchKernel");
+  // A driver-API program: its kernels join the driver launch when they leave the window.
+  d.add(api(kCuptiDriverDomain, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 2, 12, 4000, 0, {0x51, 0, 0, 0, 0}));
+  d.add(kernel_record(2));
+  d.add(kernel_record(50));  // a launch never seen
+  d.add(kernel_record(51));  // the third waiting: the oldest (corr 2) leaves the window
+  ASSERT_EQ(out.size(), 5u);
+  EXPECT_EQ(out[4].corr, 2u);
+  EXPECT_EQ(out[4].tid, 12);
+  EXPECT_EQ(out[4].args["launched_by"], "cuLaunchKernel");
+  d.finish();
+  ASSERT_EQ(out.size(), 7u);
+  EXPECT_EQ(stats.kernels_joined, 2);
+  EXPECT_EQ(stats.kernels_unjoined_past_window, 2) << "corr 50 and 51 had no launch";
+  // The launch window is bounded too: after three more launches, the first is forgotten.
+  for (uint64_t c : {60, 61, 62})
+    d.add(api(kCuptiRuntimeDomain, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, c, 13, 5000 + c, 0, {0x42, 0, 0, 0, 0}));
+  d.add(kernel_record(61));
+  EXPECT_EQ(out.back().tid, 13);
+  d.add(kernel_record(2));  // its launch left the window long ago
+  d.finish();
+  EXPECT_EQ(out.back().tid, 99);
+}
+
 TEST(CuptiDecode, SubscriberTakenAndUnknownIdsAreReported) {
   cupti_record taken{};
   taken.kind = CUPTI_REC_STATUS;

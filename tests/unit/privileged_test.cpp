@@ -92,7 +92,7 @@ TEST(Privileged, UprobeSessionDetachesEverything) {
 TEST(Privileged, UprobePauseDetachesAndReattachesTheCallProbes) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root for BPF";
   const auto dir = testsupport::temp_dir("uprobe-pause");
-  UprobeTracer tracer(UPROBE_MODE_FULL, 1 << 20);
+  UprobeTracer tracer(UPROBE_MODE_FULL, 1 << 20, uint64_t(1) << 30);
   Launch launch{{CUDATRACE_UPROBE_PAUSE_CALLS}, {}};
   tracer.prepare(launch, Target{launch.argv, "shared"}, dir);
   ASSERT_TRUE(launch.env.count("CUDATRACE_PAUSE_FD"));
@@ -117,5 +117,22 @@ TEST(Privileged, UprobePauseDetachesAndReattachesTheCallProbes) {
   int seen = 0;
   for (const auto& e : read_events(dir / cudatrace::kEventsFile).events) seen += e.layer == "runtime" && e.name == "cudaGetDevice";
   EXPECT_EQ(seen, 20) << "10 before the pause and 10 after the resume";
+}
+
+// The spool of a run is bounded (HostFacts::max_trace_bytes): a bound of 5 records keeps 5,
+// and every record past it is counted as loss, never dropped unseen.
+TEST(Privileged, UprobeSpoolPastItsBoundIsCountedAsLoss) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root for BPF";
+  const auto dir = testsupport::temp_dir("uprobe-bound");
+  UprobeTracer tracer(UPROBE_MODE_FULL, 1 << 20, 5 * sizeof(uprobe_call));
+  Launch launch{{CUDATRACE_UPROBE_PAUSE_CALLS}, {}};
+  tracer.prepare(launch, Target{launch.argv, "shared"}, dir);
+  const ChildResult child = run_child(ChildSpec{launch, dir, 60}, tracer);
+  const TracerReport report = tracer.finish(dir);
+  ASSERT_EQ(child.status, ChildStatus::Exited) << child.detail;
+  const auto events = read_events(dir / cudatrace::kEventsFile).events;
+  EXPECT_LE(events.size(), 5u);
+  EXPECT_EQ(report.notes["records"].get<int64_t>(), 5) << report.notes.dump();
+  EXPECT_GE(report.loss.value("over_bound_records", int64_t(0)), 15) << report.loss.dump();
 }
 #endif

@@ -112,6 +112,8 @@ TEST(UprobeDecode, SameLayerNestingIsFoldedOtherLayersKept) {
   // __cudaLaunchKernel [0,100] calls cudaLaunchKernel [10,90], which calls cuLaunchKernel [20,80].
   std::vector<uprobe_call> calls{call(2, 20, 80, 7, {}), call(1, 10, 90, 7, {}), call(0, 0, 100, 7, {}),
                                  call(1, 200, 300, 8, {})};  // another thread: not nested
+  calls[0].depth = 2;  // the probes' nesting depth at entry
+  calls[1].depth = 1;
   DecodeStats stats;
   auto events = decode_uprobe_calls(calls, fns, stats);
   ASSERT_EQ(events.size(), 3u);
@@ -121,6 +123,56 @@ TEST(UprobeDecode, SameLayerNestingIsFoldedOtherLayersKept) {
   EXPECT_EQ(events[2].tid, 8);
   EXPECT_EQ(stats.folded_nested, 1);
   EXPECT_EQ(stats.folded_by_name["cudaLaunchKernel"], 1);
+}
+
+TEST(UprobeDecode, NestedCallsWaitForTheirOuterCallInTheRingsOrder) {
+  std::vector<ProbedFunction> fns{{"cudaMemcpy", "runtime", "/lib", 0x10},
+                                  {"cudaMemcpyInternal", "runtime", "/lib", 0x20},
+                                  {"cuMemcpy", "driver", "/lib", 0x30}};
+  std::vector<Event> out;
+  DecodeStats stats;
+  UprobeCallDecoder d(fns, stats, {}, [&](Event&& e) { out.push_back(std::move(e)); });
+  // Ring order: what returns first comes first. Thread 7: cudaMemcpy [0,100] calls
+  // cudaMemcpyInternal [10,90], which calls cuMemcpy [20,80]; thread 8 runs meanwhile.
+  uprobe_call drv = call(2, 20, 80, 7, {}), inner = call(1, 10, 90, 7, {}), outer = call(0, 0, 100, 7, {});
+  drv.depth = 2;
+  inner.depth = 1;
+  d.add(drv);
+  d.add(inner);
+  d.add(call(2, 30, 40, 8, {}));  // another thread's outermost call: out at once
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].tid, 8);
+  d.add(outer);
+  ASSERT_EQ(out.size(), 3u) << "the outer call settles what waited on its thread";
+  EXPECT_EQ(out[1].name, "cudaMemcpy");
+  EXPECT_EQ(out[2].name, "cuMemcpy");
+  EXPECT_EQ(stats.folded_nested, 1);
+  // A nested call whose outer call never comes is settled at the end and counted.
+  uprobe_call orphan = call(2, 500, 510, 7, {});
+  orphan.depth = 1;
+  d.add(orphan);
+  EXPECT_EQ(out.size(), 3u);
+  d.finish();
+  ASSERT_EQ(out.size(), 4u);
+  EXPECT_EQ(stats.settled_at_end, 1);
+  EXPECT_EQ(stats.settled_over_window, 0);
+}
+
+TEST(UprobeDecode, WaitingCallsAreBoundedAndWhatPassesTheWindowIsCounted) {
+  std::vector<ProbedFunction> fns{{"cudaMemcpy", "runtime", "/lib", 0x10}, {"cuMemcpy", "driver", "/lib", 0x30}};
+  int64_t emitted = 0;
+  DecodeStats stats;
+  UprobeCallDecoder d(fns, stats, {}, [&](Event&&) { ++emitted; }, 4);
+  for (uint64_t i = 0; i < 10; ++i) {
+    uprobe_call c = call(1, 10 + 2 * i, 11 + 2 * i, 7, {});
+    c.depth = 1;  // inside a call that has not returned yet
+    d.add(c);
+  }
+  EXPECT_EQ(emitted, 10 - 10 % 5) << "settled every time the window overflowed";
+  EXPECT_EQ(stats.settled_over_window, 10);
+  d.add(call(0, 0, 100, 7, {}));
+  d.finish();
+  EXPECT_EQ(emitted, 11);
 }
 
 TEST(UprobeDecode, KernelNamesFromRegistrationAndHandles) {

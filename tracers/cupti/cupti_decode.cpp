@@ -76,82 +76,156 @@ std::string cupti_callback_name(uint32_t domain, uint32_t cbid) {
   return "cbid:" + std::to_string(domain) + ":" + std::to_string(cbid);
 }
 
+CuptiRecordDecoder::CuptiRecordDecoder(CuptiDecodeStats& stats, Sink sink, size_t max_launches, size_t max_waiting)
+    : stats_(stats), sink_(std::move(sink)), max_launches_(std::max<size_t>(1, max_launches)), max_waiting_(max_waiting) {}
+
+void CuptiRecordDecoder::add(const cupti_record& r) {
+  if (r.kind == 0) return;  // an unused slot of a batch
+  ++stats_.records;
+  switch (r.kind) {
+    case CUPTI_REC_API: {
+      ++stats_.api_calls;
+      Event e = api_event(r, stats_);
+      const bool launch = e.corr && is_launch(e.name);
+      const bool runtime = e.layer == layer::kRuntime;
+      emit(std::move(e));  // before the kernels that may join it
+      if (launch) remember_launch(r.pid, r.tid, r.corr, r.id, runtime);
+      break;
+    }
+    case CUPTI_REC_KERNEL: {
+      ++stats_.kernels;
+      Event e;
+      e.layer = layer::kGpuActivity;
+      e.name = text_of(r);
+      if (e.name.empty()) e.name = "kernel";
+      e.ts = int64_t(r.t0);
+      if (r.t1 >= r.t0) e.dur = int64_t(r.t1 - r.t0);
+      e.pid = r.pid;
+      e.tid = r.tid;  // CUPTI's thread, until the join names the launching one
+      e.corr = r.corr;
+      e.args = {{"kernel", e.name}, {"grid", dim3_json(r.v[0])}, {"block", dim3_json(r.v[1])},
+                {"stream", r.v[2]}, {"device", r.v[3]}};
+      if (r.v[3] <= 0xFFFF) e.device = int64_t(r.v[3]);
+      const Key key{r.pid, r.corr};
+      // A kernel joins a runtime launch at once; a driver launch may yet be followed by the
+      // runtime launch around it (its record comes when that call returns): it waits.
+      if (auto it = launches_.find(key); it != launches_.end() && it->second.runtime) {
+        emit_kernel(std::move(e), &it->second);
+      } else if (max_waiting_ == 0) {
+        emit_kernel(std::move(e), it != launches_.end() ? &it->second : nullptr);
+      } else {
+        waiting_[key].push_back(std::move(e));
+        waiting_order_.push_back(key);
+        ++waiting_total_;
+        drop_oldest_waiting();
+      }
+      break;
+    }
+    case CUPTI_REC_DROPPED:
+      stats_.activity_dropped += int64_t(r.v[0]);
+      break;
+    case CUPTI_REC_STATUS:
+      if (r.id == CUDATRACE_CUPTI_DEVICE_STATUS) {
+        if (std::string id = normalize_pci_bus_id(text_of(r)); !id.empty() && r.v[0] <= 0xFFFF)
+          if (bus_id_of_.emplace(std::pair{int64_t(r.pid), int64_t(r.v[0])}, id).second) ++stats_.devices_named;
+      } else if (r.id == 0) {
+        stats_.loaded = true;
+        stats_.loaded_ns = int64_t(r.t0);
+        stats_.cupti_version = r.v[0];
+        stats_.mode = text_of(r);
+      } else {
+        stats_.problems.push_back((r.id == 1 ? "CUPTI's one subscriber is taken by " : "CUPTI error: ") + text_of(r));
+      }
+      break;
+    case CUPTI_REC_SUMMARY:
+      stats_.summary = true;
+      stats_.library_api_exits += r.v[0];
+      stats_.library_kernels += r.v[1];
+      break;
+    default:
+      break;
+  }
+}
+
+// Past the window, the oldest waiting kernel goes out with the launch known by now (a
+// driver launch), or unjoined: its launch is too late to wait for. Keys of kernels that joined since are skipped (and swept now and then).
+void CuptiRecordDecoder::drop_oldest_waiting() {
+  while (waiting_total_ > max_waiting_ && !waiting_order_.empty()) {
+    const Key old = waiting_order_.front();
+    waiting_order_.pop_front();
+    auto w = waiting_.find(old);
+    if (w == waiting_.end()) continue;
+    Event k = std::move(w->second.front());
+    w->second.erase(w->second.begin());
+    if (w->second.empty()) waiting_.erase(w);
+    --waiting_total_;
+    emit_kernel(std::move(k), known_launch(old));
+  }
+  if (waiting_order_.size() > 2 * waiting_total_ + 4096) {
+    std::deque<Key> live;
+    for (const Key& k : waiting_order_)
+      if (waiting_.count(k)) live.push_back(k);
+    waiting_order_.swap(live);
+  }
+}
+
+void CuptiRecordDecoder::remember_launch(uint32_t pid, uint32_t tid, uint64_t corr, uint64_t id, bool runtime) {
+  const Key key{pid, corr};
+  auto [it, fresh] = launches_.try_emplace(key, Launch{tid, id, runtime});
+  if (fresh) {
+    launch_order_.push_back(key);
+    if (launch_order_.size() > max_launches_) {
+      launches_.erase(launch_order_.front());
+      launch_order_.pop_front();
+    }
+  } else if (runtime) {
+    it->second = {tid, id, true};
+  }
+  // Kernels that came before their runtime launch's record join it now.
+  if (!runtime) return;
+  if (auto w = waiting_.find(key); w != waiting_.end()) {
+    std::vector<Event> kernels = std::move(w->second);
+    waiting_.erase(w);
+    waiting_total_ -= kernels.size();  // their keys stay in waiting_order_ and are skipped there
+    for (Event& k : kernels) emit_kernel(std::move(k), &it->second);
+  }
+}
+
+const CuptiRecordDecoder::Launch* CuptiRecordDecoder::known_launch(const Key& key) const {
+  auto it = launches_.find(key);
+  return it == launches_.end() ? nullptr : &it->second;
+}
+
+void CuptiRecordDecoder::emit_kernel(Event&& e, const Launch* by) {
+  if (!by) ++stats_.kernels_unjoined_past_window;
+  if (by) {
+    ++stats_.kernels_joined;
+    e.tid = by->tid;
+    e.args["launched_by"] = cupti_callback_name(uint32_t(by->id >> 32), uint32_t(by->id));
+  }
+  emit(std::move(e));
+}
+
+void CuptiRecordDecoder::emit(Event&& e) {
+  if (e.device)
+    if (auto it = bus_id_of_.find({e.pid, *e.device}); it != bus_id_of_.end()) e.device_id = it->second;
+  sink_(std::move(e));
+}
+
+void CuptiRecordDecoder::finish() {
+  for (auto& [key, kernels] : waiting_)
+    for (Event& k : kernels) emit_kernel(std::move(k), known_launch(key));
+  waiting_.clear();
+  waiting_order_.clear();
+  waiting_total_ = 0;
+}
+
 std::vector<Event> decode_cupti_records(const std::vector<cupti_record>& records, CuptiDecodeStats& stats) {
   std::vector<Event> events;
-  std::vector<const cupti_record*> kernels;
-  std::map<std::pair<int64_t, int64_t>, std::string> bus_id_of;  // (pid, ordinal) -> bus id, as the library sent it
-  for (const auto& r : records) {
-    if (r.kind == 0) continue;  // an unused slot of a batch
-    ++stats.records;
-    switch (r.kind) {
-      case CUPTI_REC_API:
-        ++stats.api_calls;
-        events.push_back(api_event(r, stats));
-        break;
-      case CUPTI_REC_KERNEL:
-        kernels.push_back(&r);
-        break;
-      case CUPTI_REC_DROPPED:
-        stats.activity_dropped += int64_t(r.v[0]);
-        break;
-      case CUPTI_REC_STATUS:
-        if (r.id == CUDATRACE_CUPTI_DEVICE_STATUS) {
-          if (std::string id = normalize_pci_bus_id(text_of(r)); !id.empty() && r.v[0] <= 0xFFFF)
-            if (bus_id_of.emplace(std::pair{int64_t(r.pid), int64_t(r.v[0])}, id).second) ++stats.devices_named;
-        } else if (r.id == 0) {
-          stats.loaded = true;
-          stats.loaded_ns = int64_t(r.t0);
-          stats.cupti_version = r.v[0];
-          stats.mode = text_of(r);
-        } else {
-          stats.problems.push_back((r.id == 1 ? "CUPTI's one subscriber is taken by " : "CUPTI error: ") + text_of(r));
-        }
-        break;
-      case CUPTI_REC_SUMMARY:
-        stats.summary = true;
-        stats.library_api_exits += r.v[0];
-        stats.library_kernels += r.v[1];
-        break;
-      default:
-        break;
-    }
-  }
-
-  // Each kernel joins the call that launched it: same process, same correlation id. The
-  // runtime launch is preferred to the driver launch inside it, when both carry the id.
-  std::map<std::pair<int64_t, uint64_t>, size_t> launch_of;
-  for (size_t i = 0; i < events.size(); ++i) {
-    const Event& e = events[i];
-    if (!e.corr || !is_launch(e.name)) continue;
-    auto [it, fresh] = launch_of.try_emplace({e.pid, *e.corr}, i);
-    if (!fresh && e.layer == layer::kRuntime && events[it->second].layer != layer::kRuntime) it->second = i;
-  }
-  const size_t api_events = events.size();
-  for (const cupti_record* k : kernels) {
-    ++stats.kernels;
-    Event e;
-    e.layer = layer::kGpuActivity;
-    e.name = text_of(*k);
-    if (e.name.empty()) e.name = "kernel";
-    e.ts = int64_t(k->t0);
-    if (k->t1 >= k->t0) e.dur = int64_t(k->t1 - k->t0);
-    e.pid = k->pid;
-    e.tid = k->tid;  // CUPTI's thread, until the join names the launching one
-    e.corr = k->corr;
-    e.args = {{"kernel", e.name}, {"grid", dim3_json(k->v[0])}, {"block", dim3_json(k->v[1])},
-              {"stream", k->v[2]}, {"device", k->v[3]}};
-    if (k->v[3] <= 0xFFFF) e.device = int64_t(k->v[3]);
-    if (auto it = launch_of.find({e.pid, k->corr}); it != launch_of.end() && it->second < api_events) {
-      ++stats.kernels_joined;
-      e.tid = events[it->second].tid;
-      e.args["launched_by"] = events[it->second].name;
-    }
-    events.push_back(std::move(e));
-  }
-  for (Event& e : events)
-    if (e.device)
-      if (auto it = bus_id_of.find({e.pid, *e.device}); it != bus_id_of.end()) e.device_id = it->second;
-  // Records arrive in the order calls returned; the event stream is in the order they began.
+  CuptiRecordDecoder decoder(stats, [&](Event&& e) { events.push_back(std::move(e)); });
+  for (const auto& r : records) decoder.add(r);
+  decoder.finish();
+  // Records arrive in the order calls returned; here, the order they began.
   std::stable_sort(events.begin(), events.end(), [](const Event& a, const Event& b) { return a.ts < b.ts; });
   return events;
 }

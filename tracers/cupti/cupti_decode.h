@@ -3,7 +3,11 @@
 // the runtime and driver layers, kernel activity on the gpu-activity layer, each kernel
 // joined to the call that launched it by CUPTI's correlation id.
 #include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -37,8 +41,53 @@ struct CuptiDecodeStats {
   bool summary = false;             // the library's exit summary arrived
   uint64_t library_api_exits = 0, library_kernels = 0;  // what the library said it emitted
   int64_t devices_named = 0;        // (process, device) pairs whose bus id the library sent
+  // Kernels that went out with no launch to join (it never came, or not within the window)
+  // and so carry CUPTI's thread rather than the launching one.
+  int64_t kernels_unjoined_past_window = 0;
 };
 
+// Records -> events as they are read, in the ring's order. API calls go out at once (a
+// thread's batch is in the order its calls returned). Each kernel joins the call that
+// launched it (same process, same correlation id; the runtime launch preferred to the
+// driver launch inside it): the launches seen last are remembered, at most `max_launches`,
+// and a kernel whose launch has not come yet (its thread's batch not handed over) waits,
+// at most `max_waiting` of them. Memory: those two windows, whatever the run's length.
+class CuptiRecordDecoder {
+ public:
+  using Sink = std::function<void(Event&&)>;
+  CuptiRecordDecoder(CuptiDecodeStats& stats, Sink sink, size_t max_launches = size_t(1) << 20,
+                     size_t max_waiting = size_t(1) << 16);
+  void add(const cupti_record& r);
+  void finish();  // the kernels still waiting go out unjoined
+
+ private:
+  using Key = std::pair<uint32_t, uint64_t>;  // (pid, correlation id)
+  struct KeyHash {
+    size_t operator()(const Key& k) const { return std::hash<uint64_t>()(k.second * 0x9E3779B97F4A7C15ull ^ k.first); }
+  };
+  struct Launch {
+    uint32_t tid;
+    uint64_t id;  // domain << 32 | cbid: its name, looked up when a kernel joins
+    bool runtime;
+  };
+  const Launch* known_launch(const Key& key) const;
+  void remember_launch(uint32_t pid, uint32_t tid, uint64_t corr, uint64_t id, bool runtime);
+  void emit(Event&& e);
+  void drop_oldest_waiting();
+  void emit_kernel(Event&& e, const Launch* by);
+
+  CuptiDecodeStats& stats_;
+  Sink sink_;
+  size_t max_launches_, max_waiting_;
+  std::map<std::pair<int64_t, int64_t>, std::string> bus_id_of_;  // (pid, ordinal) -> bus id
+  std::unordered_map<Key, Launch, KeyHash> launches_;
+  std::deque<Key> launch_order_;
+  std::unordered_map<Key, std::vector<Event>, KeyHash> waiting_;
+  std::deque<Key> waiting_order_;  // a key per waiting kernel, oldest first
+  size_t waiting_total_ = 0;
+};
+
+// The same over a vector (the unit tests' form); the events come back in entry order.
 std::vector<Event> decode_cupti_records(const std::vector<cupti_record>& records, CuptiDecodeStats& stats);
 
 }  // namespace cudatrace

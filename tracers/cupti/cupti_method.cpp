@@ -60,7 +60,8 @@ std::vector<Method> cupti_methods() {
   cupti.built = true;
   cupti.make = [](const HostFacts& host, const MethodOptions& o) {
     const CuptiOptions options = cupti_options(o);
-    return std::make_unique<CuptiTracer>(cupti_injection_path(host.prefix), options.ring_bytes, options.per_call);
+    return std::make_unique<CuptiTracer>(cupti_injection_path(host.prefix), options.ring_bytes, options.per_call,
+                                         host.max_trace_bytes);
   };
 #else
   cupti.not_built_reason = no_bpf;

@@ -31,13 +31,16 @@ class CuptiSession {
   // a probe hit per API call (api_exit) instead of one per thread's batch (api_batch).
   void attach(const std::filesystem::path& library, bool per_call);
   void trace_process(pid_t pid);
-  void start(const std::filesystem::path& spool);
+  void start(const std::filesystem::path& spool, uint64_t max_bytes);
   // Detaches, drains the rest, closes the spool. Idempotent.
   void stop();
 
   size_t probes() const { return links_.size(); }
   uint64_t records() const { return spool_ ? spool_->records() : 0; }
   uint64_t short_records() const { return spool_ ? spool_->short_records() : 0; }
+  // Records the spool could not keep: past its bound, or refused by the disk (after stop()).
+  uint64_t spool_over_bound() const { return spool_ ? spool_->over_bound_records() : 0; }
+  uint64_t spool_unwritten() const { return spool_ ? spool_->unwritten_records() : 0; }
   std::vector<uint64_t> losses() const;  // indexed by enum cupti_loss
 
  private:

@@ -1,7 +1,6 @@
 #include "tracers/cupti/cupti_tracer.h"
 
 #include <cstdlib>
-#include <fstream>
 
 #include "common/clock.h"
 #include "common/event_io.h"
@@ -9,6 +8,7 @@
 #include "tracers/cupti/cupti_decode.h"
 #include "tracers/cupti/cupti_session.h"
 #include "tracers/ebpf/ring_option.h"
+#include "tracers/ebpf/ring_spool.h"
 
 namespace cudatrace {
 
@@ -30,8 +30,11 @@ CuptiOptions cupti_options(const std::map<std::string, std::string>& options) {
   return {ring_bytes_option(ring, "cupti"), per_call};
 }
 
-CuptiTracer::CuptiTracer(fs::path library, uint64_t ring_bytes, bool per_call)
-    : CuptiInjectionTracer(std::move(library), false), ring_bytes_(ring_bytes), per_call_(per_call) {}
+CuptiTracer::CuptiTracer(fs::path library, uint64_t ring_bytes, bool per_call, uint64_t max_spool_bytes)
+    : CuptiInjectionTracer(std::move(library), false),
+      ring_bytes_(ring_bytes),
+      per_call_(per_call),
+      max_spool_bytes_(max_spool_bytes) {}
 CuptiTracer::~CuptiTracer() = default;
 
 void CuptiTracer::prepare(Launch& launch, const Target& target, const fs::path& run_dir) {
@@ -44,7 +47,7 @@ void CuptiTracer::attach(pid_t child) {
   session_ = std::make_unique<CuptiSession>(ring_bytes_);
   session_->attach(library_, per_call_);
   session_->trace_process(child);
-  session_->start(run_dir_ / "cupti.bin");
+  session_->start(run_dir_ / "cupti.bin", max_spool_bytes_);
   probes_ = session_->probes();
   attach_ms_ = double(monotonic_ns() - t0) / 1e6;
 }
@@ -58,26 +61,27 @@ TracerReport CuptiTracer::finish(const fs::path& run_dir) {
   session_->stop();
   const auto lost = session_->losses();
   const uint64_t malformed = session_->short_records();
+  const uint64_t over_bound = session_->spool_over_bound(), unwritten = session_->spool_unwritten();
   session_.reset();
 
-  std::vector<cupti_record> records;
+  // Read back in the ring's order and decoded as read (memory: the decoder's two windows).
+  CuptiDecodeStats stats;
   {
-    std::ifstream in(run_dir / "cupti.bin", std::ios::binary);
-    cupti_record r;
-    while (in.read(reinterpret_cast<char*>(&r), sizeof r)) records.push_back(r);
+    EventStoreWriter out(run_dir / kEventsFile);
+    CuptiRecordDecoder decoder(stats, [&out](Event&& e) { out.write(e); });
+    for_each_spooled<cupti_record>(run_dir / "cupti.bin", [&](const cupti_record& r) { decoder.add(r); });
+    decoder.finish();
+    out.close();
   }
   // CUDATRACE_KEEP_SPOOL=1 keeps the raw records (struct cupti_record) for debugging a decode.
   if (!std::getenv("CUDATRACE_KEEP_SPOOL")) fs::remove(run_dir / "cupti.bin");
-  CuptiDecodeStats stats;
-  std::vector<Event> events = decode_cupti_records(records, stats);
-  EventStoreWriter out(run_dir / kEventsFile);
-  for (const auto& e : events) out.write(e);
-  out.close();
 
   report.loss = {{"ring_full", lost[CUPTI_LOST_RING_FULL]},
                  {"unreadable_batched_calls", lost[CUPTI_LOST_UNREADABLE]},
                  {"activity_dropped_by_cupti", stats.activity_dropped},
-                 {"malformed_records", malformed}};
+                 {"malformed_records", malformed},
+                 {"over_bound_records", over_bound},
+                 {"records_the_disk_refused", unwritten}};
   // The library counts what it emitted: any shortfall at the collector is loss too.
   if (stats.summary) {
     report.loss["api_calls_not_received"] = std::max<int64_t>(0, int64_t(stats.library_api_exits) - stats.api_calls);
@@ -92,6 +96,8 @@ TracerReport CuptiTracer::finish(const fs::path& run_dir) {
                   {"api_calls", stats.api_calls},
                   {"kernel_records", stats.kernels},
                   {"kernels_joined_to_launch", stats.kernels_joined},
+                  {"kernels_without_their_launch", stats.kernels_unjoined_past_window},
+                  {"spool_bound_bytes", max_spool_bytes_},
                   {"unknown_callback_ids", stats.unknown_callbacks},
                   {"devices_named", stats.devices_named},
                   {"cupti_version", stats.cupti_version},

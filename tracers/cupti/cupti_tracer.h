@@ -20,7 +20,8 @@ CuptiOptions cupti_options(const std::map<std::string, std::string>& options);
 
 class CuptiTracer final : public CuptiInjectionTracer {
  public:
-  CuptiTracer(std::filesystem::path library, uint64_t ring_bytes, bool per_call);
+  // `max_spool_bytes`: the bound on the records spooled during the run (HostFacts::max_trace_bytes).
+  CuptiTracer(std::filesystem::path library, uint64_t ring_bytes, bool per_call, uint64_t max_spool_bytes);
   ~CuptiTracer() override;
   void prepare(Launch& launch, const Target& target, const std::filesystem::path& run_dir) override;
   void attach(pid_t child) override;
@@ -30,6 +31,7 @@ class CuptiTracer final : public CuptiInjectionTracer {
  private:
   uint64_t ring_bytes_;
   bool per_call_;
+  uint64_t max_spool_bytes_;
   std::filesystem::path run_dir_;
   std::unique_ptr<CuptiSession> session_;
   double attach_ms_ = 0;

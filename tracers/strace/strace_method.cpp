@@ -19,8 +19,8 @@ std::vector<Method> strace_methods() {
            .devices = {{layer::kSyscall,
                         {false, "an ioctl names a file descriptor, not a CUDA device: most go to /dev/nvidiactl and "
                                 "/dev/nvidia-uvm, which serve every GPU"}}},
-           .make = [](const HostFacts&, const MethodOptions&) {
-             return std::make_unique<StraceTracer>(find_on_path("strace"));
+           .make = [](const HostFacts& host, const MethodOptions&) {
+             return std::make_unique<StraceTracer>(find_on_path("strace"), host.max_trace_bytes);
            }}};
 }
 

@@ -111,13 +111,44 @@ int64_t StraceParser::tgid_of(int64_t tid) {
   return tid;
 }
 
-void StraceParser::note_clone(int64_t parent_tid, const Event& e, const std::string& args) {
-  if (!e.ret || *e.ret <= 0) return;
-  const std::string& n = e.name;
+void StraceParser::note_clone(int64_t parent_tid, const std::string& n, std::optional<int64_t> ret,
+                              const std::string& args) {
+  if (!ret || *ret <= 0) return;
   if (n != "clone" && n != "clone3" && n != "fork" && n != "vfork") return;
   uint64_t flags = 0;
   if (size_t f = args.find("flags="); f != std::string::npos) flags = std::strtoull(args.c_str() + f + 6, nullptr, 0);
-  tgid_[*e.ret] = (flags & kCloneThread) ? parent_tid : *e.ret;
+  tgid_[*ret] = (flags & kCloneThread) ? parent_tid : *ret;
+  release(*ret);
+}
+
+void StraceParser::emit(Event&& e) {
+  if (e.tid == first_tid_ || tgid_.count(e.tid)) {
+    e.pid = tgid_of(e.tid);
+    sink_(std::move(e));
+    return;
+  }
+  const int64_t tid = e.tid;
+  waiting_[tid].push_back(std::move(e));
+  if (++waiting_total_ > max_waiting_) {
+    // Its clone is too late to wait for: a process of its own, as far as we can tell.
+    stats_.process_unknown += int64_t(waiting_[tid].size());
+    tgid_[tid] = tid;
+    release(tid);
+  }
+}
+
+// A thread's waiting events, now that its process is known (or taken to be its own).
+void StraceParser::release(int64_t tid) {
+  auto it = waiting_.find(tid);
+  if (it == waiting_.end()) return;
+  std::vector<Event> events = std::move(it->second);
+  waiting_.erase(it);
+  waiting_total_ -= events.size();
+  const int64_t pid = tgid_of(tid);
+  for (Event& e : events) {
+    e.pid = pid;
+    sink_(std::move(e));
+  }
 }
 
 void StraceParser::complete(Event& e, const std::string& args, const std::string& tail) {
@@ -139,7 +170,16 @@ void StraceParser::complete(Event& e, const std::string& args, const std::string
     decode_fd(args, e.args, path);
     e.args["text"] = args.size() > kMaxArgText ? args.substr(0, kMaxArgText) + "..." : args;
   }
-  note_clone(e.tid, e, args);
+}
+
+// The call goes out first, then the thread or process it made (which may have waited).
+void StraceParser::complete_and_emit(Event&& e, const std::string& args, const std::string& tail) {
+  complete(e, args, tail);
+  const int64_t parent = e.tid;
+  const std::string name = e.name;
+  const std::optional<int64_t> ret = e.ret;
+  emit(std::move(e));
+  note_clone(parent, name, ret, args);
 }
 
 void StraceParser::feed(const std::string& raw) {
@@ -155,6 +195,7 @@ void StraceParser::feed(const std::string& raw) {
   while (p < line.size() && std::isdigit(uint8_t(line[p]))) ++p;
   if (p == 0) return unparsed();
   const int64_t tid = std::strtoll(line.c_str(), nullptr, 10);
+  if (first_tid_ == 0) first_tid_ = tid;
   size_t ts_begin = line.find_first_not_of(' ', p);
   if (ts_begin == std::string::npos) return unparsed();
   size_t ts_end = line.find(' ', ts_begin);
@@ -175,18 +216,18 @@ void StraceParser::feed(const std::string& raw) {
     if (r == std::string::npos) return unparsed();
     std::string name = rest.substr(5, r - 5);
     auto it = pending_.find(tid);
-    if (it == pending_.end() || events_[it->second.index].name != name) {
+    if (it == pending_.end() || it->second.event.name != name) {
       ++stats_.orphan_resumed;
       return;
     }
     std::string after = rest.substr(r + 9);
     size_t args_end, tail_begin;
     if (!split_result(after, 0, args_end, tail_begin)) return unparsed();
-    Event& e = events_[it->second.index];
+    Event e = std::move(it->second.event);
     std::string args = it->second.args_head + after.substr(0, args_end);
     std::string tail = after.substr(tail_begin);
     pending_.erase(it);
-    complete(e, args, tail);
+    complete_and_emit(std::move(e), args, tail);
     return;
   }
 
@@ -204,9 +245,12 @@ void StraceParser::feed(const std::string& raw) {
 
   const size_t unfinished = rest.rfind(kUnfinished);
   if (unfinished != std::string::npos && unfinished + std::char_traits<char>::length(kUnfinished) == rest.size()) {
-    if (auto old = pending_.find(tid); old != pending_.end()) ++stats_.unfinished_at_end;  // never resumed
-    events_.push_back(std::move(e));
-    pending_[tid] = Pending{events_.size() - 1, rest.substr(paren + 1, unfinished - paren - 1)};
+    if (auto old = pending_.find(tid); old != pending_.end()) {
+      ++stats_.unfinished_at_end;  // never resumed: out as it is, without a result
+      emit(std::move(old->second.event));
+      pending_.erase(old);
+    }
+    pending_[tid] = Pending{std::move(e), rest.substr(paren + 1, unfinished - paren - 1)};
     return;
   }
   size_t args_end, tail_begin;
@@ -214,16 +258,19 @@ void StraceParser::feed(const std::string& raw) {
     --stats_.syscalls;
     return unparsed();
   }
-  complete(e, rest.substr(paren + 1, args_end - paren - 1), rest.substr(tail_begin));
-  events_.push_back(std::move(e));
+  complete_and_emit(std::move(e), rest.substr(paren + 1, args_end - paren - 1), rest.substr(tail_begin));
 }
 
-std::vector<Event> StraceParser::finish() {
+void StraceParser::finish() {
   stats_.unfinished_at_end += int64_t(pending_.size());
+  for (auto& [tid, p] : pending_) emit(std::move(p.event));
   pending_.clear();
-  // Thread groups are only known once every clone returned: assign pids last.
-  for (auto& e : events_) e.pid = tgid_of(e.tid);
-  return std::move(events_);
+  // What still waits had no clone we saw: each thread is taken as its own process.
+  while (!waiting_.empty()) {
+    const int64_t tid = waiting_.begin()->first;
+    if (!tgid_.count(tid)) tgid_[tid] = tid;
+    release(tid);
+  }
 }
 
 }  // namespace cudatrace

@@ -10,7 +10,8 @@ namespace cudatrace {
 
 class StraceTracer final : public Tracer {
  public:
-  explicit StraceTracer(std::filesystem::path strace) : strace_(std::move(strace)) {}
+  // `max_bytes`: how much of strace's output one run reads (HostFacts::max_trace_bytes).
+  StraceTracer(std::filesystem::path strace, uint64_t max_bytes) : strace_(std::move(strace)), max_bytes_(max_bytes) {}
   void prepare(Launch& launch, const Target& target, const std::filesystem::path& run_dir) override;
   TracerReport finish(const std::filesystem::path& run_dir) override;
   void abandon(const std::filesystem::path& run_dir) override { std::filesystem::remove(run_dir / "strace.txt"); }
@@ -20,13 +21,15 @@ class StraceTracer final : public Tracer {
 
  private:
   std::filesystem::path strace_;
+  uint64_t max_bytes_;
   std::filesystem::path output_;  // strace runs as the program's user: its own folder
   ClockOffset clock_;  // read at prepare(): the tool stamps wall-clock time
 };
 
-// Converts a strace output file into run_dir/events.jsonl; the report's loss and notes
-// carry the parser's counters. Shared by the tracer and the fixture tests.
+// Converts a strace output file (at most `max_bytes` of it) into the event store at
+// `events_file`, as a stream; the report's loss and notes carry the parser's counters.
+// Shared by the tracer and the fixture tests.
 TracerReport convert_strace_output(const std::filesystem::path& strace_file, const std::filesystem::path& events_file,
-                                   int64_t realtime_minus_monotonic_ns);
+                                   int64_t realtime_minus_monotonic_ns, uint64_t max_bytes = uint64_t(64) << 20);
 
 }  // namespace cudatrace

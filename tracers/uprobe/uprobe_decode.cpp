@@ -11,6 +11,13 @@
 
 namespace cudatrace {
 
+struct NamingCall {
+  const char* symbol;
+  const char* blob;
+  const char* sources;
+  bool plumbing;  // the runtime's own bookkeeping, never an event
+};
+
 namespace {
 
 int word_index(const std::string& s, const std::string& token) {
@@ -30,13 +37,6 @@ std::pair<std::string, int> width(std::string s) {
   if (!s.empty() && s.back() == 'b') return {s.substr(0, s.size() - 1), 8};
   return {s, 64};
 }
-
-struct NamingCall {
-  const char* symbol;
-  const char* blob;
-  const char* sources;
-  bool plumbing;
-};
 
 // The calls that tie kernel handles to names. Slot 0 of each: the handle it defines (or
 // the stub it reads); the blob: the name, when the call carries one.
@@ -199,122 +199,162 @@ NameFromFile kernel_names_from_executable(const std::filesystem::path& exe) {
   };
 }
 
-std::vector<Event> decode_uprobe_calls(std::vector<uprobe_call> calls, const std::vector<ProbedFunction>& functions,
-                                       DecodeStats& stats, const NameFromFile& name_from_file) {
-  std::sort(calls.begin(), calls.end(), [](const uprobe_call& x, const uprobe_call& y) {
-    return x.enter_ns != y.enter_ns ? x.enter_ns < y.enter_ns : x.depth < y.depth;
-  });
-  stats.records += int64_t(calls.size());
-
+UprobeCallDecoder::UprobeCallDecoder(const std::vector<ProbedFunction>& functions, DecodeStats& stats,
+                                     NameFromFile name_from_file, Sink sink, size_t max_waiting)
+    : functions_(functions),
+      stats_(stats),
+      name_from_file_(std::move(name_from_file)),
+      sink_(std::move(sink)),
+      max_waiting_(std::max<size_t>(1, max_waiting)) {
   // What each probed function is, looked up once rather than per call.
-  struct Known {
-    const NamingCall* naming;
-    const CallInfo* info;  // set only when its arguments are decoded
-    const ProbeSpec* spec;
-  };
-  std::vector<Known> known;
-  known.reserve(functions.size());
+  known_.reserve(functions.size());
   for (const auto& f : functions) {
     const NamingCall* n = naming_call(f.symbol);
     const CallInfo* info = find_call(f.symbol);
     const ProbeSpec* spec = probe_spec(f.symbol);
-    known.push_back({n, !n && info && spec ? info : nullptr, spec});
+    known_.push_back({n, !n && info && spec ? info : nullptr, spec});
   }
+}
 
-  // Kernel names, per process, in time order: a handle is named before it is launched.
-  std::unordered_map<uint32_t, KernelNames> names;
-  for (const auto& c : calls) {
-    const unsigned fn = UPROBE_COOKIE_FN(c.cookie);
-    if (fn >= functions.size()) continue;
-    const NamingCall* n = known[fn].naming;
-    if (!n) continue;
-    const std::string_view sym = n->symbol;
-    KernelNames& k = names[c.pid];
-    const bool ok = !(c.flags & UPROBE_F_EXIT) || int32_t(c.ret) == 0;
-    if (sym == "__cudaRegisterFunction") {
-      std::string name = blob_string(c);
-      if (name.empty() && name_from_file) {
-        name = name_from_file(c.args[1], c.args[3]);
-        stats.names_from_file += !name.empty();
-      }
-      if (!name.empty()) k[c.args[1]] = name;
-    } else if ((c.flags & UPROBE_F_OUT) && ok) {
-      const uint64_t from = sym == "__cudaGetKernel" || sym == "cuKernelGetFunction" ? c.args[1] : 0;
-      if (from) {
-        if (auto it = k.find(from); it != k.end()) k[c.out] = it->second;
-      } else if (std::string name = blob_string(c); !name.empty()) {
-        k[c.out] = name;
-      }
+void UprobeCallDecoder::learn_name(const uprobe_call& c, const NamingCall& n) {
+  const std::string_view sym = n.symbol;
+  KernelNames& k = names_[c.pid];
+  const bool ok = !(c.flags & UPROBE_F_EXIT) || int32_t(c.ret) == 0;
+  if (sym == "__cudaRegisterFunction") {
+    std::string name = blob_string(c);
+    if (name.empty() && name_from_file_) {
+      name = name_from_file_(c.args[1], c.args[3]);
+      stats_.names_from_file += !name.empty();
+    }
+    if (!name.empty()) k[c.args[1]] = name;
+  } else if ((c.flags & UPROBE_F_OUT) && ok) {
+    const uint64_t from = sym == "__cudaGetKernel" || sym == "cuKernelGetFunction" ? c.args[1] : 0;
+    if (from) {
+      if (auto it = k.find(from); it != k.end()) k[c.out] = it->second;
+    } else if (std::string name = blob_string(c); !name.empty()) {
+      k[c.out] = name;
     }
   }
+}
 
-  // Group by thread (stable: keeps time order), then fold same-layer nesting.
-  std::stable_sort(calls.begin(), calls.end(), [](const uprobe_call& x, const uprobe_call& y) { return x.tid < y.tid; });
-  std::vector<Event> events;
+void UprobeCallDecoder::add(const uprobe_call& c) {
+  ++stats_.records;
+  const unsigned fn = UPROBE_COOKIE_FN(c.cookie);
+  if (fn >= functions_.size()) {
+    ++stats_.unknown_function;
+    return;
+  }
+  const Known& k = known_[fn];
+  if (k.naming) learn_name(c, *k.naming);
+  const bool outermost = c.depth == 0 || !(c.flags & UPROBE_F_EXIT);
+  if (k.naming && k.naming->plumbing) {
+    ++stats_.plumbing;  // never an event, and never a caller that folds one
+    if (outermost && waiting_.count(c.tid)) settle(c.tid);
+    return;
+  }
+  auto it = waiting_.find(c.tid);
+  if (outermost && it == waiting_.end()) {
+    emit(c);  // nothing nested in it was traced: the common case, settled at once
+    return;
+  }
+  if (it == waiting_.end()) it = waiting_.emplace(c.tid, std::vector<uprobe_call>{}).first;
+  it->second.push_back(c);
+  ++waiting_total_;
+  if (outermost) {
+    settle(c.tid);
+  } else if (waiting_total_ > max_waiting_) {
+    stats_.settled_over_window += int64_t(it->second.size());
+    settle(c.tid);
+  }
+}
+
+// One thread's waiting calls in entry order, folding same-layer nesting (an enclosing call
+// enters first, and on a tie in time, has the lower depth).
+void UprobeCallDecoder::settle(uint32_t tid) {
+  auto node = waiting_.extract(tid);
+  std::vector<uprobe_call>& calls = node.mapped();
+  waiting_total_ -= calls.size();
+  std::sort(calls.begin(), calls.end(), [](const uprobe_call& x, const uprobe_call& y) {
+    return x.enter_ns != y.enter_ns ? x.enter_ns < y.enter_ns : x.depth < y.depth;
+  });
   struct Open {
     uint64_t exit_ns;
     const std::string* layer;
   };
   std::vector<Open> open;
-  uint32_t current_tid = 0;
   for (const auto& c : calls) {
-    const unsigned fn = UPROBE_COOKIE_FN(c.cookie);
-    if (fn >= functions.size()) {
-      ++stats.unknown_function;
-      continue;
-    }
-    const ProbedFunction& f = functions[fn];
-    if (c.tid != current_tid) {
-      open.clear();
-      current_tid = c.tid;
-    }
-    const Known& k = known[fn];
-    if (k.naming && k.naming->plumbing) {
-      ++stats.plumbing;
-      continue;
-    }
+    const ProbedFunction& f = functions_[UPROBE_COOKIE_FN(c.cookie)];
     const bool has_exit = c.flags & UPROBE_F_EXIT;
     while (!open.empty() && open.back().exit_ns < c.enter_ns) open.pop_back();
     const bool nested_same_layer = has_exit && !open.empty() && *open.back().layer == f.layer;
     if (has_exit) open.push_back({c.exit_ns, &f.layer});
     if (nested_same_layer) {
-      ++stats.folded_nested;
-      ++stats.folded_by_name[f.symbol];
+      ++stats_.folded_nested;
+      ++stats_.folded_by_name[f.symbol];
       continue;
     }
-    Event e;
-    e.layer = f.layer;
-    e.name = f.symbol;
-    e.ts = int64_t(c.enter_ns);
-    if (has_exit) {
-      e.dur = int64_t(c.exit_ns - c.enter_ns);
-      e.ret = int32_t(c.ret);
-    }
-    e.pid = c.pid;
-    e.tid = c.tid;
-    if (const CallInfo* info = k.info) {
-      uint64_t slots[kMaxArgSlots] = {};
-      bool complete = true;
-      const size_t n = std::min(k.spec->slots.size(), info->slots.size());
-      for (size_t i = 0; i < n; ++i) complete = slot_value(k.spec->slots[i], c, slots[i]) && complete;
-      if (complete) {
-        e.args = decode_args(*info, slots, names[c.pid]);
-      } else {
-        // Leave out what was not captured (an out-parameter that could not be read), never a 0.
-        CallInfo present{info->layer, info->name, {}};
-        uint64_t packed[kMaxArgSlots] = {};
-        for (size_t i = 0; i < n; ++i) {
-          uint64_t v;
-          if (!slot_value(k.spec->slots[i], c, v)) continue;
-          packed[present.slots.size()] = v;
-          present.slots.push_back(info->slots[i]);
-        }
-        e.args = decode_args(present, packed, names[c.pid]);
-      }
-    }
-    events.push_back(std::move(e));
-    ++stats.emitted;
+    emit(c);
   }
+}
+
+void UprobeCallDecoder::finish() {
+  while (!waiting_.empty()) {
+    stats_.settled_at_end += int64_t(waiting_.begin()->second.size());
+    settle(waiting_.begin()->first);
+  }
+}
+
+void UprobeCallDecoder::emit(const uprobe_call& c) {
+  const unsigned fn = UPROBE_COOKIE_FN(c.cookie);
+  const ProbedFunction& f = functions_[fn];
+  const Known& k = known_[fn];
+  Event e;
+  e.layer = f.layer;
+  e.name = f.symbol;
+  e.ts = int64_t(c.enter_ns);
+  if (c.flags & UPROBE_F_EXIT) {
+    e.dur = int64_t(c.exit_ns - c.enter_ns);
+    e.ret = int32_t(c.ret);
+  }
+  e.pid = c.pid;
+  e.tid = c.tid;
+  if (const CallInfo* info = k.info) {
+    const KernelNames& names = names_[c.pid];
+    uint64_t slots[kMaxArgSlots] = {};
+    bool complete = true;
+    const size_t n = std::min(k.spec->slots.size(), info->slots.size());
+    for (size_t i = 0; i < n; ++i) complete = slot_value(k.spec->slots[i], c, slots[i]) && complete;
+    if (complete) {
+      e.args = decode_args(*info, slots, names);
+    } else {
+      // Leave out what was not captured (an out-parameter that could not be read), never a 0.
+      CallInfo present{info->layer, info->name, {}};
+      uint64_t packed[kMaxArgSlots] = {};
+      for (size_t i = 0; i < n; ++i) {
+        uint64_t v;
+        if (!slot_value(k.spec->slots[i], c, v)) continue;
+        packed[present.slots.size()] = v;
+        present.slots.push_back(info->slots[i]);
+      }
+      e.args = decode_args(present, packed, names);
+    }
+  }
+  ++stats_.emitted;
+  sink_(std::move(e));
+}
+
+std::vector<Event> decode_uprobe_calls(std::vector<uprobe_call> calls, const std::vector<ProbedFunction>& functions,
+                                       DecodeStats& stats, const NameFromFile& name_from_file) {
+  // The ring's order: records are written as calls return (entry-only records as they enter).
+  auto written = [](const uprobe_call& c) { return (c.flags & UPROBE_F_EXIT) ? c.exit_ns : c.enter_ns; };
+  std::stable_sort(calls.begin(), calls.end(),
+                   [&](const uprobe_call& x, const uprobe_call& y) { return written(x) < written(y); });
+  std::vector<Event> events;
+  UprobeCallDecoder decoder(functions, stats, name_from_file, [&](Event&& e) { events.push_back(std::move(e)); });
+  for (const auto& c : calls) decoder.add(c);
+  decoder.finish();
+  std::stable_sort(events.begin(), events.end(),
+                   [](const Event& a, const Event& b) { return a.tid != b.tid ? a.tid < b.tid : a.ts < b.ts; });
   return events;
 }
 

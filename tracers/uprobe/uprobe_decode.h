@@ -11,6 +11,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "tracers/uprobe/uprobe_event.h"
@@ -56,17 +57,60 @@ struct DecodeStats {
   int64_t folded_nested = 0;  // calls made from inside another call of the same layer
   int64_t unknown_function = 0;
   int64_t names_from_file = 0;  // kernel names read from the executable, not from memory
+  // Nested calls settled before their outermost call's record came: past the window (their
+  // same-layer caller, if any, could not fold them) or at the end (it never came: lost, or
+  // still running when the process died). The first is loss of a fold, so it is loss.
+  int64_t settled_over_window = 0;
+  int64_t settled_at_end = 0;
   std::map<std::string, int64_t> folded_by_name;
 };
 
-// Calls (in any order) -> events sorted by thread and entry time. A call made from
-// inside another traced call of the same layer (cudart calling its own exported
-// functions, libcuda calling its own) is an implementation detail, not a call of the
-// program: it is folded into its caller and counted in `stats`.
 // `name_from_file`: when a registration's kernel name could not be read from memory (a
 // probe cannot fault a page in), the name from the executable's file given the stub's and
 // the name's run-time addresses; empty when it cannot tell.
 using NameFromFile = std::function<std::string(uint64_t stub, uint64_t name_address)>;
+
+// Captured calls -> events, as the calls are read, in the ring's order. In entry+exit mode
+// a call's record is written when it returns, so every call nested in it (depth > 0) comes
+// before it: those wait, per thread, until their outermost call's record arrives, and are
+// then settled together. A call made from inside another traced call of the same layer
+// (cudart calling its own exported functions, libcuda calling its own) is an implementation
+// detail, not a call of the program: it is folded into its caller and counted in `stats`.
+// Kernel names are learnt as the naming calls are read: a handle is named before it is
+// launched. Memory: the calls waiting for their outer call, at most `max_waiting`.
+struct NamingCall;  // a call that ties a kernel handle to a name (uprobe_decode.cpp)
+class UprobeCallDecoder {
+ public:
+  using Sink = std::function<void(Event&&)>;
+  UprobeCallDecoder(const std::vector<ProbedFunction>& functions, DecodeStats& stats, NameFromFile name_from_file,
+                    Sink sink, size_t max_waiting = size_t(1) << 18);
+  void add(const uprobe_call& c);
+  // Settles what still waits (its outer call never came).
+  void finish();
+
+ private:
+  struct Known {
+    const NamingCall* naming;
+    const CallInfo* info;  // set only when its arguments are decoded
+    const ProbeSpec* spec;
+  };
+  void learn_name(const uprobe_call& c, const NamingCall& n);
+  void settle(uint32_t tid);
+  void emit(const uprobe_call& c);
+
+  const std::vector<ProbedFunction>& functions_;
+  DecodeStats& stats_;
+  NameFromFile name_from_file_;
+  Sink sink_;
+  size_t max_waiting_;
+  std::vector<Known> known_;
+  std::unordered_map<uint32_t, KernelNames> names_;            // per process
+  std::unordered_map<uint32_t, std::vector<uprobe_call>> waiting_;  // per thread
+  size_t waiting_total_ = 0;
+};
+
+// The same over a vector in any order (the unit tests' form): the calls are put in the
+// ring's order (by return), and the events come back sorted by thread and entry time.
 std::vector<Event> decode_uprobe_calls(std::vector<uprobe_call> calls, const std::vector<ProbedFunction>& functions,
                                        DecodeStats& stats, const NameFromFile& name_from_file = {});
 

@@ -46,8 +46,8 @@ std::vector<Method> uprobe_methods() {
                       "thread: a call's device is the driver's thread-local state, which the probes do not read"};
 #ifdef CUDATRACE_HAVE_BPF
     m.built = true;
-    m.make = [mode = v.mode, name = std::string(v.name)](const HostFacts&, const MethodOptions& o) {
-      return std::make_unique<UprobeTracer>(mode, ring_bytes_option(o, name));
+    m.make = [mode = v.mode, name = std::string(v.name)](const HostFacts& host, const MethodOptions& o) {
+      return std::make_unique<UprobeTracer>(mode, ring_bytes_option(o, name), host.max_trace_bytes);
     };
 #else
     m.not_built_reason = "built without clang/bpftool/libbpf (ci/install-deps.sh installs them; rebuild)";

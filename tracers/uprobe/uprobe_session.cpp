@@ -224,8 +224,8 @@ int UprobeSession::loads_fd() const { return bpf_map__fd(skel_->maps.loads); }
 
 void UprobeSession::trace_process(pid_t pid) { trace_process_tree(skel_->maps.traced, pid); }
 
-void UprobeSession::start(const std::filesystem::path& spool) {
-  spool_ = std::make_unique<RingSpool>(bpf_map__fd(skel_->maps.calls), sizeof(uprobe_call), spool);
+void UprobeSession::start(const std::filesystem::path& spool, uint64_t max_bytes) {
+  spool_ = std::make_unique<RingSpool>(bpf_map__fd(skel_->maps.calls), sizeof(uprobe_call), spool, max_bytes);
 }
 
 std::string UprobeSession::pause_calls(bool paused) {

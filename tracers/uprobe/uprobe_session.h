@@ -48,13 +48,16 @@ class UprobeSession {
   std::string pause_calls(bool paused);
   void trace_process(pid_t pid);
   // Drains the ring buffer into `spool` until stop().
-  void start(const std::filesystem::path& spool);
+  void start(const std::filesystem::path& spool, uint64_t max_bytes);
   // Detaches every probe, drains what is left, closes the spool. Idempotent.
   void stop();
 
   size_t attached() const { return probes_; }
   uint64_t records() const { return spool_ ? spool_->records() : 0; }
   uint64_t short_records() const { return spool_ ? spool_->short_records() : 0; }
+  // Records the spool could not keep: past its bound, or refused by the disk (after stop()).
+  uint64_t spool_over_bound() const { return spool_ ? spool_->over_bound_records() : 0; }
+  uint64_t spool_unwritten() const { return spool_ ? spool_->unwritten_records() : 0; }
   // Summed over CPUs, indexed by enum uprobe_loss.
   std::vector<uint64_t> losses() const;
 

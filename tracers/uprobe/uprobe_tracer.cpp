@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <fstream>
 #include <map>
 #include <stdexcept>
 
@@ -12,6 +11,7 @@
 #include "common/elf_file.h"
 #include "common/event_io.h"
 #include "common/event_store.h"
+#include "tracers/ebpf/ring_spool.h"
 #include "tracers/pause_channel.h"
 #include "tracers/uprobe/load_follower.h"
 #include "tracers/uprobe/process_maps.h"
@@ -22,7 +22,8 @@ namespace cudatrace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-UprobeTracer::UprobeTracer(uprobe_mode mode, uint64_t ring_bytes) : mode_(mode), ring_bytes_(ring_bytes) {}
+UprobeTracer::UprobeTracer(uprobe_mode mode, uint64_t ring_bytes, uint64_t max_spool_bytes)
+    : mode_(mode), ring_bytes_(ring_bytes), max_spool_bytes_(max_spool_bytes) {}
 UprobeTracer::~UprobeTracer() = default;
 
 void UprobeTracer::prepare(Launch& launch, const Target& target, const fs::path& run_dir) {
@@ -84,7 +85,7 @@ void UprobeTracer::attach(pid_t child) {
   if (failed && failed == int64_t(plan_.functions.size()))
     throw std::runtime_error("no probe could be attached: " + (failures.empty() ? std::string("?") : failures[0].get<std::string>()));
   session_->trace_process(child);
-  session_->start(run_dir_ / "uprobe.bin");
+  session_->start(run_dir_ / "uprobe.bin", max_spool_bytes_);
   if (!loader_.empty()) {
     if (std::string why = session_->attach_loader(loader_.string(), loader_hook_offset_, loader_to_r_debug_); !why.empty())
       loader_why_not_ = "the probe on " + loader_.string() + " could not be attached (" + why +
@@ -196,25 +197,25 @@ TracerReport UprobeTracer::finish(const fs::path& run_dir) {
                  {"functions_over_limit", functions_over_limit_},
                  {"maps_truncated", maps_truncated_},
                  {"malformed_notices", malformed_notices},
-                 {"malformed_records", session_->short_records()}};
-  const uint64_t records = session_->records();
+                 {"malformed_records", session_->short_records()},
+                 {"over_bound_records", session_->spool_over_bound()},
+                 {"records_the_disk_refused", session_->spool_unwritten()}};
   session_.reset();  // everything detached before anything else can fail
 
-  std::vector<uprobe_call> calls;
-  calls.reserve(records);
+  // Read back in the ring's order and decoded as read: memory holds a slice of records and
+  // the calls that wait for their outer call, never the run's events.
+  DecodeStats stats;
   {
-    std::ifstream in(run_dir / "uprobe.bin", std::ios::binary);
-    uprobe_call c;
-    while (in.read(reinterpret_cast<char*>(&c), sizeof c)) calls.push_back(c);
+    EventStoreWriter out(run_dir / kEventsFile);
+    UprobeCallDecoder decoder(plan_.functions, stats, kernel_names_from_executable(exe_),
+                              [&out](Event&& e) { out.write(e); });
+    for_each_spooled<uprobe_call>(run_dir / "uprobe.bin", [&](const uprobe_call& c) { decoder.add(c); });
+    decoder.finish();
+    out.close();
   }
   // CUDATRACE_KEEP_SPOOL=1 keeps the raw records (struct uprobe_call) for debugging a decode.
   if (!std::getenv("CUDATRACE_KEEP_SPOOL")) fs::remove(run_dir / "uprobe.bin");
-  DecodeStats stats;
-  std::vector<Event> events =
-      decode_uprobe_calls(std::move(calls), plan_.functions, stats, kernel_names_from_executable(exe_));
-  EventStoreWriter out(run_dir / kEventsFile);
-  for (const auto& e : events) out.write(e);
-  out.close();
+  report.loss["nested_calls_unfolded_past_window"] = stats.settled_over_window;
 
   if (mode_ != UPROBE_MODE_EMPTY) judge_layers(report);
   report.notes = plan_.notes;
@@ -230,6 +231,8 @@ TracerReport UprobeTracer::finish(const fs::path& run_dir) {
   report.notes["folded_nested_by_name"] = stats.folded_by_name;
   report.notes["records_of_unknown_function"] = stats.unknown_function;
   report.notes["kernel_names_read_from_the_executable"] = stats.names_from_file;
+  report.notes["nested_calls_whose_outer_call_never_came"] = stats.settled_at_end;
+  report.notes["spool_bound_bytes"] = max_spool_bytes_;
   if (mode_ == UPROBE_MODE_ENTER)
     report.notes["limits"] = "entry only: no return codes, no durations, no out-parameters; calls nested in calls of "
                              "the same layer cannot be told apart";

@@ -20,7 +20,8 @@ class PauseChannel;
 
 class UprobeTracer final : public Tracer {
  public:
-  UprobeTracer(uprobe_mode mode, uint64_t ring_bytes);
+  // `max_spool_bytes`: the bound on the records spooled during the run (HostFacts::max_trace_bytes).
+  UprobeTracer(uprobe_mode mode, uint64_t ring_bytes, uint64_t max_spool_bytes);
   ~UprobeTracer() override;
   void prepare(Launch& launch, const Target& target, const std::filesystem::path& run_dir) override;
   void attach(pid_t child) override;
@@ -38,6 +39,7 @@ class UprobeTracer final : public Tracer {
   void note_file_time(const std::string& path, int64_t ns);
   uprobe_mode mode_;
   uint64_t ring_bytes_;
+  uint64_t max_spool_bytes_;
   ProbePlan plan_;
   std::filesystem::path run_dir_;
   std::filesystem::path exe_;
