@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <vector>
 
 #include "common/untrusted_file.h"
 
@@ -21,6 +22,15 @@ namespace {
 // Index = the code a store gives the layer.
 constexpr std::array<const char*, 7> kStoreLayers = {layer::kRuntime, layer::kDriver,  layer::kDevice,   layer::kGpuActivity,
                                                      layer::kSyscall, layer::kMeta,    layer::kExecution};
+// The same, as strings: assigning one copies its bytes, with no strlen per event.
+const std::array<std::string, kStoreLayers.size()>& store_layer_strings() {
+  static const std::array<std::string, kStoreLayers.size()> s = [] {
+    std::array<std::string, kStoreLayers.size()> a;
+    for (size_t i = 0; i < a.size(); ++i) a[i] = kStoreLayers[i];
+    return a;
+  }();
+  return s;
+}
 constexpr const char* kFormatName = "cudatrace-events";
 constexpr int kStoreVersion = 1;
 constexpr size_t kFields = 11;
@@ -28,13 +38,33 @@ constexpr uint32_t kZstdMagic = 0xFD2FB528;
 
 // ---- MessagePack, the part of it the store uses ----
 
-void put_be(std::string& out, uint64_t v, int bytes) {
-  for (int i = bytes - 1; i >= 0; --i) out.push_back(char((v >> (8 * i)) & 0xff));
+// An append-only byte buffer whose writes are a bounds check and a store (std::string's
+// push_back, once per byte of every record, cost a tenth of the harness's time at volume).
+struct PackBuf {
+  std::string bytes;  // its capacity: `size` of them are used
+  size_t size = 0;
+  char* room(size_t n) {
+    if (__builtin_expect(size + n > bytes.size(), 0)) grow(n);
+    char* p = bytes.data() + size;
+    size += n;
+    return p;
+  }
+  __attribute__((noinline)) void grow(size_t n) { bytes.resize(std::max(bytes.size() * 2, size + n + 4096)); }
+  void push_back(char c) { *room(1) = c; }
+  void append(const std::string& s) {
+    if (!s.empty()) std::memcpy(room(s.size()), s.data(), s.size());
+  }
+  void clear() { size = 0; }
+};
+
+void put_be(PackBuf& out, uint64_t v, int bytes) {
+  char* b = out.room(size_t(bytes));
+  for (int i = bytes - 1; i >= 0; --i, v >>= 8) b[i] = char(v & 0xff);
 }
 
-void put_nil(std::string& out) { out.push_back(char(0xc0)); }
+void put_nil(PackBuf& out) { out.push_back(char(0xc0)); }
 
-void put_int(std::string& out, int64_t v) {
+void put_int(PackBuf& out, int64_t v) {
   if (v >= 0) {
     const uint64_t u = uint64_t(v);
     if (u < 128) out.push_back(char(u));
@@ -55,12 +85,12 @@ void put_int(std::string& out, int64_t v) {
   }
 }
 
-void put_uint(std::string& out, uint64_t u) {
+void put_uint(PackBuf& out, uint64_t u) {
   if (u <= uint64_t(INT64_MAX)) return put_int(out, int64_t(u));
   out.push_back(char(0xcf)), put_be(out, u, 8);
 }
 
-void put_str(std::string& out, const std::string& s) {
+void put_str(PackBuf& out, const std::string& s) {
   const size_t n = s.size();
   if (n < 32) out.push_back(char(0xa0 | n));
   else if (n <= 0xff) out.push_back(char(0xd9)), put_be(out, n, 1);
@@ -69,13 +99,13 @@ void put_str(std::string& out, const std::string& s) {
   out.append(s);
 }
 
-void put_container(std::string& out, size_t n, uint8_t fix, uint8_t c16) {
+void put_container(PackBuf& out, size_t n, uint8_t fix, uint8_t c16) {
   if (n < 16) out.push_back(char(fix | n));
   else if (n <= 0xffff) out.push_back(char(c16)), put_be(out, n, 2);
   else out.push_back(char(c16 + 1)), put_be(out, n, 4);
 }
 
-void put_json(std::string& out, const json& j) {
+void put_json(PackBuf& out, const json& j) {
   switch (j.type()) {
     case json::value_t::null: return put_nil(out);
     case json::value_t::boolean: out.push_back(char(j.get<bool>() ? 0xc3 : 0xc2)); return;
@@ -95,20 +125,21 @@ void put_json(std::string& out, const json& j) {
       return;
     case json::value_t::object:
       put_container(out, j.size(), 0x80, 0xde);
-      for (const auto& [k, v] : j.items()) put_str(out, k), put_json(out, v);
+      for (auto it = j.begin(); it != j.end(); ++it) put_str(out, it.key()), put_json(out, it.value());
       return;
     default: return put_nil(out);  // binary and discarded values: no event carries them
   }
 }
 
-void put_layer(std::string& out, const std::string& l) {
-  for (size_t i = 0; i < kStoreLayers.size(); ++i)
-    if (l == kStoreLayers[i]) return put_int(out, int64_t(i));
+void put_layer(PackBuf& out, const std::string& l) {
+  const auto& layers = store_layer_strings();
+  for (size_t i = 0; i < layers.size(); ++i)
+    if (l == layers[i]) return put_int(out, int64_t(i));
   put_str(out, l);
 }
 
 template <class T>
-void put_optional(std::string& out, const std::optional<T>& v) {
+void put_optional(PackBuf& out, const std::optional<T>& v) {
   if (!v) return put_nil(out);
   if constexpr (std::is_unsigned_v<T>) put_uint(out, *v);
   else put_int(out, *v);
@@ -200,6 +231,53 @@ struct Decoder {
     return m;
   }
 
+  // Steps over any value without building it, with the same bounds as value(); an explicit
+  // count of what is left to step over, never recursion.
+  void skip() {
+    uint64_t left = 1;
+    uint32_t depth = 0;
+    thread_local std::vector<uint64_t> outer;  // what the enclosing containers still hold
+    outer.clear();
+    while (left > 0 || !outer.empty()) {
+      if (left == 0) {
+        left = outer.back();
+        outer.pop_back();
+        --depth;
+        continue;
+      }
+      --left;
+      const uint8_t b = byte();
+      uint64_t items = 0;  // entries of a container that begins here
+      if (b < 0x80 || b >= 0xe0 || b == 0xc0 || b == 0xc2 || b == 0xc3) continue;
+      if ((b & 0xe0) == 0xa0) { bytes_skip(b & 0x1f); continue; }
+      if ((b & 0xf0) == 0x90) items = count(b & 0x0f);
+      else if ((b & 0xf0) == 0x80) items = 2 * count(b & 0x0f);
+      else if (b >= 0xcc && b <= 0xcf) { be(1 << (b - 0xcc)); continue; }
+      else if (b >= 0xd0 && b <= 0xd3) { be(1 << (b - 0xd0)); continue; }
+      else if (b == 0xcb) { be(8); continue; }
+      else if (b == 0xd9) { bytes_skip(be(1)); continue; }
+      else if (b == 0xda) { bytes_skip(be(2)); continue; }
+      else if (b == 0xdb) { bytes_skip(be(4)); continue; }
+      else if (b == 0xdc) items = count(be(2));
+      else if (b == 0xdd) items = count(be(4));
+      else if (b == 0xde) items = 2 * count(be(2));
+      else if (b == 0xdf) items = 2 * count(be(4));
+      else {
+        char hex[8];
+        std::snprintf(hex, sizeof hex, "0x%02x", b);
+        throw EventFormatError(std::string("MessagePack type ") + hex + " has no place in an event");
+      }
+      if (++depth > limits.max_depth) throw EventFormatError("nested deeper than " + std::to_string(limits.max_depth));
+      outer.push_back(left);
+      left = items;
+    }
+  }
+  void bytes_skip(uint64_t n) {
+    if (n > limits.max_string) throw EventFormatError("a string of " + std::to_string(n) + " bytes, over the bound");
+    if (uint64_t(end - p) < n) throw NeedMore{};
+    p += n;
+  }
+
   // The event fields, read without building JSON for them.
   std::optional<int64_t> opt_int(const char* what) {
     if (p >= end) throw NeedMore{};
@@ -247,7 +325,22 @@ struct Decoder {
 
 // ---- writer ----
 
+namespace {
+struct TapSlot {
+  std::filesystem::path path;
+  EventTap* tap = nullptr;
+};
+TapSlot& tap_slot() {
+  static TapSlot slot;
+  return slot;
+}
+}  // namespace
+
+ScopedEventTap::ScopedEventTap(const fs::path& path, EventTap& tap) { tap_slot() = {path, &tap}; }
+ScopedEventTap::~ScopedEventTap() { tap_slot() = {}; }
+
 struct EventStoreWriter::Impl {
+  PackBuf buf;  // encoded, not yet compressed
   int fd = -1;
   ZSTD_CCtx* cctx = nullptr;
   std::string out;  // compressed, not yet written
@@ -264,7 +357,9 @@ EventStoreWriter::EventStoreWriter(const fs::path& path, int level) : impl_(std:
   if (!impl_->cctx) throw std::runtime_error("cannot write " + path.string() + ": zstd has no memory");
   ZSTD_CCtx_setParameter(impl_->cctx, ZSTD_c_compressionLevel, level);
   ZSTD_CCtx_setParameter(impl_->cctx, ZSTD_c_checksumFlag, 1);  // a damaged file says so
-  buf_.reserve(size_t(1) << 18);
+  if (tap_slot().tap && tap_slot().path == path) tap_ = tap_slot().tap;
+  PackBuf& buf_ = impl_->buf;
+  buf_.bytes.resize(size_t(1) << 18);
   put_container(buf_, 3, 0x80, 0xde);
   put_str(buf_, "format"), put_str(buf_, kFormatName);
   put_str(buf_, "v"), put_int(buf_, kStoreVersion);
@@ -278,6 +373,7 @@ EventStoreWriter::~EventStoreWriter() = default;
 
 void EventStoreWriter::write(const Event& e) {
   if (!impl_ || impl_->fd < 0) throw std::runtime_error("cannot write " + path_.string() + ": already closed");
+  PackBuf& buf_ = impl_->buf;
   buf_.push_back(char(0x90 | kFields));
   put_layer(buf_, e.layer);
   put_str(buf_, e.name);
@@ -293,11 +389,13 @@ void EventStoreWriter::write(const Event& e) {
   put_optional(buf_, e.device);
   put_str(buf_, e.device_id);
   ++written_;
-  if (buf_.size() >= (size_t(1) << 18)) flush(false);
+  if (tap_) tap_->on_event(e);
+  if (buf_.size >= (size_t(1) << 18)) flush(false);
 }
 
 void EventStoreWriter::flush(bool end) {
-  ZSTD_inBuffer in{buf_.data(), buf_.size(), 0};
+  PackBuf& buf_ = impl_->buf;
+  ZSTD_inBuffer in{buf_.bytes.data(), buf_.size, 0};
   std::string& out = impl_->out;
   for (;;) {
     out.resize(ZSTD_CStreamOutSize());
@@ -333,6 +431,7 @@ void EventStoreWriter::close() {
     throw std::runtime_error("cannot write " + path_.string() + ": " + std::strerror(errno) + " (partial file removed)");
   }
   impl_->fd = -1;
+  if (tap_) tap_->on_closed(written_);
 }
 
 // ---- reader ----
@@ -350,6 +449,7 @@ struct EventReader::Impl {
   bool pending = false;      // the last call filled its output: zstd may hold more
   size_t frame_left = 0;     // zstd's last hint: 0 when every frame so far ended whole
   int64_t last_ts = 0;
+  std::function<bool(const std::string&)> skip_args;
   // JSON lines
   uint64_t line_no = 0;
   ~Impl() {
@@ -430,6 +530,10 @@ EventReader::EventReader(const fs::path& path, const StoreLimits& limits) : impl
 
 EventReader::~EventReader() = default;
 
+void EventReader::skip_args(std::function<bool(const std::string& layer)> of_layer) {
+  impl_->skip_args = std::move(of_layer);
+}
+
 bool EventReader::next(Event& e) {
   Impl& s = *impl_;
   if (!store_) {
@@ -474,7 +578,7 @@ bool EventReader::next(Event& e) {
       Event& out = e;
       if (!out.args.is_object() || !out.args.empty()) out.args = json::object();
       out.corr.reset();
-      if (d.p < d.end && *d.p < kStoreLayers.size()) out.layer = kStoreLayers[*d.p++];
+      if (d.p < d.end && *d.p < kStoreLayers.size()) out.layer = store_layer_strings()[*d.p++];
       else out.layer = d.str_field("layer");
       out.name = d.str_field("name");
       const int64_t delta = d.int_field("ts");
@@ -485,6 +589,8 @@ bool EventReader::next(Event& e) {
       out.ret = d.opt_int("ret");
       if (d.p < d.end && *d.p == 0x80) {
         ++d.p;
+      } else if (s.skip_args && s.skip_args(out.layer)) {
+        d.skip();
       } else {
         out.args = d.value(0);
         if (!out.args.is_object()) throw EventFormatError("args is not a map");

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -28,6 +29,27 @@ namespace cudatrace {
 
 // The file every tracer writes in its run folder, and the one every reader opens.
 inline constexpr const char* kEventsFile = "events.msgpack.zst";
+
+// What sees every event written to one store file as it is written: the harness scores a
+// run in the same pass that stores it, instead of reading the store back (a real job's
+// 10^8 events, decompressed and decoded a second time, cost more than writing them).
+class EventTap {
+ public:
+  virtual ~EventTap() = default;
+  virtual void on_event(const Event& e) = 0;
+  // The writer closed the file whole, `written` events in it. Not called when the writer
+  // failed or was dropped unclosed: then the file, if any, is the truth, not the tap.
+  virtual void on_closed(uint64_t written) = 0;
+};
+
+// While it lives, a writer that opens `path` hands its events to `tap` too (one tap at a time).
+class ScopedEventTap {
+ public:
+  ScopedEventTap(const std::filesystem::path& path, EventTap& tap);
+  ~ScopedEventTap();
+  ScopedEventTap(const ScopedEventTap&) = delete;
+  ScopedEventTap& operator=(const ScopedEventTap&) = delete;
+};
 
 // Appends events to a new store file; the same contract as EventWriter (exclusive create,
 // never through a link, a failed write or close removes the partial file and throws).
@@ -48,7 +70,7 @@ class EventStoreWriter {
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::filesystem::path path_;
-  std::string buf_;  // encoded, not yet compressed
+  EventTap* tap_ = nullptr;
   int64_t last_ts_ = 0;
   size_t written_ = 0;
   uint64_t bytes_out_ = 0;
@@ -74,6 +96,10 @@ class EventReader {
   EventReader& operator=(const EventReader&) = delete;
   // The next event (meta records included); false at the end.
   bool next(Event& e);
+  // Events of the layers `of_layer` names come with empty args: a reader that only counts
+  // calls steps over them (in a store, still checked against the bounds) instead of
+  // building them. A JSON-lines file is parsed whole regardless.
+  void skip_args(std::function<bool(const std::string& layer)> of_layer);
   uint64_t records() const { return records_; }
   bool is_store() const { return store_; }
 

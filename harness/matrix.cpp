@@ -19,6 +19,7 @@
 #include "common/outside_text.h"
 #include "harness/catalog.h"
 #include "harness/cost.h"
+#include "harness/event_tally.h"
 #include "common/elf_file.h"
 #include "harness/bench_stats.h"
 #include "harness/host.h"
@@ -177,6 +178,7 @@ struct RunState {
   ChildResult child;
   TracerReport report;
   EventStream events;   // kept only where a later stage needs them (a workload's matcher, OTLP)
+  std::unique_ptr<EventTally> tally;  // counted as the tracer wrote its store
   uint64_t events_read = 0;
   int64_t t_start = 0, t_ran = 0, t_finished = 0;  // monotonic: where the harness's time went
 };
@@ -247,6 +249,10 @@ void run_traced(RunState& r, const RunContext& ctx, Tracer& tracer, Launch& laun
       tracer.converted(c.status == ChildStatus::Exited && c.exit_code == 0,
                        convert.front() + ": " + c.detail + " (see " + (convert_dir / "stderr.txt").string() + ")");
     }
+    // The run is counted as the tracer stores it: one pass, not a second read of the store.
+    r.tally = std::make_unique<EventTally>(!r.combo.workload.empty() || ctx.otlp, r.combo.workload.empty(),
+                                           &ctx.host.devices);
+    ScopedEventTap tap(r.dir / kEventsFile, *r.tally);
     r.report = tracer.finish(r.dir);
   } catch (const std::exception& e) {
     r.report.error = e.what();
@@ -324,37 +330,6 @@ json per_device_short(const json& scores, const Method& method) {
   return out;
 }
 
-// Events per layer and name, counted as they stream past: each (layer, name) is looked up
-// in the ordered maps once, then through a bounded hash of slots.
-class NameCounter {
- public:
-  NameCounter(std::map<std::string, std::map<std::string, int64_t>>& by_name, std::map<std::string, int64_t>& by_layer)
-      : by_name_(by_name), by_layer_(by_layer) {}
-  void add(const Event& e) {
-    if (e.layer != last_layer_) {
-      last_layer_ = e.layer;
-      layer_slot_ = &by_layer_[e.layer];
-      slots_ = &slots_by_layer_[e.layer];
-    }
-    ++*layer_slot_;
-    if (auto it = slots_->find(e.name); it != slots_->end()) {
-      ++*it->second;
-      return;
-    }
-    int64_t* slot = &by_name_[e.layer][e.name];
-    if (slots_->size() < 4096) slots_->emplace(e.name, slot);
-    ++*slot;
-  }
-
- private:
-  std::map<std::string, std::map<std::string, int64_t>>& by_name_;
-  std::map<std::string, int64_t>& by_layer_;
-  std::map<std::string, std::unordered_map<std::string, int64_t*>> slots_by_layer_;
-  std::string last_layer_;
-  int64_t* layer_slot_ = nullptr;
-  std::unordered_map<std::string, int64_t*>* slots_ = nullptr;
-};
-
 // Stage 6: what the tracer saw, which layers it could not see (each with its reason), and
 // for a workload, its events scored against the ledger.
 void score_events(RunState& r, const RunContext& ctx, const Method& method, const EventStream& ledger,
@@ -362,35 +337,32 @@ void score_events(RunState& r, const RunContext& ctx, const Method& method, cons
   const TracerReport& report = r.report;
   r.run["tracer"] = {{"layers", report.layers}, {"loss", report.loss}, {"notes", report.notes}, {"error", report.error}};
   if (!report.error.empty()) r.failures.push_back("tracer: " + report.error);
-  // One pass over the method's events, in file order, counting as it reads: a command's
-  // events are never held (a real job makes 10^7 to 10^8 calls); a workload's are kept for
-  // the matcher, which pairs them with the ledger's.
-  std::map<std::string, int64_t> per_layer;
-  FamilyCounter families(outcome.families);
-  NameCounter names_seen(outcome.event_counts, per_layer);
-  ProcessCounter processes;
-  DeviceNames names(&ctx.host.devices);
+  // One pass over the method's events, in file order: the one made as the tracer wrote
+  // them, or, where that did not end with the store whole, a read of the store now. A
+  // command's events are never held (a real job makes 10^7 to 10^8 calls); a workload's are
+  // kept for the matcher, which pairs them with the ledger's.
   const bool keep = !r.combo.workload.empty() || ctx.otlp;
-  if (const fs::path file = events_file_of(r.dir); fs::exists(file)) {
-    try {
-      EventReader in(file);
-      Event e;
-      while (in.next(e)) {
-        if (e.is_meta()) {
-          if (keep) r.events.meta.push_back(std::move(e));
-          continue;
-        }
-        names_seen.add(e);
-        families.add(e);
-        names.learn(e);
-        if (r.combo.workload.empty()) processes.add(e);
-        if (keep) r.events.events.push_back(std::move(e));
+  std::unique_ptr<EventTally> tally = std::move(r.tally);
+  if (!tally || !tally->whole()) {
+    tally = std::make_unique<EventTally>(keep, r.combo.workload.empty(), &ctx.host.devices);
+    if (const fs::path file = events_file_of(r.dir); fs::exists(file)) {
+      try {
+        EventReader in(file);
+        // Counting a call needs its layer, name, process, device and time, never its arguments.
+        if (!keep)
+          in.skip_args([](const std::string& l) { return l == layer::kRuntime || l == layer::kDriver || l == layer::kSyscall; });
+        Event e;
+        while (in.next(e)) tally->add(std::move(e));
+      } catch (const std::exception& e) {
+        r.failures.push_back(std::string("tracer output: ") + e.what());
       }
-      r.events_read = in.records();
-    } catch (const std::exception& e) {
-      r.failures.push_back(std::string("tracer output: ") + e.what());
     }
   }
+  r.events_read = tally->records();
+  r.events = std::move(tally->events);
+  add_counts(outcome.event_counts, tally->by_name);
+  add_counts(outcome.families, tally->families);
+  DeviceNames& names = tally->names;
   const json unobserved = unobserved_layers(method, report);
   r.run["unobserved"] = unobserved;
   for (const auto& u : unobserved) outcome.unobserved[u["layer"].get<std::string>()] = u["reason"].get<std::string>();
@@ -405,8 +377,8 @@ void score_events(RunState& r, const RunContext& ctx, const Method& method, cons
   // the method's own word, the ledger's, and the host's table for a bare ordinal.
   names.learn(ledger.events);
   if (r.combo.workload.empty()) {
-    r.run["event_counts"] = per_layer;
-    const std::vector<ProcessCounts> counted = processes.finish(names);
+    r.run["event_counts"] = tally->per_layer;
+    const std::vector<ProcessCounts> counted = tally->processes.finish(names);
     json shown = json::array();
     for (const auto& p : counted) {
       json devices = json::array();

@@ -118,8 +118,10 @@ void count_families(const std::vector<Event>& events, FamilyCounts& into) {
 }
 
 void FamilyCounter::add(const Event& e) {
-  if (e.layer == layer::kRuntime || e.layer == layer::kDriver) {
-    auto& slots = e.layer == layer::kRuntime ? runtime_slots_ : driver_slots_;
+  static const std::string runtime = layer::kRuntime, driver = layer::kDriver;
+  const bool is_runtime = e.layer == runtime;
+  if (is_runtime || e.layer == driver) {
+    auto& slots = is_runtime ? runtime_slots_ : driver_slots_;
     if (auto it = slots.find(e.name); it != slots.end()) {
       if (it->second) ++*it->second;
       return;

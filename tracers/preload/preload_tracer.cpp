@@ -322,6 +322,11 @@ TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_
   EventStoreWriter out(events_file);
   int64_t records = 0, driver_records = 0, runtime_generic = 0, dropped = 0, missing = 0, unterminated = 0, bad = 0, untimed = 0;
   const auto& table = call_table();
+  // The table's layers and names as strings, and one event reused for every record: at 10^8
+  // records, a strlen and an allocation per field are most of the conversion's time.
+  std::vector<std::pair<std::string, std::string>> table_names;
+  for (const auto& h : table) table_names.emplace_back(h.layer, h.name);
+  Event e;
   for (const auto& [key, path] : files) {
     if (!take_of.count(key)) continue;  // unreadable: counted above
     const auto [pid, tid] = key;
@@ -352,8 +357,12 @@ TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_
         continue;
       }
       terminated = false;  // a later segment (after an exec that failed, or a flush) must close again
-      Event e;
       e.ret = r.ret;
+      e.ts = 0;
+      e.dur.reset();
+      e.device.reset();
+      e.device_id.clear();
+      if (!e.args.is_null()) e.args = nullptr;
       if (r.flags & kRecordDevice) {
         e.device = int64_t(r.flags & ~kRecordDevice);
         if (auto p = bus_ids.find(pid); p != bus_ids.end())
@@ -377,8 +386,8 @@ TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_
         runtime_generic += e.layer == layer::kRuntime;
       } else if (r.hook < table.size()) {
         const CallInfo& h = table[r.hook];
-        e.layer = h.layer;
-        e.name = h.name;
+        e.layer = table_names[r.hook].first;
+        e.name = table_names[r.hook].second;
         e.args = decode_args(h, r.a, kernels[pid]);
       } else {
         ++bad;

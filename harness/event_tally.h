@@ -1,0 +1,72 @@
+#pragma once
+// One pass over a method's events, counting them as they stream past: per layer and name,
+// per call family, per process and device, and the GPU each record is on. A command's
+// events are never held; a workload's are kept for the matcher (and OTLP). Fed while the
+// tracer writes its store (an EventTap: no second read of 10^8 events), or, where that
+// pass did not end with the store whole, from the store afterwards.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+
+#include "common/event_io.h"
+#include "common/event_store.h"
+#include "harness/per_device.h"
+#include "harness/verdict.h"
+
+namespace cudatrace {
+
+// Events per layer and name: each (layer, name) is looked up in the ordered maps once,
+// then through a bounded hash of slots.
+class NameCounter {
+ public:
+  NameCounter(std::map<std::string, std::map<std::string, int64_t>>& by_name, std::map<std::string, int64_t>& by_layer)
+      : by_name_(by_name), by_layer_(by_layer) {}
+  void add(const Event& e);
+
+ private:
+  std::map<std::string, std::map<std::string, int64_t>>& by_name_;
+  std::map<std::string, int64_t>& by_layer_;
+  std::map<std::string, std::unordered_map<std::string, int64_t*>> slots_by_layer_;
+  std::string last_layer_;
+  int64_t* layer_slot_ = nullptr;
+  std::unordered_map<std::string, int64_t*>* slots_ = nullptr;
+};
+
+class EventTally final : public EventTap {
+ public:
+  // `keep_events`: hold the events (a workload's matcher, OTLP). `per_process`: count per
+  // process and device (a command's verdict; a workload's comes from its ledger).
+  EventTally(bool keep_events, bool per_process, const std::map<int, HostDevice>* host_devices);
+  EventTally(const EventTally&) = delete;
+  EventTally& operator=(const EventTally&) = delete;
+
+  void add(const Event& e);
+  void add(Event&& e);
+  void on_event(const Event& e) override { add(e); }
+  void on_closed(uint64_t written) override { whole_ = written == records_; }
+  // Every event of the closed store went through add(), and nothing else did.
+  bool whole() const { return whole_; }
+  uint64_t records() const { return records_; }  // meta records included
+
+  std::map<std::string, int64_t> per_layer;
+  std::map<std::string, std::map<std::string, int64_t>> by_name;
+  FamilyCounts families;
+  ProcessCounter processes;
+  DeviceNames names;
+  EventStream events;  // only with keep_events
+
+ private:
+  void count(const Event& e);
+  NameCounter name_counter_{by_name, per_layer};
+  FamilyCounter family_counter_{families};
+  bool keep_, per_process_;
+  uint64_t records_ = 0;
+  bool whole_ = false;
+};
+
+// Adds one count table into another: a run's into its method's, over repetitions.
+void add_counts(std::map<std::string, std::map<std::string, int64_t>>& into,
+                const std::map<std::string, std::map<std::string, int64_t>>& from);
+
+}  // namespace cudatrace
