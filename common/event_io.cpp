@@ -17,6 +17,23 @@
 namespace cudatrace {
 
 namespace {
+nlohmann::json::parser_callback_t depth_bound(int max_depth) {
+  return [max_depth](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+    if (depth > max_depth) throw EventFormatError("nested deeper than " + std::to_string(max_depth));
+    return true;
+  };
+}
+}  // namespace
+
+nlohmann::json parse_outside_json(const std::string& text, int max_depth) {
+  return nlohmann::json::parse(text, depth_bound(max_depth));
+}
+
+nlohmann::json parse_outside_json(std::istream& in, int max_depth) {
+  return nlohmann::json::parse(in, depth_bound(max_depth));
+}
+
+namespace {
 
 template <class T>
 T required(const nlohmann::json& j, const char* key) {

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <istream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -17,6 +18,15 @@ Event event_from_json(const nlohmann::json& j);
 struct EventFormatError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+
+// JSON from outside (a file the program or a user could have written), parsed with its
+// nesting bounded: past `max_depth` levels it throws EventFormatError ("nested deeper
+// than N") before anything that deep is built. A value nested 200,000 levels deep would
+// otherwise be copied and destroyed recursively, once per level, and overflow the stack.
+// Not JSON: json::parse_error, as json::parse throws it.
+inline constexpr int kMaxJsonDepth = 64;
+nlohmann::json parse_outside_json(const std::string& text, int max_depth = kMaxJsonDepth);
+nlohmann::json parse_outside_json(std::istream& in, int max_depth = kMaxJsonDepth);
 
 // Appends one line per event; the caller owns the FILE* lifetime via the writer.
 class EventWriter {

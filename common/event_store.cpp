@@ -546,7 +546,7 @@ bool EventReader::next(Event& e) {
       s.file_left -= line.size() + 1;
       if (line.empty()) continue;
       try {
-        e = event_from_json(json::parse(line));
+        e = event_from_json(parse_outside_json(line, int(s.limits.max_depth) + 2));  // + the event and its args
       } catch (const json::parse_error& ex) {
         throw EventFormatError(path_.string() + ":" + std::to_string(s.line_no) + ": not JSON (" + ex.what() + ")");
       } catch (const EventFormatError& ex) {

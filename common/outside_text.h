@@ -35,4 +35,15 @@ std::string dump_safe(const nlohmann::json& j, int indent = -1);
 // "<first bytes>... [N more bytes]". A path of 100 KB is not echoed whole.
 std::string shown(std::string_view s, size_t max_bytes = 200);
 
+// For a terminal: `s` with every control character but newline and tab (C0, DEL, and the C1
+// controls U+0080-U+009F, which some terminals obey as escape sequences) and every byte that
+// is not valid UTF-8 written as \xHH. A program that names itself "ESC[2J" must not clear the
+// root operator's screen, nor make a FAILED run read "ok" with a carriage return.
+std::string escape_for_terminal(std::string_view s);
+
+// Makes stderr, the harness's console, pass everything through escape_for_terminal() (a
+// cookie stream over file descriptor 2, line-buffered): every line the harness prints
+// holds strings from outside, and one filter at the door cannot be forgotten at a call site.
+void make_stderr_terminal_safe();
+
 }  // namespace cudatrace

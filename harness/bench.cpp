@@ -1,5 +1,6 @@
 #include "harness/bench.h"
 
+#include "common/event_io.h"
 #include "common/clock.h"
 #include "common/outside_text.h"
 #include "common/untrusted_file.h"
@@ -140,7 +141,12 @@ json read_bench_summary(const fs::path& folder_or_file) {
   std::string why;
   std::ifstream in = open_untrusted(path, &why);
   if (!in) throw std::runtime_error(shown(path.string()) + ": " + (why.empty() ? "cannot be read" : why));
-  json s = json::parse(in, nullptr, false);
+  json s;
+  try {
+    s = parse_outside_json(in);
+  } catch (const std::exception&) {
+    throw std::runtime_error(shown(path.string()) + ": not a JSON object");
+  }
   if (!s.is_object()) throw std::runtime_error(shown(path.string()) + ": not a JSON object");
   // Files from before schema_version carry only v: 1, the same shape.
   const json version = s.contains("schema_version") ? s["schema_version"] : s.value("v", json(nullptr));
@@ -257,7 +263,7 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
         continue;
       }
       std::ifstream in = open_untrusted(bench_json);
-      json out = json::parse(in);
+      json out = parse_outside_json(in);
       if (merged["context"].empty()) merged["context"] = out["context"];
       if (out["context"].is_object())
         for (const auto& [key, why] : out["context"].items())

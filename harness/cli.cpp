@@ -1,9 +1,13 @@
 #include "harness/cli.h"
 
+#include <climits>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <filesystem>
 
+#include "common/outside_text.h"
 #include "harness/otlp_http.h"
 
 namespace cudatrace {
@@ -82,6 +86,25 @@ uint64_t byte_count(const std::string& flag, const std::string& value) {
   return n;
 }
 
+namespace {
+// The run folders and their files go a few hundred bytes below --out: refuse, up front, a
+// folder whose paths would pass the system's limits, rather than fail every run on
+// ENAMETOOLONG with root-owned folders left half made.
+void check_out_length(const std::string& value) {
+  constexpr size_t kBelowOut = 512;  // <run-id>/runs/<combination>.rN/target/<file>, with room
+  std::error_code ec;
+  const std::string absolute = std::filesystem::absolute(value, ec).string();
+  if (absolute.size() + kBelowOut > PATH_MAX)
+    throw UsageError("--out " + shown(value, 60) + " is " + std::to_string(absolute.size()) +
+                     " bytes long as an absolute path: the run folders below it would pass the system's path limit of " +
+                     std::to_string(PATH_MAX) + " bytes (at most " + std::to_string(PATH_MAX - kBelowOut) + ")");
+  for (const auto& part : std::filesystem::path(value))
+    if (part.string().size() > NAME_MAX)
+      throw UsageError("--out " + shown(value, 60) + " has a folder name of " + std::to_string(part.string().size()) +
+                       " bytes, over the system's limit of " + std::to_string(NAME_MAX));
+}
+}  // namespace
+
 Options parse_cli(const std::vector<std::string>& args, const std::vector<std::string>& workload_names,
                   const std::vector<std::string>& method_names,
                   const std::map<std::string, std::vector<std::string>>& method_groups) {
@@ -157,6 +180,7 @@ Options parse_cli(const std::vector<std::string>& args, const std::vector<std::s
       o.reps_given = true;
     } else if (flag == "--out") {
       if (value.empty()) throw UsageError("--out needs a folder");
+      check_out_length(value);
       o.out = value;
     } else if (flag == "--export-trace") {
       if (value.empty()) throw UsageError("--export-trace needs a run folder (results/<run-id>/runs/<combo>)");
@@ -265,10 +289,11 @@ options:
   --out DIR                    results go to DIR/<run-id>/ (default: results)
   --timeout SECONDS            per child; a child that runs longer is killed and recorded
                                as timed out, and the matrix carries on (default: 600)
-  --max-trace-bytes N          how much of preload's record files one run reads (K, M, G,
-                               T suffixes); default: half the free space under --out when
-                               the run starts. Records past it are counted as loss
-                               (over_bound_records) and the layer is never "complete"
+  --max-trace-bytes N          how much a method's raw output one run keeps and reads
+                               (preload's records, the uprobe and cupti spools, strace's
+                               text; K, M, G, T suffixes); default: half the free space
+                               under --out when the run starts. What is past it is counted
+                               as loss (over_bound_*) and the layer is never "complete"
   --stall-timeout SECONDS      end a run as failed ("stalled") once its processes used no CPU
                                and wrote no output for SECONDS (default: off, a program may
                                sleep): use it where a method may deadlock a program whose
@@ -356,13 +381,16 @@ themselves run as the user who invoked sudo. Without a GPU, only what can run do
 errors workload, host-side tracers), and everything skipped is listed with its reason.
 
 bounds: what the traced program writes cannot exhaust the harness. Its files are read with
-bounds per file and per run (64 MiB of strace output, --max-trace-bytes of preload records
-(read in slices, never held whole), 32 MiB of
+bounds per file and per run (--max-trace-bytes of strace output, of preload records and of
+the eBPF spools, each read as a stream, never held whole), 32 MiB of
 preload tables, 128 MiB of ledgers; devhook: 1 G device records streamed, 8 M blocks
 kept), what lies past them counted as loss with its reason; the first 64 MiB of its stdout
 and of its stderr are kept (the rest is freed as it comes and counted in run.json).
 Harness memory: under 3 GiB whatever the program writes to the host-side methods' files
-(preload, strace, ledgers); devhook keeps at most 8 M blocks and 1 GiB of thread marks.
+(preload, strace, ledgers), flat in the number of calls of a command (10^8 calls: under
+200 MiB); devhook keeps at most 8 M blocks and 1 GiB of thread marks. Inline JSON from
+outside is refused past 64 levels of nesting, and the console shows control characters
+from outside as \xHH.
 Bytes that are not UTF-8 are written \xHH in the results (schema/README.md).
 
 output: DIR/<run-id>/manifest.json (GPU, driver, CUDA, kernel, tools), runs/<combo>/

@@ -166,6 +166,8 @@ std::string command_problem(const std::string& command) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Everything printed to the console may hold what the traced program named or wrote.
+  make_stderr_terminal_safe();
   std::vector<std::string> args(argv + 1, argv + argc);
   std::vector<std::string> workload_names, method_names;
   for (const auto& w : workloads()) workload_names.push_back(w.name);

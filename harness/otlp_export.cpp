@@ -37,8 +37,13 @@ json read_json_file(const fs::path& path) {
   if (size > kMaxJsonBytes)
     throw std::runtime_error(path.string() + " is " + std::to_string(size) + " bytes, over the " +
                              std::to_string(kMaxJsonBytes) + " read");
-  json j = json::parse(in, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) throw std::runtime_error(path.string() + " is not a JSON object");
+  json j;
+  try {
+    j = parse_outside_json(in);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(path.string() + " is not a JSON object we read (" + e.what() + ")");
+  }
+  if (!j.is_object()) throw std::runtime_error(path.string() + " is not a JSON object");
   return j;
 }
 

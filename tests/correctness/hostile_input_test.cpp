@@ -444,6 +444,18 @@ TEST(HostileInput, UnrunnableCommandsGetTheirExactReason) {
   EXPECT_NE(missing.output.find("cannot find '/nonexistent/prog'"), std::string::npos) << missing.output;
 }
 
+// An --out whose run folders would pass PATH_MAX is refused up front, in one line, exit 2:
+// it used to end the whole matrix on ENAMETOOLONG, with root-owned folders left behind.
+TEST(HostileInput, OutFolderTooLongForItsRunFoldersIsRefusedUpFront) {
+  std::string out = "/tmp";
+  while (out.size() < 4040) out += "/" + std::string(200, 'd');
+  auto r = testsupport::run_command(std::string(HARNESS_PATH) + " --method none --out " + out + " -- /bin/true");
+  EXPECT_EQ(r.exit_code, 2) << r.output.substr(0, 2000);
+  EXPECT_NE(r.output.find("path limit"), std::string::npos) << r.output.substr(0, 2000);
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output.substr(0, 2000);
+  EXPECT_FALSE(fs::exists("/tmp/" + std::string(200, 'd'))) << "nothing made";
+}
+
 TEST(HostileInput, HugeOutFolderNameIsNotEchoedWhole) {
   const std::string out = "/tmp/" + std::string(100000, 'o');
   auto r = testsupport::run_command(std::string(HARNESS_PATH) + " --method none --out " + out + " -- /bin/true");
@@ -457,6 +469,26 @@ TEST(HostileInput, HelpStatesTheBounds) {
   auto help = testsupport::run_command(std::string(HARNESS_PATH) + " --help");
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_NE(help.output.find("Harness memory: under 3 GiB"), std::string::npos) << help.output;
-  EXPECT_NE(help.output.find("64 MiB of strace output"), std::string::npos) << help.output;
+  EXPECT_NE(help.output.find("--max-trace-bytes of strace output"), std::string::npos) << help.output;
   EXPECT_NE(help.output.find("the first 64 MiB of its stdout"), std::string::npos) << help.output;
+}
+
+// ---- round 2: what the program can do to the operator's console -----------------------
+
+// A program that leaves a process named with terminal escapes (ESC[2J clears the screen,
+// ESC]0;...BEL sets the title) and writes a carriage return where the console shows it: the
+// console carries the bytes as \xHH, never the controls themselves.
+TEST(HostileInput, ControlCharactersNeverReachTheConsole) {
+  const fs::path out = open_dir("console-controls");
+  const fs::path bin = testsupport::temp_dir("console-bin");
+  chmod(bin.c_str(), 0755);
+  const std::string name = std::string("\x1b[2J\x1b]0;PWNED\x07") + "x";
+  fs::copy_file("/bin/sleep", bin / name);
+  const HarnessResult r = harness(out, "--no-baseline --method none -- /bin/sh -c '\"" + (bin / name).string() +
+                                           "\" 30 & printf \"ok (all good)\\r\\033[2K\" >&2; exit 1'");
+  ASSERT_TRUE(r.summary.is_object()) << r.output;
+  EXPECT_EQ(r.output.find('\x1b'), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find('\x07'), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find('\r'), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\\x1B[2J"), std::string::npos) << "the leftover is named, escaped: " << r.output;
 }

@@ -189,6 +189,30 @@ TEST(EventStore, HostileRecordsAreRefusedWithTheirRecordNumber) {
   reject(std::string("\x9b\x00\xa1k\xd4\x01\x00", 7), "an ext value");
 }
 
+// A JSON line (a ledger, an older events.jsonl) nested 200,000 deep, planted by the
+// program: an error naming the line, never a crash of the root harness (a parse, a copy or
+// a destruction that recursed once per level overflowed the stack).
+TEST(EventStore, DeepJsonLinesAreRefusedNotRecursedInto) {
+  const fs::path dir = testsupport::temp_dir("store-deep-jsonl");
+  for (const char* open_close : {"[]", "{}"}) {
+    const fs::path p = dir / (std::string("deep") + open_close[0] + ".jsonl");
+    std::string line = R"({"v":1,"layer":"runtime","name":"k","ts":1,"pid":1,"tid":1,"args":{"x":)";
+    for (int i = 0; i < 200000; ++i) line += open_close[0] == '[' ? "[" : "{\"a\":";
+    line += "1";
+    for (int i = 0; i < 200000; ++i) line += open_close[1];
+    line += "}}\n";
+    std::ofstream(p) << line;
+    EventReader r(p);
+    try {
+      read_all(r);
+      ADD_FAILURE() << "accepted 200,000 levels";
+    } catch (const EventFormatError& ex) {
+      EXPECT_NE(std::string(ex.what()).find(":1:"), std::string::npos) << ex.what();
+      EXPECT_NE(std::string(ex.what()).find("deeper than"), std::string::npos) << ex.what();
+    }
+  }
+}
+
 TEST(EventStore, AZstdBombStopsAtTheInflatedBound) {
   const fs::path dir = testsupport::temp_dir("store-bomb");
   const fs::path p = dir / kEventsFile;

@@ -1,3 +1,4 @@
+#include <fstream>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -177,4 +178,22 @@ TEST(LedgerCheck, EveryProcessLedgerIsReadAndCheckedOnItsOwn) {
   EXPECT_FALSE(c.consistent);
   ASSERT_FALSE(c.problems.empty());
   EXPECT_NE(c.problems[0].find("ledger.jsonl.12"), std::string::npos) << c.problems[0];
+}
+
+// A ledger line nesting 200,000 levels, planted in target/ by a process of the program's
+// user: the ledger is a problem named with its line, and the root harness goes on (it was
+// a SIGSEGV, with no run.json left).
+TEST(Ledger, DeeplyNestedLineIsAProblemNotACrash) {
+  const auto dir = testsupport::temp_dir("ledger-deep");
+  std::string line = R"({"v":1,"layer":"meta","name":"ledger","ts":1,"pid":1,"tid":1,"args":{"x":)";
+  for (int i = 0; i < 200000; ++i) line += "[";
+  for (int i = 0; i < 200000; ++i) line += "]";
+  line += "}}\n";
+  std::ofstream(dir / "ledger.jsonl") << line;
+  EventStream merged;
+  const LedgerCheck c = read_ledgers(dir, merged);
+  EXPECT_FALSE(c.consistent);
+  ASSERT_FALSE(c.problems.empty());
+  EXPECT_NE(c.problems[0].find("nested deeper than"), std::string::npos) << c.problems[0];
+  EXPECT_NE(c.problems[0].find(":1:"), std::string::npos) << c.problems[0];
 }

@@ -113,7 +113,7 @@ json read_report(const fs::path& path, Totals& t) {
     throw std::runtime_error(std::to_string(size) + " bytes, over the bound of " + std::to_string(kMaxReportBytes >> 20) +
                              " MiB: not read");
   }
-  return json::parse(in);
+  return parse_outside_json(in);
 }
 
 // One process's report and ring -> events.

@@ -245,7 +245,7 @@ TracerReport convert_sanitizer_output(const fs::path& dir, const fs::path& event
         throw std::runtime_error("over the bound of " + std::to_string(kSanitizerMaxReportBytesPerRun) +
                                  " bytes of reports per run");
       report_budget -= size;
-      const json rep = json::parse(in);
+      const json rep = parse_outside_json(in);
       if (!rep.is_object()) throw std::runtime_error("not a JSON object");
       if (!text_of(rep, "library_error").empty()) not_loaded.insert(text_of(rep, "library_error"));
       else any_loaded = true;
