@@ -1,5 +1,7 @@
 #include "common/bounded_lines.h"
 
+#include "common/untrusted_file.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -20,8 +22,8 @@ BoundedLines::BoundedLines(const std::filesystem::path& path, uint64_t max_file_
     why_ = std::strerror(errno);
     return;
   }
-  if (fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
-    why_ = "not a regular file";
+  if (fstat(fd_, &st) != 0 || !(why_ = why_not_readable_as_untrusted(st)).empty()) {
+    if (why_.empty()) why_ = "cannot stat it";
     close(fd_);
     fd_ = -1;
     return;

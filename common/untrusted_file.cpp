@@ -9,11 +9,19 @@
 
 namespace cudatrace {
 
+std::string why_not_readable_as_untrusted(const struct stat& st) {
+  if (!S_ISREG(st.st_mode)) return "not a regular file";
+  if (st.st_nlink > 1)
+    return "a file with " + std::to_string(st.st_nlink) + " hard links: another of its names may be a file the program may not read";
+  return {};
+}
+
 std::ifstream open_untrusted(const std::filesystem::path& path, std::string* why, uint64_t* size) {
   int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   struct stat st {};
-  if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    if (why) *why = fd < 0 ? std::strerror(errno) : "not a regular file";
+  std::string refused;
+  if (fd < 0 || fstat(fd, &st) != 0 || !(refused = why_not_readable_as_untrusted(st)).empty()) {
+    if (why) *why = fd < 0 ? std::strerror(errno) : refused.empty() ? std::string("cannot stat it") : refused;
     if (fd >= 0) close(fd);
     std::ifstream none;
     none.setstate(std::ios::failbit);  // reads as "could not open", as a plain ifstream would

@@ -205,6 +205,8 @@ int main(int argc, char** argv) {
   }
   if (!opts.export_trace.empty()) {
     try {
+      if (std::filesystem::is_symlink(opts.export_trace))
+        throw std::runtime_error(shown(opts.export_trace.string()) + " is a link: give the folder it names");
       if (!std::filesystem::is_directory(opts.export_trace))
         throw std::runtime_error("no such run folder: " + opts.export_trace.string());
       if (!std::filesystem::exists(opts.export_trace / "run.json"))

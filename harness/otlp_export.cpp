@@ -24,7 +24,8 @@ namespace {
 
 // Bounds on what is read (a run folder may have been handed to the user, who can rewrite it).
 constexpr uint64_t kMaxJsonBytes = 64ull << 20;     // run.json, manifest.json
-constexpr uint64_t kMaxEventBytes = 16ull << 30;    // events.jsonl (a per-thread devhook run is large)
+constexpr uint64_t kMaxEventBytes = 16ull << 30;    // the store (a per-thread devhook run is large)
+constexpr size_t kMaxOtlpEvents = size_t(8) << 20;   // held at once: about 3 GB at most
 
 constexpr int kSpanKindInternal = 1;  // OTLP enums are numbers in its JSON encoding
 constexpr int kStatusError = 2;
@@ -246,6 +247,8 @@ std::vector<fs::path> otlp_run_folders(const fs::path& dir) {
   if (!fs::is_directory(dir, ec)) throw std::runtime_error("no such folder: " + dir.string());
   if (fs::exists(dir / "run.json", ec)) return {dir};
   std::vector<fs::path> out;
+  if (fs::is_symlink(dir / "runs", ec))
+    throw std::runtime_error(shown((dir / "runs").string()) + " is a link: not followed (a results folder's runs/ never is one)");
   if (fs::is_directory(dir / "runs", ec))
     for (const auto& entry : fs::directory_iterator(dir / "runs", ec))
       if (entry.is_directory(ec) && !entry.is_symlink(ec) && fs::exists(entry.path() / "run.json", ec))
@@ -262,8 +265,22 @@ OtlpStats otlp_of_run(const fs::path& folder, const OtlpSink& sink) {
   const fs::path manifest_path = folder.parent_path().parent_path() / "manifest.json";
   std::error_code ec;
   const json manifest = fs::exists(manifest_path, ec) ? read_json_file(manifest_path) : json::object();
+  // OTLP's spans are assembled from a run's events held together: bounded in number, so
+  // that a folder the user rewrote cannot make the root harness hold what it likes.
   EventStream stream;
-  if (const fs::path file = events_file_of(folder); fs::exists(file, ec)) stream = read_events(file, kMaxEventBytes);
+  if (const fs::path file = events_file_of(folder); fs::exists(file, ec)) {
+    StoreLimits limits;
+    limits.max_file_bytes = kMaxEventBytes;
+    limits.max_inflated_bytes = kMaxEventBytes * 64;
+    EventReader in(file, limits);
+    Event e;
+    while (in.next(e)) {
+      if (stream.events.size() + stream.meta.size() >= kMaxOtlpEvents)
+        throw std::runtime_error(shown(file.string()) + ": more than " + std::to_string(kMaxOtlpEvents) +
+                                 " events, over what one run's export may hold: not exported");
+      (e.is_meta() ? stream.meta : stream.events).push_back(std::move(e));
+    }
+  }
   return otlp_of_run(folder.filename().string(), run, manifest, stream.events, sink);
 }
 

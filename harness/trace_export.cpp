@@ -39,31 +39,49 @@ nlohmann::json slice(const Event& e, int64_t pid, const std::string& category) {
 }  // namespace
 
 size_t export_trace(const std::filesystem::path& run_dir) {
-  nlohmann::json trace = nlohmann::json::array();
+  // Root may export a folder the user owns: no link in it is followed (the folder itself,
+  // target/, the files), so that nothing root alone may read lands in the user's trace.
+  std::error_code ec;
+  if (std::filesystem::is_symlink(run_dir, ec))
+    throw std::runtime_error(shown(run_dir.string()) + " is a link: give the folder it names");
+  // Written as a stream, one trace event a line, as the events are read: a run of 10^8
+  // events is never held. Root may run this on a folder it already handed to the user:
+  // created exclusively, never through a link; a failed write removes the partial file.
+  std::filesystem::remove(run_dir / "trace.json");
+  EventWriter out(run_dir / "trace.json");
+  size_t n = 0;
+  auto put = [&](const nlohmann::json& j) { out.write_line((n++ ? "," : "") + dump_safe(j)); };
+  out.write_line("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
   std::set<int64_t> traced_pids, ledger_pids;
-  if (const auto file = events_file_of(run_dir); std::filesystem::exists(file))
-    for (const auto& e : read_events(file).events) {
-      trace.push_back(slice(e, e.pid, e.layer));
-      traced_pids.insert(e.pid);
+  if (const auto file = events_file_of(run_dir); std::filesystem::exists(file)) {
+    StoreLimits limits;
+    limits.max_inflated_bytes = uint64_t(256) << 30;  // a folder the user owns: no zstd bomb
+    EventReader in(file, limits);
+    Event e;
+    while (in.next(e))
+      if (!e.is_meta()) {
+        put(slice(e, e.pid, e.layer));
+        if (traced_pids.size() < 100000) traced_pids.insert(e.pid);
+      }
+  }
+  // The program's ledgers (one per process) are in its own folder, target/ (never a link).
+  const auto target = run_dir / "target";
+  const bool own_target = std::filesystem::is_directory(target, ec) && !std::filesystem::is_symlink(target, ec);
+  if (own_target || !std::filesystem::exists(target, ec)) {
+    EventStream ledgers;
+    (void)read_ledgers(own_target ? target : run_dir, ledgers);
+    for (const auto& e : ledgers.events) {
+      put(slice(e, e.pid + kLedgerPidOffset, "ledger"));
+      ledger_pids.insert(e.pid);
     }
-  // The program's ledgers (one per process) are in its own folder, target/.
-  const auto ledger_dir = std::filesystem::is_directory(run_dir / "target") ? run_dir / "target" : run_dir;
-  EventStream ledgers;
-  (void)read_ledgers(ledger_dir, ledgers);
-  for (const auto& e : ledgers.events) {
-    trace.push_back(slice(e, e.pid + kLedgerPidOffset, "ledger"));
-    ledger_pids.insert(e.pid);
   }
   for (int64_t pid : traced_pids)
-    trace.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", pid}, {"args", {{"name", "traced: pid " + std::to_string(pid)}}}});
+    put({{"ph", "M"}, {"name", "process_name"}, {"pid", pid}, {"args", {{"name", "traced: pid " + std::to_string(pid)}}}});
   for (int64_t pid : ledger_pids)
-    trace.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", pid + kLedgerPidOffset},
-                     {"args", {{"name", "ledger (ground truth): pid " + std::to_string(pid)}}}});
-  const size_t n = trace.size();
-  // Root may run this on a folder it already handed to the user: exclusive, never a link.
-  std::filesystem::remove(run_dir / "trace.json");
-  write_file_atomic(run_dir / "trace.json",
-                    dump_safe(nlohmann::json{{"traceEvents", std::move(trace)}, {"displayTimeUnit", "ns"}}) + "\n");
+    put({{"ph", "M"}, {"name", "process_name"}, {"pid", pid + kLedgerPidOffset},
+         {"args", {{"name", "ledger (ground truth): pid " + std::to_string(pid)}}}});
+  out.write_line("]}");
+  out.close();
   return n;
 }
 

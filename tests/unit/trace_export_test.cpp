@@ -1,9 +1,11 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <sstream>
 
 #include "common/event_store.h"
 #include "common/event_io.h"
+#include "harness/otlp_export.h"
 #include "harness/trace_export.h"
 #include "test_support.h"
 
@@ -56,4 +58,41 @@ TEST(TraceExport, HarnessFlagWritesTheFileOrSaysWhy) {
   r = testsupport::run_command(std::string(HARNESS_PATH) + " --export-trace /no/such/run");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.output, "harness: no such run folder: /no/such/run\n");
+}
+
+// Root exports a folder the user owns (hostile input, round 2): a target/ the user made a
+// link to a root-only folder is not followed, and neither is the run folder itself when it
+// is a link; runs/ as a link is refused by the OTLP export's walk.
+TEST(TraceExport, LinksBelowTheFolderGivenAreNotFollowed) {
+  auto dir = testsupport::temp_dir("trace-links");
+  const auto secret = testsupport::temp_dir("trace-links-secret");
+  {
+    EventWriter led(secret / "ledger.jsonl");
+    Event e;
+    e.layer = "runtime";
+    e.name = "rootOnlySecretCall";
+    e.ts = 1;
+    e.pid = 1;
+    e.tid = 1;
+    led.write(e);
+    led.close();
+  }
+  std::filesystem::create_directory_symlink(secret, dir / "target");
+  export_trace(dir);
+  std::ifstream f(dir / "trace.json");
+  std::stringstream text;
+  text << f.rdbuf();
+  EXPECT_EQ(text.str().find("rootOnlySecretCall"), std::string::npos) << text.str();
+  EXPECT_NO_THROW((void)nlohmann::json::parse(text.str())) << "still a whole trace";
+  std::filesystem::create_directory_symlink(dir, secret / "run-link");
+  EXPECT_THROW(export_trace(secret / "run-link"), std::runtime_error);
+
+  auto results = testsupport::temp_dir("otlp-links");
+  std::filesystem::create_directory_symlink(secret, results / "runs");
+  try {
+    (void)otlp_run_folders(results);
+    ADD_FAILURE() << "followed runs/ through a link";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("is a link"), std::string::npos) << e.what();
+  }
 }
