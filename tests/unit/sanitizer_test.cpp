@@ -178,6 +178,22 @@ TEST(SanitizerDecode, NoReportIsNotObservedWithTheReason) {
   EXPECT_NE(rep.unobserved.at("device").find("never initialised the CUDA driver"), std::string::npos);
 }
 
+// The program's own process owes a report only if it initialised CUDA (the library's
+// marker): a launcher whose children did the CUDA work is not "partly observed".
+TEST(SanitizerDecode, AProcessThatNeverUsedCudaOwesNoReport) {
+  const fs::path dir = write_output({launch(0, 8, 8)}, 5000);  // only the child reported
+  TracerReport rep = convert_sanitizer_output(dir, dir / cudatrace::kEventsFile, 4242);
+  EXPECT_TRUE(rep.partly_unobserved.empty()) << rep.partly_unobserved.begin()->second;
+  EXPECT_NE(rep.notes.value("program_process", "").find("owes no report"), std::string::npos) << rep.notes.dump();
+  // One that did initialise CUDA and left no report ended without its exit handlers.
+  std::ofstream(dir / "sanitizer.4242.started");
+  fs::remove(dir / cudatrace::kEventsFile);
+  rep = convert_sanitizer_output(dir, dir / cudatrace::kEventsFile, 4242);
+  ASSERT_EQ(rep.partly_unobserved.count("device"), 1u);
+  EXPECT_NE(rep.partly_unobserved.at("device").find("initialised the CUDA driver and ended without"), std::string::npos)
+      << rep.partly_unobserved.at("device");
+}
+
 TEST(SanitizerDecode, ALibraryThatCouldNotStartIsTheReason) {
   json rep = report_for(4242, 0);
   rep["library_error"] = "cannot load /nowhere/libsanitizer-public.so: No such file";

@@ -291,9 +291,14 @@ TracerReport convert_sanitizer_output(const fs::path& dir, const fs::path& event
   report.notes = notes;
 
   if (t.processes == 0) {
+    int64_t started = 0;
+    for (const auto& entry : fs::directory_iterator(dir, ec))
+      started += entry.path().extension() == ".started" && entry.path().filename().string().rfind("sanitizer.", 0) == 0;
     report.unobserved[layer::kDevice] =
-        "the sanitizer library wrote no report: the program never initialised the CUDA driver, or ended without "
-        "running its exit handlers (a crash, _exit or a signal)";
+        started ? "the sanitizer library wrote no report: " + std::to_string(started) +
+                      " process(es) initialised the CUDA driver and ended without running their exit handlers (a "
+                      "crash, _exit or a signal)"
+                : std::string("the sanitizer library wrote no report: the program never initialised the CUDA driver");
     return report;
   }
   if (!any_loaded && !not_loaded.empty()) {
@@ -328,11 +333,21 @@ TracerReport convert_sanitizer_output(const fs::path& dir, const fs::path& event
     if (!t.short_by_kernel.empty()) text += "; kernels: " + kernels_short(t.short_by_kernel);
     report.partly_unobserved[layer::kDevice] = text;
   }
-  if (main_pid > 0 && !main_reported && report.error.empty())
-    report.partly_unobserved[layer::kDevice] +=
-        std::string(report.partly_unobserved[layer::kDevice].empty() ? "" : "; ") +
-        "no report from the program's own process (pid " + std::to_string(main_pid) +
-        "): it never initialised the CUDA driver, or ended without its exit handlers";
+  // A process owes a report only if it initialised CUDA (the library's marker, written at
+  // cuInit): the program's own process may be a launcher whose ranks alone use the GPU.
+  std::error_code marker_ec;
+  const bool main_started = fs::exists(dir / ("sanitizer." + std::to_string(main_pid) + ".started"), marker_ec);
+  if (main_pid > 0 && !main_reported && report.error.empty()) {
+    if (main_started)
+      report.partly_unobserved[layer::kDevice] +=
+          std::string(report.partly_unobserved[layer::kDevice].empty() ? "" : "; ") +
+          "no report from the program's own process (pid " + std::to_string(main_pid) +
+          "): it initialised the CUDA driver and ended without its exit handlers (a crash, _exit or a signal)";
+    else
+      report.notes["program_process"] = "pid " + std::to_string(main_pid) +
+                                        " never initialised the CUDA driver: it owes no report (its children did the "
+                                        "CUDA work)";
+  }
   report.device_mode = threads ? "launch-thread" : "launch";
   return report;
 }

@@ -478,6 +478,11 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
     const unsigned long long n = std::strtoull(s, &end, 10);
     if (*end == 0 && n > 0 && n <= kMaxSlots) p->slots_per_context = n;
   }
+  // The driver loads this library at cuInit: a marker now says this process initialised
+  // CUDA, so that a process without a report can be told from one that owes none (it never
+  // used CUDA: a launcher, a rank's parent).
+  if (FILE* f = std::fopen((p->out_dir + "/sanitizer." + std::to_string(p->pid) + ".started").c_str(), "wx"))
+    std::fclose(f);
   std::string why;
   if (!load_sanitizer_api(p->library.c_str(), p->api, why)) {
     std::fprintf(stderr, "cudatrace-sanitizer: %s; the device layer is not observed\n", why.c_str());
