@@ -463,6 +463,23 @@ TEST(HostileInput, HardLinkedFileInTheTargetsFolderIsNotRead) {
   EXPECT_NE(run["tracer"]["error"].get<std::string>().find("hard links"), std::string::npos) << run["tracer"].dump();
 }
 
+// A kernel name of 65,000 bytes in preload's kernel table (copied into every launch record
+// that names it: 40,000 launches made a 5 GB harness): cut at 16 KiB, the cut said in the
+// name and counted as loss, so that the layer cannot read "complete" over it.
+TEST(HostileInput, HugeKernelNameIsCutAndCounted) {
+  if (!method_ok("preload")) GTEST_SKIP() << "needs the preload method";
+  const fs::path out = open_dir("huge-kernel-name");
+  const HarnessResult r = harness(out, "--method preload -- /bin/sh -c 'd=$CUDATRACE_PRELOAD_DIR; "
+                                       "printf \"7f00 \" > $d/preload.1.kernels; "
+                                       "head -c 65000 /dev/zero | tr \"\\0\" k >> $d/preload.1.kernels; "
+                                       "echo >> $d/preload.1.kernels'");
+  ASSERT_TRUE(r.summary.is_object()) << r.output;
+  const json run = r.run("cmd.preload");
+  ASSERT_TRUE(run.is_object()) << r.output;
+  EXPECT_EQ(run["tracer"]["loss"]["names_cut"].get<int64_t>(), 1) << run["tracer"].dump().substr(0, 2000);
+  EXPECT_NE(run["tracer"]["notes"].value("names_cut", "").find("16384 bytes"), std::string::npos);
+}
+
 // An --out whose run folders would pass PATH_MAX is refused up front, in one line, exit 2:
 // it used to end the whole matrix on ENAMETOOLONG, with root-owned folders left behind.
 TEST(HostileInput, OutFolderTooLongForItsRunFoldersIsRefusedUpFront) {

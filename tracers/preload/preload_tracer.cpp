@@ -77,6 +77,19 @@ constexpr uint64_t kMaxTablesBytes = uint64_t(32) << 20;
 constexpr int64_t kMaxTableEntries = int64_t(1) << 18;
 
 // Reading the tables of one run: the shared bounds, and what went wrong, line by line.
+// A name from a table is copied into every record that names it (a kernel's launches): one
+// name of 64 KiB times 40,000 launches made gigabytes. Real names, long C++ templates
+// included, stay under this; a longer one is cut, the cut said in it and counted.
+constexpr size_t kMaxNameBytes = size_t(16) << 10;
+
+std::string capped_name(const std::string& name, int64_t& cut) {
+  if (name.size() <= kMaxNameBytes) return name;
+  ++cut;
+  size_t keep = kMaxNameBytes;
+  while (keep > 0 && (uint8_t(name[keep]) & 0xC0) == 0x80) --keep;  // not inside a UTF-8 sequence
+  return name.substr(0, keep) + "...[" + std::to_string(name.size() - keep) + " more bytes]";
+}
+
 struct TableReading {
   ReadBudget budget{kMaxTablesBytes};
   int64_t entries = 0;
@@ -179,7 +192,7 @@ TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_
   std::map<std::string, std::set<std::string>> uncovered;  // library -> exports the shim does not cover
   std::map<std::string, std::set<std::string>> uncovered_imports;  // object -> those of them it links to
   TableReading tables;
-  int64_t bad_names = 0;
+  int64_t bad_names = 0, cut_names = 0;
   for (const auto& entry : fs::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
     if (name.rfind("preload.", 0) != 0) continue;
@@ -213,7 +226,7 @@ TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_
         if (!split_words(line, 2, w)) return "not 'HANDLE NAME'";
         const auto handle = parse_uint64(w[0], 16);
         if (!handle) return "handle " + shown_word(w[0]) + " is not a hex number";
-        t[*handle] = w[1];
+        t[*handle] = capped_name(w[1], cut_names);
         return "";
       });
     } else if (ext == ".devices") {
@@ -239,7 +252,7 @@ TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_
         if (!split_words(line, 3, w)) return "not 'SLOT LAYER NAME'";
         const auto slot = parse_uint64(w[0]);
         if (!slot) return "slot " + shown_word(w[0]) + " is not a number";
-        names[*slot] = {w[1] == "runtime" ? layer::kRuntime : layer::kDriver, w[2]};
+        names[*slot] = {w[1] == "runtime" ? layer::kRuntime : layer::kDriver, capped_name(w[2], cut_names)};
         return "";
       });
     } else if (ext == ".callers") {
@@ -436,7 +449,8 @@ TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_
                  {"unreadable_files", unreadable + unreadable_tables},
                  {"malformed_table_lines", tables.malformed + tables.cut_lines},
                  {"over_bound_table_bytes", tables.over_bound_bytes},
-                 {"over_bound_table_entries", tables.over_bound_entries}};
+                 {"over_bound_table_entries", tables.over_bound_entries},
+                 {"names_cut", cut_names}};
   std::sort(unhooked_names.begin(), unhooked_names.end());
   report.notes = {{"records", records},
                   {"driver_records", driver_records},
@@ -456,6 +470,9 @@ TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_
     report.notes["over_bound_table_entries"] = "the shim's tables held more than " +
                                                std::to_string(kMaxTableEntries) +
                                                " entries: the lines past that were not read";
+  if (cut_names)
+    report.notes["names_cut"] = std::to_string(cut_names) + " kernel or function name(s) in the shim's tables were longer than " +
+                                std::to_string(kMaxNameBytes) + " bytes: cut there, with the cut said in the name";
   if (!tables.examples.empty()) report.notes["table_problems"] = tables.examples;
   // An object other than libcudart.so that asks cuGetProcAddress for driver entry points
   // carries a cudart of its own (static, or hidden inside a library as cuBLAS does): its
