@@ -41,17 +41,17 @@ constexpr uint32_t kZstdMagic = 0xFD2FB528;
 // An append-only byte buffer whose writes are a bounds check and a store (std::string's
 // push_back, once per byte of every record, cost a tenth of the harness's time at volume).
 struct PackBuf {
-  std::string bytes;  // its capacity: `size` of them are used
-  size_t size = 0;
-  char* room(size_t n) {
+  std::string& bytes;  // its capacity: `size` of them are used (storage owned by the caller)
+  size_t& size;
+  __attribute__((always_inline)) char* room(size_t n) {
     if (__builtin_expect(size + n > bytes.size(), 0)) grow(n);
     char* p = bytes.data() + size;
     size += n;
     return p;
   }
   __attribute__((noinline)) void grow(size_t n) { bytes.resize(std::max(bytes.size() * 2, size + n + 4096)); }
-  void push_back(char c) { *room(1) = c; }
-  void append(const std::string& s) {
+  __attribute__((always_inline)) void push_back(char c) { *room(1) = c; }
+  void append(std::string_view s) {
     if (!s.empty()) std::memcpy(room(s.size()), s.data(), s.size());
   }
   void clear() { size = 0; }
@@ -90,7 +90,7 @@ void put_uint(PackBuf& out, uint64_t u) {
   out.push_back(char(0xcf)), put_be(out, u, 8);
 }
 
-void put_str(PackBuf& out, const std::string& s) {
+void put_str(PackBuf& out, std::string_view s) {
   const size_t n = s.size();
   if (n < 32) out.push_back(char(0xa0 | n));
   else if (n <= 0xff) out.push_back(char(0xd9)), put_be(out, n, 1);
@@ -336,11 +336,46 @@ TapSlot& tap_slot() {
 }
 }  // namespace
 
+// The writer's own encodings (put_*), so that a packed event reads back as a JSON one does.
+void PackedArgs::start(size_t entries) {
+  size_ = 0;
+  PackBuf b{bytes_, size_};
+  put_container(b, entries, 0x80, 0xde);
+}
+
+void PackedArgs::integer(int64_t v) {
+  PackBuf b{bytes_, size_};
+  put_int(b, v);
+}
+
+void PackedArgs::text(std::string_view v) {
+  PackBuf b{bytes_, size_};
+  put_str(b, v);
+}
+
+void PackedArgs::dim3(uint32_t x, uint32_t y, uint32_t z) {
+  PackBuf b{bytes_, size_};
+  put_container(b, 3, 0x90, 0xdc);
+  put_int(b, x), put_int(b, y), put_int(b, z);
+}
+
+json unpack_args(std::string_view packed) {
+  static const StoreLimits limits;
+  Decoder d{reinterpret_cast<const uint8_t*>(packed.data()), reinterpret_cast<const uint8_t*>(packed.data()) + packed.size(),
+            limits};
+  try {
+    return d.value(0);
+  } catch (const NeedMore&) {
+    throw EventFormatError("packed args cut short");
+  }
+}
+
 ScopedEventTap::ScopedEventTap(const fs::path& path, EventTap& tap) { tap_slot() = {path, &tap}; }
 ScopedEventTap::~ScopedEventTap() { tap_slot() = {}; }
 
 struct EventStoreWriter::Impl {
-  PackBuf buf;  // encoded, not yet compressed
+  std::string buf_bytes;  // encoded, not yet compressed (PackBuf)
+  size_t buf_size = 0;
   int fd = -1;
   ZSTD_CCtx* cctx = nullptr;
   std::string out;  // compressed, not yet written
@@ -358,7 +393,7 @@ EventStoreWriter::EventStoreWriter(const fs::path& path, int level) : impl_(std:
   ZSTD_CCtx_setParameter(impl_->cctx, ZSTD_c_compressionLevel, level);
   ZSTD_CCtx_setParameter(impl_->cctx, ZSTD_c_checksumFlag, 1);  // a damaged file says so
   if (tap_slot().tap && tap_slot().path == path) tap_ = tap_slot().tap;
-  PackBuf& buf_ = impl_->buf;
+  PackBuf buf_{impl_->buf_bytes, impl_->buf_size};
   buf_.bytes.resize(size_t(1) << 18);
   put_container(buf_, 3, 0x80, 0xde);
   put_str(buf_, "format"), put_str(buf_, kFormatName);
@@ -372,8 +407,23 @@ EventStoreWriter::EventStoreWriter(const fs::path& path, int level) : impl_(std:
 EventStoreWriter::~EventStoreWriter() = default;
 
 void EventStoreWriter::write(const Event& e) {
+  put_fields(e, nullptr);
+  if (tap_) tap_->on_event(e);
+}
+
+void EventStoreWriter::write(const Event& e, const PackedArgs& args) {
+  const std::string_view packed = args.bytes();
+  put_fields(e, &packed);
+  if (!tap_) return;
+  if (!tap_->wants_args()) return tap_->on_event(e);
+  Event with_args = e;
+  with_args.args = unpack_args(packed);
+  tap_->on_event(with_args);
+}
+
+void EventStoreWriter::put_fields(const Event& e, const std::string_view* packed_args) {
   if (!impl_ || impl_->fd < 0) throw std::runtime_error("cannot write " + path_.string() + ": already closed");
-  PackBuf& buf_ = impl_->buf;
+  PackBuf buf_{impl_->buf_bytes, impl_->buf_size};
   buf_.push_back(char(0x90 | kFields));
   put_layer(buf_, e.layer);
   put_str(buf_, e.name);
@@ -383,18 +433,18 @@ void EventStoreWriter::write(const Event& e) {
   put_int(buf_, e.pid);
   put_int(buf_, e.tid);
   put_optional(buf_, e.ret);
-  if (e.args.is_object() && !e.args.empty()) put_json(buf_, e.args);
+  if (packed_args && !packed_args->empty()) std::memcpy(buf_.room(packed_args->size()), packed_args->data(), packed_args->size());
+  else if (!packed_args && e.args.is_object() && !e.args.empty()) put_json(buf_, e.args);
   else buf_.push_back(char(0x80));
   put_optional(buf_, e.corr);
   put_optional(buf_, e.device);
   put_str(buf_, e.device_id);
   ++written_;
-  if (tap_) tap_->on_event(e);
   if (buf_.size >= (size_t(1) << 18)) flush(false);
 }
 
 void EventStoreWriter::flush(bool end) {
-  PackBuf& buf_ = impl_->buf;
+  PackBuf buf_{impl_->buf_bytes, impl_->buf_size};
   ZSTD_inBuffer in{buf_.bytes.data(), buf_.size, 0};
   std::string& out = impl_->out;
   for (;;) {

@@ -43,6 +43,7 @@ class EventTally final : public EventTap {
 
   void add(const Event& e);
   void add(Event&& e);
+  bool wants_args() const override { return keep_; }  // a count needs no args; the matcher does
   void on_event(const Event& e) override { add(e); }
   void on_closed(uint64_t written) override { whole_ = written == records_; }
   // Every event of the closed store went through add(), and nothing else did.

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/dim3_pack.h"
+#include "common/event_store.h"
 
 namespace cudatrace {
 
@@ -33,6 +34,8 @@ using KernelNames = std::map<uint64_t, std::string>;  // handle or host stub -> 
 // Kinds: i integer, p pointer (hex string), k cudaMemcpyKind name, d dim3 [x,y,z],
 // n kernel (name from `kernels`, else the handle in hex).
 nlohmann::json decode_args(const CallInfo& call, const uint64_t* slots, const KernelNames& kernels);
+// The same args straight into the store's form (a converter's hot path: no JSON object).
+void pack_args(const CallInfo& call, const uint64_t* slots, const KernelNames& kernels, PackedArgs& out);
 
 std::string hex(uint64_t v);
 

@@ -8,6 +8,7 @@
 
 #include "common/event_store.h"
 #include "test_support.h"
+#include "tracers/call_args.h"
 
 using namespace cudatrace;
 namespace fs = std::filesystem;
@@ -234,4 +235,38 @@ TEST(EventStore, TheWriterNeverFollowsALinkNorOverwrites) {
   std::string s;
   f >> s;
   EXPECT_EQ(s, "keep");
+}
+
+// A converter's packed args (pack_args, no JSON) read back as the JSON ones (decode_args)
+// for every call hooks.def lays out, kernel names, pointers, dim3 and memcpy kinds alike.
+TEST(EventStore, PackedArgsReadBackAsTheirJson) {
+  const fs::path dir = testsupport::temp_dir("store-packed");
+  const KernelNames kernels = {{0x4242, "vecAdd(float*, float const*, int)"}, {0x77, std::string(300, 'k')}};
+  std::mt19937_64 rng(7);
+  std::vector<json> want;
+  {
+    EventStoreWriter w(dir / kEventsFile);
+    PackedArgs packed;
+    for (const auto& call : call_table())
+      for (int round = 0; round < 4; ++round) {
+        uint64_t slots[kMaxArgSlots];
+        for (auto& v : slots) v = round == 0 ? 0x4242 : round == 1 ? 0x77 : round == 2 ? rng() : rng() % 6;
+        Event e;
+        e.layer = call.layer;
+        e.name = call.name;
+        e.pid = e.tid = 1;
+        pack_args(call, slots, kernels, packed);
+        w.write(e, packed);
+        want.push_back(decode_args(call, slots, kernels));
+      }
+    w.close();
+  }
+  EventReader r(dir / kEventsFile);
+  Event e;
+  size_t i = 0;
+  for (; r.next(e); ++i) {
+    ASSERT_LT(i, want.size());
+    EXPECT_EQ(e.args, want[i]) << e.name << ": " << e.args.dump() << " vs " << want[i].dump();
+  }
+  EXPECT_EQ(i, want.size());
 }

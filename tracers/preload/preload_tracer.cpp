@@ -340,6 +340,8 @@ TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_
   std::vector<std::pair<std::string, std::string>> table_names;
   for (const auto& h : table) table_names.emplace_back(h.layer, h.name);
   Event e;
+  PackedArgs packed;  // a decoded call's args, packed without a JSON object
+  bool with_packed = false;
   for (const auto& [key, path] : files) {
     if (!take_of.count(key)) continue;  // unreadable: counted above
     const auto [pid, tid] = key;
@@ -370,6 +372,7 @@ TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_
         continue;
       }
       terminated = false;  // a later segment (after an exec that failed, or a flush) must close again
+      with_packed = false;
       e.ret = r.ret;
       e.ts = 0;
       e.dur.reset();
@@ -401,7 +404,8 @@ TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_
         const CallInfo& h = table[r.hook];
         e.layer = table_names[r.hook].first;
         e.name = table_names[r.hook].second;
-        e.args = decode_args(h, r.a, kernels[pid]);
+        pack_args(h, r.a, kernels[pid], packed);
+        with_packed = true;
       } else {
         ++bad;
         continue;
@@ -425,7 +429,8 @@ TracerReport convert_preload_output(const fs::path& dir, const fs::path& events_
       }
       e.pid = pid;
       e.tid = tid;
-      out.write(e);
+      if (with_packed) out.write(e, packed);
+      else out.write(e);
       ++in_file;
       driver_records += e.layer == layer::kDriver;
     }
