@@ -9,6 +9,7 @@
 
 #include "common/outside_text.h"
 #include "harness/otlp_http.h"
+#include "harness/result_check.h"
 
 namespace cudatrace {
 
@@ -146,6 +147,10 @@ Options parse_cli(const std::vector<std::string>& args, const std::vector<std::s
       o.baseline = false;
       continue;
     }
+    if (a == "--strict-result") {
+      o.strict_result = true;
+      continue;
+    }
     std::string flag = a, value;
     bool inline_value = false;
     if (auto eq = a.find('='); a.rfind("--", 0) == 0 && eq != std::string::npos) {
@@ -157,7 +162,7 @@ Options parse_cli(const std::vector<std::string>& args, const std::vector<std::s
                                                      "--out",      "--timeout",      "--set",         "--export-trace",
                                                      "--export-otlp", "--export-jsonl", "--otlp-endpoint", "-o",
                                                      "--run-id-file", "--agree-with", "--time-budget",
-                                                     "--stall-timeout", "--max-trace-bytes"};
+                                                     "--stall-timeout", "--max-trace-bytes", "--result"};
     if (std::find(with_value.begin(), with_value.end(), flag) == with_value.end())
       throw UsageError("unknown option '" + a + "'");
     if (!inline_value) {
@@ -213,6 +218,14 @@ Options parse_cli(const std::vector<std::string>& args, const std::vector<std::s
       o.timeout_s = positive_number(flag, value);
       if (o.timeout_s < 0.001 || o.timeout_s > 7 * 86400.0)
         throw UsageError("--timeout wants seconds from 0.001 to 604800 (7 days), got '" + value + "'");
+    } else if (flag == "--result") {
+      try {
+        (void)result_pattern(value);
+      } catch (const std::regex_error& e) {
+        throw UsageError("--result " + shown(value, 80) + " is not a regular expression (" + e.what() + ")");
+      }
+      if (value.empty()) throw UsageError("--result needs a regular expression, e.g. 'loss=([0-9.]+)'");
+      o.result = value;
     } else if (flag == "--max-trace-bytes") {
       o.max_trace_bytes = byte_count(flag, value);
     } else if (flag == "--stall-timeout") {
@@ -365,6 +378,13 @@ options:
                                status, signal) is a failed run, with both named
   --no-baseline                with a command, skip that untraced run (the runs' exits are
                                then not checked against it, and the summary says so)
+  --result REGEX               what the program computed, from its stdout: the last line
+                               REGEX matches (its first group, else the whole match), e.g.
+                               --result 'final loss ([0-9.e+-]+)'. Each traced run's result
+                               is compared with the untraced run's: a difference is named on
+                               its line and in run.json (result_check)
+  --strict-result              with --result: a traced run whose result differs (or that
+                               printed none) fails
 
 examples:
   harness --list

@@ -30,6 +30,10 @@ struct Options {
   // order, none in every round; the slowdown against none per method (harness/cost.h).
   bool cost = false;
   std::optional<double> time_budget_s;  // --time-budget: no cost round starts that would end past it
+  // --result REGEX: the program's result, from its stdout, compared traced against untraced;
+  // --strict-result: a difference fails the traced run.
+  std::optional<std::string> result;
+  bool strict_result = false;
   bool baseline = true;  // a command runs untraced too, and every traced run's exit is checked against it
   std::filesystem::path export_trace;  // a run folder to write as trace.json, then stop
   std::filesystem::path export_otlp;   // a results or run folder to write as OTLP JSON lines, then stop

@@ -23,6 +23,7 @@
 #include "common/elf_file.h"
 #include "harness/bench_stats.h"
 #include "harness/host.h"
+#include "harness/result_check.h"
 #include "harness/results_io.h"
 #include "harness/ledger_check.h"
 #include "harness/matcher.h"
@@ -100,6 +101,9 @@ struct RunContext {
   // How each program ended untraced (method none), by "workload|linkage|rep": a traced run
   // that ends otherwise changed what the program does, and fails with both named.
   std::map<std::string, ChildResult> untraced;
+  // --result: the pattern, and what each untraced run computed (nullopt: printed nothing it matches).
+  std::optional<std::regex> result_re;
+  std::map<std::string, std::optional<std::string>> untraced_results;
   SpaceReserve* reserve = nullptr;  // freed for the summary when the disk is full
 };
 
@@ -293,6 +297,38 @@ void judge_ending(RunState& r, RunContext& ctx) {
                                {"why", r.combo.workload.empty() ? "--no-baseline: the command did not run untraced"
                                                                 : "no untraced run (method none) of this workload in the matrix"}};
   }
+}
+
+// Stage 4b (--result): what the program computed, traced against untraced (the same
+// repetition's untraced run, else the first's). A difference is named; --strict-result fails it.
+void check_result(RunState& r, RunContext& ctx) {
+  const std::optional<std::string> got = program_result(r.dir / "stdout.txt", *ctx.result_re);
+  const auto as_json = [](const std::optional<std::string>& v) { return v ? json(*v) : json(nullptr); };
+  const auto as_text = [](const std::optional<std::string>& v) { return v ? "'" + shown(*v, 80) + "'" : std::string("nothing"); };
+  const std::string key = r.combo.workload + "|" + r.combo.linkage + "|";
+  if (r.combo.method == "none") {
+    ctx.untraced_results[key + std::to_string(r.rep)] = got;
+    r.run["result"] = as_json(got);
+    return;
+  }
+  const std::optional<std::string>* untraced = nullptr;
+  for (const int rep : {r.rep, 1})
+    if (auto it = ctx.untraced_results.find(key + std::to_string(rep)); it != ctx.untraced_results.end() && !untraced)
+      untraced = &it->second;
+  if (!untraced || !*untraced) {
+    r.run["result_check"] = {{"traced", as_json(got)},
+                             {"untraced", nullptr},
+                             {"why", !untraced ? "no untraced run to compare with"
+                                               : "the untraced run printed no line --result matches: nothing to compare"}};
+    return;
+  }
+  const bool same = *untraced == got;
+  r.run["result_check"] = {{"traced", as_json(got)}, {"untraced", as_json(*untraced)}, {"same", same}};
+  if (same) return;
+  const std::string what = "traced, the program computed otherwise than untraced: its result (--result) read " +
+                           as_text(got) + " where the untraced run's read " + as_text(*untraced);
+  r.run["result_changed"] = what;
+  if (ctx.opts.strict_result) r.failures.insert(r.failures.begin(), what);
 }
 
 // Stage 5: the ground truth. One ledger per process (ledger.jsonl, ledger.jsonl.<pid>),
@@ -497,6 +533,7 @@ json run_one(const Combo& combo, int rep, RunContext& ctx, ComboOutcome& outcome
       method.make(ctx.host, options == ctx.opts.method_options.end() ? MethodOptions{} : options->second);
   run_traced(r, ctx, *tracer, launch, target);
   judge_ending(r, ctx);
+  if (ctx.result_re) check_result(r, ctx);
   const EventStream ledger = read_ground_truth(r, outcome);
   score_events(r, ctx, method, ledger, outcome);
   r.run["startup"] = startup_of(ledger.events, r.target_dir, r.child);
@@ -600,6 +637,9 @@ void print_progress(size_t index, size_t total, const Combo& c, int rep, int rep
     extra += "  (" + std::to_string(run["left_running"].size()) + " process(es) left running: killed" +
              (who.empty() ? "" : ": " + who) + ")";
   }
+  // A result that tracing changed always shows, failed or not (--strict-result).
+  if (run.contains("result_changed") && run["ok"].get<bool>())
+    extra += "  RESULT CHANGED (" + run["result_changed"].get<std::string>() + ")";
   // Lost events always show, whatever the shares read.
   if (const json loss = run.value("tracer", json::object()).value("loss", json::object()); lost_events(loss) > 0)
     extra += "  LOST " + std::to_string(lost_events(loss)) + " events (" + lost_text(loss) + ")";
@@ -676,6 +716,7 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
   HostFacts run_host = host;
   run_host.max_trace_bytes = opts.max_trace_bytes.value_or(half_free_space(root));
   RunContext ctx{opts, run_host, runs_dir, invoking_user()};
+  if (opts.result) ctx.result_re = result_pattern(*opts.result);
 
   json manifest = {{"v", 1},
                    {"run_id", run_id},

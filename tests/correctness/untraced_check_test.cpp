@@ -42,3 +42,42 @@ TEST(UntracedCheck, WithoutABaselineTheRunSaysItWasNotChecked) {
   EXPECT_NE(traced["untraced_check"]["why"].get<std::string>().find("--no-baseline"), std::string::npos);
   EXPECT_FALSE(r.run_json("cmd.none").contains("ok")) << "no untraced run was made";
 }
+
+// --result: what the program computed. This one prints 2 when it sees LD_PRELOAD (preload
+// sets it) and 1 otherwise, and exits 0 either way: only its result tells the runs apart.
+namespace {
+const char* kComputesOtherwise =
+    "-- /bin/sh -c 'echo warming up; if test -n \"$LD_PRELOAD\"; then echo \"final loss 2.5\"; else echo \"final loss "
+    "1.25\"; fi'";
+}
+
+TEST(UntracedCheck, AResultThatTracingChangedIsNamed) {
+  HarnessRun r = run_harness(std::string("--method preload --result 'final loss ([0-9.]+)' ") + kComputesOtherwise);
+  EXPECT_EQ(r.exit_code, 0) << "named, not failed, without --strict-result: " << r.output;
+  EXPECT_EQ(r.run_json("cmd.none")["result"], "1.25");
+  const nlohmann::json traced = r.run_json("cmd.preload");
+  EXPECT_TRUE(traced["ok"].get<bool>());
+  EXPECT_EQ(traced["result_check"]["same"], false);
+  EXPECT_EQ(traced["result_check"]["traced"], "2.5");
+  EXPECT_EQ(traced["result_check"]["untraced"], "1.25");
+  EXPECT_NE(r.output.find("RESULT CHANGED (traced, the program computed otherwise than untraced: its result (--result) "
+                          "read '2.5' where the untraced run's read '1.25')"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(UntracedCheck, StrictResultFailsTheRunThatComputedOtherwise) {
+  HarnessRun r = run_harness(std::string("--method preload --strict-result --result 'final loss ([0-9.]+)' ") +
+                             kComputesOtherwise);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  const nlohmann::json traced = r.run_json("cmd.preload");
+  EXPECT_FALSE(traced["ok"].get<bool>());
+  EXPECT_NE(traced["failures"][0].get<std::string>().find("computed otherwise than untraced"), std::string::npos);
+  // The same result passes, and a pattern that does not compile is a usage error.
+  HarnessRun same = run_harness("--method preload --strict-result --result 'up' " + std::string(kComputesOtherwise));
+  EXPECT_EQ(same.exit_code, 0) << same.output;
+  EXPECT_EQ(same.run_json("cmd.preload")["result_check"]["same"], true);
+  HarnessRun bad = run_harness("--method preload --result '([' -- /bin/true");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("is not a regular expression"), std::string::npos) << bad.output;
+}
