@@ -1,12 +1,12 @@
 // bench_agreement A B: whether two benchmark runs agree, by the rule the harness applies
-// with --agree-with (harness/bench_stats.h), for runs made without it. A and B are results
+// with --agree-with (harness/stats/bench_stats.h), for runs made without it. A and B are results
 // folders (or their bench_summary.json). Prints the agreement as JSON (ci/bench_agreement.py
 // shows it); exit 0 when B agrees with A, 1 when not, 2 when a summary cannot be read.
 #include <cstdio>
 #include <exception>
 
-#include "harness/bench.h"
-#include "harness/bench_stats.h"
+#include "harness/stats/bench.h"
+#include "harness/stats/bench_stats.h"
 
 int main(int argc, char** argv) {
   if (argc != 3) {

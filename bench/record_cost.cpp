@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "harness/bench_stats.h"
+#include "harness/stats/bench_stats.h"
 #include "tracers/preload/shim/generic_hooks.h"
 #include "tracers/preload/shim/real_symbols.h"
 #include "tracers/preload/shim/recorder.h"

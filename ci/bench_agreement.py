@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Do two `harness --bench` runs agree? The rule is the harness's own (harness/bench_stats.h,
+"""Do two `harness --bench` runs agree? The rule is the harness's own (harness/stats/bench_stats.h,
 the same that `harness --bench --agree-with RUN_A` applies to the run it makes): a delta of
 run B agrees when it lies within run A's 95% interval of the same delta, or within
 max(10%, 100 ns) of A's value; the runs agree when at least 95% of the deltas they share

@@ -142,7 +142,7 @@ def bench_section(bench, manifest):
         ab_ci = r.get("in_process_delta_ci95_ns")
         ratio = r.get("ratio")
         delta = ns(r.get("delta_ns"))
-        # "No measurable cost" is the harness's decision (harness/bench_stats.h), as written.
+        # "No measurable cost" is the harness's decision (harness/stats/bench_stats.h), as written.
         if "delta_ns" in r and results.between_is_noise(r):
             delta, ratio = "no measurable cost", None
         interval = "" if not ci else f"[{ci[0]:+.0f}, {ci[1]:+.0f}]"

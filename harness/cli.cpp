@@ -8,8 +8,8 @@
 #include <filesystem>
 
 #include "common/outside_text.h"
-#include "harness/otlp_http.h"
-#include "harness/result_check.h"
+#include "harness/out/otlp_http.h"
+#include "harness/score/result_check.h"
 
 namespace cudatrace {
 

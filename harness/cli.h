@@ -27,7 +27,7 @@ struct Options {
   bool bench = false;  // run the per-call benchmark instead of the workloads
   std::filesystem::path agree_with;  // --bench --agree-with: an earlier bench run this one is checked against
   // --cost: each program N (--reps) times per method in rounds that rotate the methods'
-  // order, none in every round; the slowdown against none per method (harness/cost.h).
+  // order, none in every round; the slowdown against none per method (harness/stats/cost.h).
   bool cost = false;
   std::optional<double> time_budget_s;  // --time-budget: no cost round starts that would end past it
   // --result REGEX: the program's result, from its stdout, compared traced against untraced;
@@ -46,7 +46,7 @@ struct Options {
   // files) one run reads; unset: half the free space under --out when the run starts.
   std::optional<uint64_t> max_trace_bytes;
   // --stall-timeout: a run whose processes made no progress (no CPU time, no output) for
-  // this long ends early as a failed run, "stalled" (harness/stall_watch.h). Unset: off.
+  // this long ends early as a failed run, "stalled" (harness/run/stall_watch.h). Unset: off.
   std::optional<double> stall_timeout_s;
   bool list = false;
   bool json = false;

@@ -14,17 +14,17 @@
 
 #include "common/event_io.h"
 #include "common/outside_text.h"
-#include "harness/bench.h"
+#include "harness/stats/bench.h"
 #include "harness/catalog.h"
 #include "harness/cli.h"
-#include "harness/host.h"
+#include "harness/run/host.h"
 #include "harness/matrix.h"
-#include "harness/otlp_export.h"
-#include "harness/otlp_http.h"
-#include "harness/process_tree.h"
-#include "harness/runner.h"
-#include "harness/safe_files.h"
-#include "harness/trace_export.h"
+#include "harness/out/otlp_export.h"
+#include "harness/out/otlp_http.h"
+#include "harness/run/process_tree.h"
+#include "harness/run/runner.h"
+#include "harness/run/safe_files.h"
+#include "harness/out/trace_export.h"
 
 using namespace cudatrace;
 

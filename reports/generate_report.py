@@ -110,7 +110,7 @@ def per_call_section(bench_rows):
         delta = f'{r["delta_ns"]:+.1f}' if "delta_ns" in r else "—"
         interval = f"[{ci[0]:+.1f}, {ci[1]:+.1f}]" if ci[0] is not None else "—"
         ratio = f'{r["ratio"]:.2f}×' if "ratio" in r else "—"
-        # "No measurable cost" is the harness's decision (harness/bench_stats.h), as written.
+        # "No measurable cost" is the harness's decision (harness/stats/bench_stats.h), as written.
         if "delta_ns" in r and results.between_is_noise(r):
             delta, ratio = "no measurable cost", "—"
         ab = r.get("in_process_delta_ci95_ns")
@@ -137,7 +137,7 @@ def per_call_section(bench_rows):
 
 def untraced_section(benches):
     """How far each untraced call moved between the processes of a bench run: the floor
-    under every per-call cost above (harness/bench.cpp says where it comes from)."""
+    under every per-call cost above (harness/stats/bench.cpp says where it comes from)."""
     rows = []
     for b in benches:
         for u in sorted(b.get("untraced_between_processes", []), key=lambda u: -u["max_over_min"]):
@@ -363,7 +363,7 @@ def command_section(summaries):
             cls = "good" if status in ("complete", "nothing to see") else "bad"
             seen, only = r.get("seen"), r.get("only_it_saw")
             # What it matched of the reference, apart from what only it saw: a share of the
-            # reference never exceeds it (harness/verdict.cpp writes `matched`; earlier
+            # reference never exceeds it (harness/score/verdict.cpp writes `matched`; earlier
             # summaries have seen = matched + only it saw).
             matched = r.get("matched", seen - only if seen is not None and only is not None else None)
             if r.get("coverage") is None:

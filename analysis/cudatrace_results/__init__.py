@@ -1,7 +1,7 @@
 """Everything that reads what the harness wrote: one loader, the benchmark's decisions as the
 C++ wrote them, and the wording shared by the report and the results docs.
 
-The C++ decides (harness/bench_stats.h: what is "no measurable cost"; harness/verdict.cpp:
+The C++ decides (harness/stats/bench_stats.h: what is "no measurable cost"; harness/score/verdict.cpp:
 coverage and reasons); this package only reads and presents. A result file of a version it
 does not know is refused, never guessed at.
 """

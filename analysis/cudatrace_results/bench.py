@@ -1,6 +1,6 @@
 """The per-call benchmark's rows (bench_summary.json), read as the harness decided them.
 
-Whether a difference is "no measurable cost" is harness/bench_stats.h's decision, written
+Whether a difference is "no measurable cost" is harness/stats/bench_stats.h's decision, written
 into each row as `no_measurable_cost` / `in_process_no_measurable_cost` (absent: a cost).
 So are, since version 2, whether two runs agree (`agreement`), cupti against nsys and the
 empty subscriber (`estimators`) and uprobe's entry and return probes (`uprobe_split`).

@@ -1,10 +1,10 @@
-"""The cost mode's results (summary.json "cost", written by harness/cost.cpp), as the
+"""The cost mode's results (summary.json "cost", written by harness/stats/cost.cpp), as the
 harness computed them: the slowdown of each method against none from paired rounds, its
 interval, start-up apart from the rest, and every run that was marked. Nothing here
 computes a ratio or an interval again; this module only lays them out for readers.
 """
 
-# The harness's name for figures taken from marked runs (harness/cost_stats.cpp, basis_name).
+# The harness's name for figures taken from marked runs (harness/stats/cost_stats.cpp, basis_name).
 MARKED_BASIS = "marked runs (no clean run)"
 
 

@@ -78,7 +78,7 @@ class TheHarnessDecides(unittest.TestCase):
 
     def test_no_reader_decides_it_again(self):
         # The rule's clauses (a delta below zero, an interval reaching zero, a pairing control)
-        # live in harness/bench_stats.cpp only.
+        # live in harness/stats/bench_stats.cpp only.
         for script in READERS:
             with open(os.path.join(SOURCE, script)) as f:
                 text = f.read()

@@ -1,4 +1,4 @@
-// What the harness derives from a benchmark's rows (harness/bench_stats.h), on small fixture
+// What the harness derives from a benchmark's rows (harness/stats/bench_stats.h), on small fixture
 // summaries (tests/bench/fixtures/): whether two runs agree, cupti against nsys and the empty
 // subscriber, uprobe's entry and return probes. No GPU: the rows are written by hand.
 #include <gtest/gtest.h>
@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "harness/bench.h"
-#include "harness/bench_stats.h"
+#include "harness/stats/bench.h"
+#include "harness/stats/bench_stats.h"
 #include "harness/cli.h"
 
 using namespace cudatrace;

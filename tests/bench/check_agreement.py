@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """ci/bench_agreement.py on runs written here: it shows the harness's verdict (the rule is
-bench_agreement's, harness/bench_stats.h), passes what agrees, fails what does not, names
+bench_agreement's, harness/stats/bench_stats.h), passes what agrees, fails what does not, names
 every delta outside with how far the untraced call moved, and refuses what it cannot read.
     usage: check_agreement.py PATH/TO/bench_agreement.py   (CUDATRACE_BENCH_AGREEMENT: the program)"""
 import json

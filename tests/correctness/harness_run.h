@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/event_io.h"
-#include "harness/host.h"
+#include "harness/run/host.h"
 #include "test_support.h"
 
 namespace correctness {

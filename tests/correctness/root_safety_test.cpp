@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "common/event_store.h"
-#include "harness/process_tree.h"
+#include "harness/run/process_tree.h"
 #include "harness_run.h"
 
 using namespace correctness;

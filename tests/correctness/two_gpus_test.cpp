@@ -6,7 +6,7 @@
 
 #include "common/device_id.h"
 #include "harness/catalog.h"
-#include "harness/per_device.h"
+#include "harness/score/per_device.h"
 #include "harness_run.h"
 
 using namespace correctness;

@@ -1,5 +1,5 @@
 """What the real programs share with the harness, through two conventions of its cost mode
-(harness/cost.h): a program that cannot run here (its framework is not installed, no GPU)
+(harness/stats/cost.h): a program that cannot run here (its framework is not installed, no GPU)
 exits 77 with the reason as its last line on stderr, and is skipped with that reason rather
 than failed; and a program marks the end of its start-up by appending
 "<CLOCK_MONOTONIC ns> <what>" to the file named by $CUDATRACE_STARTUP_MARK, which splits

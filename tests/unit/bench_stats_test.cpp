@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "harness/bench_stats.h"
+#include "harness/stats/bench_stats.h"
 #include "harness/cli.h"
 
 using namespace cudatrace;

@@ -7,10 +7,10 @@
 #include <set>
 #include <thread>
 
-#include "harness/bench_stats.h"
+#include "harness/stats/bench_stats.h"
 #include "harness/cli.h"
-#include "harness/cost.h"
-#include "harness/cost_stats.h"
+#include "harness/stats/cost.h"
+#include "harness/stats/cost_stats.h"
 #include "test_support.h"
 
 using namespace cudatrace;

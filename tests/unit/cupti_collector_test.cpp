@@ -10,7 +10,7 @@
 
 #include "common/event_store.h"
 #include "common/event_io.h"
-#include "harness/runner.h"
+#include "harness/run/runner.h"
 #include "test_support.h"
 #include "tracers/cupti/cupti_tracer.h"
 

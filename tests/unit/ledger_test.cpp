@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <thread>
 
-#include "harness/ledger_check.h"
+#include "harness/score/ledger_check.h"
 #include "ledger/ledger.h"
 #include "test_support.h"
 

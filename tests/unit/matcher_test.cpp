@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "harness/matcher.h"
+#include "harness/score/matcher.h"
 
 using namespace cudatrace;
 using nlohmann::json;

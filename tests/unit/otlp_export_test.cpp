@@ -4,9 +4,9 @@
 #include <stdlib.h>
 
 #include "harness/cli.h"
-#include "harness/cuda_error_names.h"
-#include "harness/otlp_export.h"
-#include "harness/otlp_http.h"
+#include "harness/out/cuda_error_names.h"
+#include "harness/out/otlp_export.h"
+#include "harness/out/otlp_http.h"
 
 using namespace cudatrace;
 using json = nlohmann::json;

@@ -10,9 +10,9 @@
 #include <chrono>
 #include <filesystem>
 
-#include "harness/own_leftovers.h"
-#include "harness/process_tree.h"
-#include "harness/runner.h"
+#include "harness/run/own_leftovers.h"
+#include "harness/run/process_tree.h"
+#include "harness/run/runner.h"
 #include "test_support.h"
 #include "tracers/none/none_tracer.h"
 

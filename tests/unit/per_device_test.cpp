@@ -1,12 +1,12 @@
-// The per-(process, device) bookkeeping behind the verdicts (harness/per_device.h): device
+// The per-(process, device) bookkeeping behind the verdicts (harness/score/per_device.h): device
 // identities, process names, the matcher's buckets, and a command's processes matched to
 // the reference's. All on hand-made events: no GPU.
 #include <gtest/gtest.h>
 
 #include "common/device_id.h"
-#include "harness/matcher.h"
-#include "harness/per_device.h"
-#include "harness/verdict.h"
+#include "harness/score/matcher.h"
+#include "harness/score/per_device.h"
+#include "harness/score/verdict.h"
 
 using namespace cudatrace;
 using nlohmann::json;

@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "common/event_store.h"
-#include "harness/runner.h"
+#include "harness/run/runner.h"
 #include "test_support.h"
 #include "tracers/none/none_tracer.h"
 #ifdef CUDATRACE_HAVE_BPF

@@ -5,9 +5,9 @@
 #include <sstream>
 #include <thread>
 
-#include "harness/results_io.h"
-#include "harness/process_tree.h"
-#include "harness/runner.h"
+#include "harness/out/results_io.h"
+#include "harness/run/process_tree.h"
+#include "harness/run/runner.h"
 #include "test_support.h"
 #include "tracers/none/none_tracer.h"
 

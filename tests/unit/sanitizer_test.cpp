@@ -7,7 +7,7 @@
 
 #include "common/event_store.h"
 #include "common/event_io.h"
-#include "harness/matcher.h"
+#include "harness/score/matcher.h"
 #include "test_support.h"
 #include "tracers/sanitizer/sanitizer_decode.h"
 #include "tracers/sanitizer/sanitizer_format.h"

@@ -1,11 +1,11 @@
-// The stall watch (harness/stall_watch.h) on fake /proc text and fake series of samples:
+// The stall watch (harness/run/stall_watch.h) on fake /proc text and fake series of samples:
 // no process runs and no test sleeps. What the runner does with it is in runner_test.cpp.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 
-#include "harness/stall_watch.h"
+#include "harness/run/stall_watch.h"
 #include "test_support.h"
 
 using namespace cudatrace;

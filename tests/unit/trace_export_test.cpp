@@ -5,8 +5,8 @@
 
 #include "common/event_store.h"
 #include "common/event_io.h"
-#include "harness/otlp_export.h"
-#include "harness/trace_export.h"
+#include "harness/out/otlp_export.h"
+#include "harness/out/trace_export.h"
 #include "test_support.h"
 
 using namespace cudatrace;

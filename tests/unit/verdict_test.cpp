@@ -2,8 +2,8 @@
 // layer, coverage, and layers not observed named with their reason.
 #include <gtest/gtest.h>
 
-#include "harness/matcher.h"
-#include "harness/verdict.h"
+#include "harness/score/matcher.h"
+#include "harness/score/verdict.h"
 
 using namespace cudatrace;
 using nlohmann::json;

@@ -1,4 +1,4 @@
-#include "harness/trace_export.h"
+#include "harness/out/trace_export.h"
 
 #include "common/event_store.h"
 
@@ -10,8 +10,8 @@
 
 #include "common/event_io.h"
 #include "common/outside_text.h"
-#include "harness/ledger_check.h"
-#include "harness/safe_files.h"
+#include "harness/score/ledger_check.h"
+#include "harness/run/safe_files.h"
 
 namespace cudatrace {
 

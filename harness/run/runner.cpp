@@ -1,4 +1,4 @@
-#include "harness/runner.h"
+#include "harness/run/runner.h"
 
 #include <fcntl.h>
 #include <grp.h>
@@ -20,9 +20,9 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "harness/own_leftovers.h"
-#include "harness/process_tree.h"
-#include "harness/stall_watch.h"
+#include "harness/run/own_leftovers.h"
+#include "harness/run/process_tree.h"
+#include "harness/run/stall_watch.h"
 
 extern char** environ;
 

@@ -1,4 +1,4 @@
-#include "harness/verdict.h"
+#include "harness/score/verdict.h"
 
 #include <cxxabi.h>
 

@@ -1,4 +1,4 @@
-#include "harness/otlp_http.h"
+#include "harness/out/otlp_http.h"
 
 #define CURL_DISABLE_DEPRECATION  // CURLOPT_PROTOCOLS: the fallback for a libcurl older than 7.85
 #include <curl/curl.h>
@@ -15,7 +15,7 @@
 #include <thread>
 #include <type_traits>
 
-#include "harness/otlp_export.h"
+#include "harness/out/otlp_export.h"
 
 namespace cudatrace {
 

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/event.h"
-#include "harness/per_device.h"
+#include "harness/score/per_device.h"
 
 namespace cudatrace {
 
@@ -35,7 +35,7 @@ struct LayerScore {
   std::map<std::string, std::map<std::string, int64_t>> seen_during;
   std::vector<std::string> examples;  // the first few disagreements, for a person to read
   // Per (process, device): the same counts, so that a total cannot hide a rank or a GPU
-  // that saw nothing (harness/per_device.h). Empty without MatchOptions::buckets.
+  // that saw nothing (harness/score/per_device.h). Empty without MatchOptions::buckets.
   Buckets buckets;
   // Matched calls whose ledger record names a device: how many the method's record names
   // too, and how many of those agree (the method's device attribution, apart from coverage).

@@ -1,4 +1,4 @@
-#include "harness/own_leftovers.h"
+#include "harness/run/own_leftovers.h"
 
 #include <signal.h>
 #include <unistd.h>
@@ -7,7 +7,7 @@
 #include <string>
 #include <thread>
 
-#include "harness/stall_watch.h"
+#include "harness/run/stall_watch.h"
 
 namespace cudatrace {
 

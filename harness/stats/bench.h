@@ -2,7 +2,7 @@
 // harness --bench: the per-call benchmark (libexec/cudatrace/percall.<linkage>) under each
 // method, merged into results/<run-id>/bench.json (Google Benchmark format, every method's
 // runs in one file) and bench_summary.json (per call: median, delta to `none` with a 95%
-// interval, ratio), with what is derived from them (harness/bench_stats.h): cupti against
+// interval, ratio), with what is derived from them (harness/stats/bench_stats.h): cupti against
 // nsys and an empty subscriber, uprobe's entry and return probes, and, with --agree-with,
 // whether this run agrees with an earlier one.
 #include <filesystem>

@@ -1,4 +1,4 @@
-#include "harness/safe_files.h"
+#include "harness/run/safe_files.h"
 
 #include <dirent.h>
 #include <fcntl.h>

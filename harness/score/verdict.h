@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/event.h"
-#include "harness/per_device.h"
+#include "harness/score/per_device.h"
 #include "tracers/tracer.h"
 
 namespace cudatrace {

@@ -1,4 +1,4 @@
-#include "harness/bench_stats.h"
+#include "harness/stats/bench_stats.h"
 
 #include <cmath>
 

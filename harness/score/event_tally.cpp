@@ -1,4 +1,4 @@
-#include "harness/event_tally.h"
+#include "harness/score/event_tally.h"
 
 namespace cudatrace {
 

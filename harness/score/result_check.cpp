@@ -1,4 +1,4 @@
-#include "harness/result_check.h"
+#include "harness/score/result_check.h"
 
 #include "common/bounded_lines.h"
 

@@ -22,8 +22,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/event.h"
-#include "harness/cost_stats.h"
-#include "harness/runner.h"
+#include "harness/stats/cost_stats.h"
+#include "harness/run/runner.h"
 
 namespace cudatrace {
 

@@ -1,4 +1,4 @@
-#include "harness/host.h"
+#include "harness/run/host.h"
 
 #include "common/spawn.h"
 #include "harness/git_revision.h"

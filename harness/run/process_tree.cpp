@@ -1,4 +1,4 @@
-#include "harness/process_tree.h"
+#include "harness/run/process_tree.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -15,7 +15,7 @@
 #include <optional>
 #include <set>
 
-#include "harness/stall_watch.h"
+#include "harness/run/stall_watch.h"
 
 namespace cudatrace {
 

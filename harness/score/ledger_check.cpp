@@ -1,4 +1,4 @@
-#include "harness/ledger_check.h"
+#include "harness/score/ledger_check.h"
 
 #include <sys/stat.h>
 

@@ -1,4 +1,4 @@
-#include "harness/matcher.h"
+#include "harness/score/matcher.h"
 
 #include <algorithm>
 #include <cctype>

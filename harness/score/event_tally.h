@@ -11,8 +11,8 @@
 
 #include "common/event_io.h"
 #include "common/event_store.h"
-#include "harness/per_device.h"
-#include "harness/verdict.h"
+#include "harness/score/per_device.h"
+#include "harness/score/verdict.h"
 
 namespace cudatrace {
 

@@ -1,9 +1,9 @@
-#include "harness/per_device.h"
+#include "harness/score/per_device.h"
 
 #include <algorithm>
 #include <cstdio>
 
-#include "harness/verdict.h"
+#include "harness/score/verdict.h"
 
 namespace cudatrace {
 

@@ -1,8 +1,8 @@
-#include "harness/results_io.h"
+#include "harness/out/results_io.h"
 
 #include "common/outside_text.h"
 #include "common/spawn.h"
-#include "harness/safe_files.h"
+#include "harness/run/safe_files.h"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-#include "harness/stall_watch.h"
+#include "harness/run/stall_watch.h"
 
 #include <dirent.h>
 #include <fcntl.h>

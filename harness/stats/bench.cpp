@@ -1,10 +1,10 @@
-#include "harness/bench.h"
+#include "harness/stats/bench.h"
 
 #include "common/event_io.h"
 #include "common/clock.h"
 #include "common/outside_text.h"
 #include "common/untrusted_file.h"
-#include "harness/safe_files.h"
+#include "harness/run/safe_files.h"
 
 #include <unistd.h>
 
@@ -14,10 +14,10 @@
 #include <map>
 #include <stdexcept>
 
-#include "harness/bench_stats.h"
-#include "harness/host.h"
-#include "harness/results_io.h"
-#include "harness/runner.h"
+#include "harness/stats/bench_stats.h"
+#include "harness/run/host.h"
+#include "harness/out/results_io.h"
+#include "harness/run/runner.h"
 
 namespace cudatrace {
 

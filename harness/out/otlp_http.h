@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/otlp_export.h"
+#include "harness/out/otlp_export.h"
 
 namespace cudatrace {
 

@@ -1,9 +1,9 @@
-#include "harness/cost_stats.h"
+#include "harness/stats/cost_stats.h"
 
 #include <algorithm>
 #include <random>
 
-#include "harness/bench_stats.h"
+#include "harness/stats/bench_stats.h"
 
 namespace cudatrace {
 

@@ -1,4 +1,4 @@
-#include "harness/otlp_export.h"
+#include "harness/out/otlp_export.h"
 
 #include "common/event_store.h"
 
@@ -13,7 +13,7 @@
 #include "common/event_io.h"
 #include "common/outside_text.h"
 #include "common/untrusted_file.h"
-#include "harness/cuda_error_names.h"
+#include "harness/out/cuda_error_names.h"
 
 namespace cudatrace {
 

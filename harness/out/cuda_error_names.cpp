@@ -1,4 +1,4 @@
-#include "harness/cuda_error_names.h"
+#include "harness/out/cuda_error_names.h"
 
 #include "harness/cuda_error_table.h"  // generated
 

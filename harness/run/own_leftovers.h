@@ -8,7 +8,7 @@
 #include <chrono>
 #include <vector>
 
-#include "harness/process_tree.h"
+#include "harness/run/process_tree.h"
 #include "tracers/tracer.h"
 
 namespace cudatrace {

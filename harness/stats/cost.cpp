@@ -1,4 +1,4 @@
-#include "harness/cost.h"
+#include "harness/stats/cost.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -8,7 +8,7 @@
 #include "common/cuda_names.h"
 #include "common/outside_text.h"
 #include "common/untrusted_file.h"
-#include "harness/bench_stats.h"
+#include "harness/stats/bench_stats.h"
 
 namespace cudatrace {
 
