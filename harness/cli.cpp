@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 
 #include "common/outside_text.h"
 #include "harness/out/otlp_http.h"
 #include "harness/score/result_check.h"
+#include "harness/run/safe_files.h"
 
 namespace cudatrace {
 
@@ -60,14 +62,31 @@ std::vector<std::string> name_list(const std::string& what, const std::string& v
   return out;
 }
 
+// A positive, finite decimal number ("2.5", "1e3"): strtod alone also takes "0x10", "inf"
+// and leading blanks, which a user did not mean as seconds.
 double positive_number(const std::string& flag, const std::string& value) {
+  const bool decimal = !value.empty() && (std::isdigit(static_cast<unsigned char>(value[0])) || value[0] == '.') &&
+                       value.find_first_not_of("0123456789.eE+-") == std::string::npos;
   char* end = nullptr;
-  double v = std::strtod(value.c_str(), &end);
-  if (value.empty() || *end || !(v > 0)) throw UsageError(flag + " wants a positive number, got '" + value + "'");
+  const double v = decimal ? std::strtod(value.c_str(), &end) : 0;
+  if (!decimal || *end || !(v > 0) || !std::isfinite(v))
+    throw UsageError(flag + " wants a positive number, got '" + shown(value, 40) + "'");
   return v;
 }
 
 }  // namespace
+
+std::string create_out_folder(const std::filesystem::path& out, const std::string& suffix, std::filesystem::path& root,
+                              std::vector<std::filesystem::path>* created) {
+  std::error_code ec;
+  const bool existed = std::filesystem::exists(out, ec);
+  try {
+    return create_run_folder(out, suffix, root, created);
+  } catch (const WriteError& e) {
+    if (existed) throw;  // a results folder that exists and cannot take a run: the run's failure
+    throw UsageError(std::string("--out: ") + e.what());
+  }
+}
 
 // "512M", "4G", "1048576": a size in bytes, K/M/G/T as powers of 1024; nothing else.
 uint64_t byte_count(const std::string& flag, const std::string& value) {
@@ -179,9 +198,10 @@ Options parse_cli(const std::vector<std::string>& args, const std::vector<std::s
       linkage_arg = value;
       linkage_given = true;
     } else if (flag == "--reps") {
-      double r = positive_number(flag, value);
-      if (r != int(r) || r > 1000) throw UsageError("--reps wants a whole number from 1 to 1000, got '" + value + "'");
-      o.reps = int(r);
+      const bool digits = !value.empty() && value.size() <= 4 && value.find_first_not_of("0123456789") == std::string::npos;
+      const int r = digits ? std::stoi(value) : 0;
+      if (r < 1 || r > 1000) throw UsageError("--reps wants a whole number from 1 to 1000, got '" + shown(value, 40) + "'");
+      o.reps = r;
       o.reps_given = true;
     } else if (flag == "--out") {
       if (value.empty()) throw UsageError("--out needs a folder");

@@ -14,6 +14,11 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The run's folder under --out (create_run_folder); an --out that cannot be made is the
+// user's to fix, a UsageError (exit 2), not a failure of the run.
+std::string create_out_folder(const std::filesystem::path& out, const std::string& suffix, std::filesystem::path& root,
+                              std::vector<std::filesystem::path>* created);
+
 struct Options {
   std::vector<std::string> workloads;  // resolved: never "all"
   std::vector<std::string> methods;

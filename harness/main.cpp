@@ -275,6 +275,9 @@ int main(int argc, char** argv) {
   try {
     std::vector<std::string> command_line(argv, argv + argc);
     return opts.bench ? run_bench(opts, host, command_line) : run_matrix(opts, host, command_line);
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "harness: %s\n", e.what());
+    return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "harness: %s\n", e.what());
     return 1;

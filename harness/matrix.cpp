@@ -630,10 +630,14 @@ void print_progress(size_t index, size_t total, const Combo& c, int rep, int rep
   if (!run["left_running"].empty()) {
     // Which, and whose: the program's leftovers are its own doing, the method's are ours.
     std::string who;
-    for (const auto& l : run.value("left_running_detail", json::array()))
+    const json detail = run.value("left_running_detail", json::array());
+    for (size_t i = 0; i < detail.size() && i < 8; ++i) {  // the rest in run.json: one line stays readable
+      const json& l = detail[i];
       who += (who.empty() ? "" : ", ") + std::to_string(l["pid"].get<int>()) + " " + l["name"].get<std::string>() +
              " (" + (l["belongs"] == "program" ? "the program's" : l["belongs"] == "method" ? "the method's" : "origin unknown") +
              ")";
+    }
+    if (detail.size() > 8) who += ", ... (" + std::to_string(detail.size() - 8) + " more in run.json)";
     extra += "  (" + std::to_string(run["left_running"].size()) + " process(es) left running: killed" +
              (who.empty() ? "" : ": " + who) + ")";
   }
@@ -706,7 +710,7 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
 
   fs::path root;
   std::vector<fs::path> made_for_user;  // a fresh --out: the user's, like the run folder
-  const std::string run_id = create_run_folder(opts.out, "", root, &made_for_user);
+  const std::string run_id = create_out_folder(opts.out, "", root, &made_for_user);
   const fs::path runs_dir = root / "runs";
   make_dir_exclusive(runs_dir);
   // The caller learns which folder is this run's without guessing from the newest one.

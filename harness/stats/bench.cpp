@@ -174,7 +174,7 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
   }
   fs::path root;
   std::vector<fs::path> made_for_user;  // a fresh --out: the user's, like the run folder
-  const std::string run_id = create_run_folder(opts.out, "-bench", root, &made_for_user);
+  const std::string run_id = create_out_folder(opts.out, "-bench", root, &made_for_user);
   make_dir_exclusive(root / "runs");
   // The caller learns which folder is this run's without guessing from the newest one.
   if (!opts.run_id_file.empty()) write_file_atomic(opts.run_id_file, fs::absolute(root).string() + "\n");

@@ -528,3 +528,15 @@ TEST(HostileInput, ControlCharactersNeverReachTheConsole) {
   EXPECT_EQ(r.output.find('\r'), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("\\x1B[2J"), std::string::npos) << "the leftover is named, escaped: " << r.output;
 }
+
+// Round 2's annoyances at the door: numbers strtod would take but a user did not mean, and
+// an --out that cannot be made, are usage errors (exit 2) in one line.
+TEST(HostileInput, NumbersAndFoldersAUserDidNotMeanAreUsageErrors) {
+  for (const char* args : {"--reps 0x10 -- /bin/true", "--reps ' 3' -- /bin/true", "--time-budget inf --cost -- /bin/true",
+                           "--timeout 1e999 -- /bin/true", "--timeout nan -- /bin/true",
+                           "--method none --out /proc/nope/x -- /bin/true"}) {
+    auto r = testsupport::run_command(std::string(HARNESS_PATH) + " " + args);
+    EXPECT_EQ(r.exit_code, 2) << args << ": " << r.output;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << args << ": " << r.output;
+  }
+}

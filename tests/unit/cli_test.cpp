@@ -78,7 +78,7 @@ TEST(Cli, BadInputGetsOneClearLine) {
   EXPECT_EQ(usage_error({"--workload", "nope"}), "unknown workload 'nope' (valid: vecadd, streams, errors, all)");
   EXPECT_EQ(usage_error({"--method", "none,ebpf"}), "unknown method 'ebpf' (valid: none, preload, strace, all)");
   EXPECT_EQ(usage_error({"--linkage", "dynamic"}), "unknown linkage 'dynamic' (valid: static, shared, both)");
-  EXPECT_EQ(usage_error({"--reps", "0"}), "--reps wants a positive number, got '0'");
+  EXPECT_EQ(usage_error({"--reps", "0"}), "--reps wants a whole number from 1 to 1000, got '0'");
   EXPECT_EQ(usage_error({"--reps", "2.5"}), "--reps wants a whole number from 1 to 1000, got '2.5'");
   EXPECT_EQ(usage_error({"--timeout", "soon"}), "--timeout wants a positive number, got 'soon'");
   EXPECT_EQ(usage_error({"--reps"}), "--reps needs a value");
