@@ -83,7 +83,7 @@ TEST(TraceExport, LinksBelowTheFolderGivenAreNotFollowed) {
   std::stringstream text;
   text << f.rdbuf();
   EXPECT_EQ(text.str().find("rootOnlySecretCall"), std::string::npos) << text.str();
-  EXPECT_NO_THROW((void)nlohmann::json::parse(text.str())) << "still a whole trace";
+  EXPECT_TRUE(nlohmann::json::parse(text.str(), nullptr, false).is_object()) << "still a whole trace";
   std::filesystem::create_directory_symlink(dir, secret / "run-link");
   EXPECT_THROW(export_trace(secret / "run-link"), std::runtime_error);
 
