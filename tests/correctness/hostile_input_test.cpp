@@ -448,6 +448,7 @@ TEST(HostileInput, UnrunnableCommandsGetTheirExactReason) {
 // case holds whatever this host's setting): it is not read, and nothing of it reaches the
 // results; the layer says why. Before, its first lines were kept as unparsed examples.
 TEST(HostileInput, HardLinkedFileInTheTargetsFolderIsNotRead) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root: the link to a root-only file is made as root";
   if (!method_ok("strace")) GTEST_SKIP() << "needs strace";
   const fs::path out = open_dir("hardlink-read");
   const fs::path secret = testsupport::temp_dir("hardlink-secret") / "shadow";
