@@ -802,6 +802,9 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
   std::erase_if(outcomes, [](const ComboOutcome& o) { return o.statuses.empty(); });  // never started
 
   int ok = 0, failed = 0;
+  // Whether the runs were cut short, read once: a Ctrl-C while the summary and the report
+  // are written comes after every run finished, and changes neither what they say nor the exit.
+  const bool interrupted = g_interrupted.load();
   json combos_json = json::array();
   for (const auto& o : outcomes) {
     ok += o.ok;
@@ -815,7 +818,7 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
                   {"run_id", run_id},
                   {"started", manifest["started"]},
                   {"finished", utc_now("%Y-%m-%dT%H:%M:%SZ")},
-                  {"interrupted", g_interrupted.load()},
+                  {"interrupted", interrupted},
                   {"incomplete", ctx.write_error.empty() ? json(nullptr) : json(ctx.write_error)},
                   {"command_line", command_line},
                   {"counts", {{"runs", ok + failed}, {"ok", ok}, {"failed", failed}, {"skipped_combinations", skipped.size()}}},
@@ -860,10 +863,10 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
   const std::string not_observed =
       unobserved_total ? ", " + std::to_string(unobserved_total) + " method layer(s) NOT OBSERVED (reasons above)" : "";
   std::fprintf(stderr, "harness: %d run(s) ok, %d failed, %zu combination(s) skipped%s%s; summary: %s\n", ok, failed,
-               skipped.size(), not_observed.c_str(), g_interrupted ? ", INTERRUPTED (partial results kept)" : "",
+               skipped.size(), not_observed.c_str(), interrupted ? ", INTERRUPTED (partial results kept)" : "",
                shown((root / "summary.json").string()).c_str());
   if (otlp) std::fprintf(stderr, "%s\n", otlp->console_line().c_str());  // the collector's state never changes the exit
-  if (g_interrupted) return 130;
+  if (interrupted) return 130;
   if (failed || !ctx.write_error.empty()) return 1;
   // The baseline the harness added is not what was asked: with every method the user named
   // skipped, nothing requested ran.
