@@ -101,13 +101,22 @@ int export_otlp(const Options& opts) {
   if (!opts.otlp_endpoint.empty()) sender = std::make_unique<OtlpHttpSender>(opts.otlp_endpoint);
   std::string send_error;
   OtlpStats stats;
+  std::vector<std::string> skipped;  // runs that could not be read: the others are still exported
   try {
     EventWriter out(fd, file);  // a failed write removes the partial file
-    for (const auto& folder : folders)
-      stats.add(otlp_of_run(folder, [&](const std::string& line) {
-        out.write_line(line);
-        if (sender && send_error.empty()) send_error = sender->send(line);
-      }));
+    for (const auto& folder : folders) {
+      bool wrote = false;
+      try {
+        stats.add(otlp_of_run(folder, [&](const std::string& line) {
+          wrote = true;
+          out.write_line(line);
+          if (sender && send_error.empty()) send_error = sender->send(line);
+        }));
+      } catch (const std::exception& e) {
+        if (wrote) throw;  // half a run in the file: the whole export fails
+        skipped.push_back(shown(folder.filename().string()) + ": " + e.what());
+      }
+    }
     out.close();
   } catch (...) {
     std::filesystem::remove(file);  // a run it could not read: no half file left behind either
@@ -119,14 +128,18 @@ int export_otlp(const Options& opts) {
                                            " events without a time not exported (counted on their resource)")
                                               .c_str()
                                         : "");
-  if (!sender) return 0;
+  for (const auto& why : skipped) std::fprintf(stderr, "harness: run not exported: %s\n", why.c_str());
+  if (!skipped.empty())
+    std::fprintf(stderr, "harness: %zu run(s) of %zu not exported (reasons above); the others are in %s\n", skipped.size(),
+                 folders.size(), file.c_str());
+  if (!sender) return skipped.empty() ? 0 : 1;
   if (!send_error.empty()) {
     std::fprintf(stderr, "harness: OTLP: %s (the file is complete)\n", send_error.c_str());
     return 1;
   }
   std::printf("harness: OTLP: sent %zu lines to %s (%zu requests, %zu retried)\n", stats.lines, sender->url().c_str(),
               sender->requests(), sender->retries());
-  return 0;
+  return skipped.empty() ? 0 : 1;
 }
 
 

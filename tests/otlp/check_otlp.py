@@ -260,6 +260,20 @@ def mode_export(otlp, binary, work):
     c.expect(os.path.exists(os.path.join(one, "otlp.jsonl")), "no default otlp.jsonl in a run folder")
     p = harness(binary, "--export-otlp", results, "-o", again, check=False)
     c.expect(p.returncode == 2 and "exists" in p.stderr, f"-o over an existing file: {p.returncode} {p.stderr!r}")
+    # One damaged run costs that run, named with its reason: the others are still exported.
+    folders = run_folders(results)
+    damaged = folders[-1]
+    store = os.path.join(damaged, "events.msgpack.zst")
+    if os.path.exists(store):
+        with open(store, "r+b") as f:
+            f.seek(max(0, os.path.getsize(store) // 2))
+            f.truncate()
+        partial = os.path.join(work, "c.jsonl")
+        p = harness(binary, "--export-otlp", results, "-o", partial, check=False)
+        c.expect(p.returncode == 1, f"an export with a damaged run: exit {p.returncode}, want 1")
+        c.expect(f"run not exported: {os.path.basename(damaged)}" in p.stderr, f"the damaged run unnamed: {p.stderr!r}")
+        exported = spans_by_run(otlp, open(partial).read().splitlines(), partial)
+        c.expect(len(exported) == len(folders) - 1, f"{len(exported)} runs exported of {len(folders)}, one damaged")
     c.finish(f"{totals['spans']} spans of {len(run_folders(results))} runs ({methods}), "
              f"{totals['errors']} with status ERROR, {len(lines)} lines, decoded with opentelemetry-proto")
 
