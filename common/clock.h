@@ -20,12 +20,21 @@ struct ClockOffset {
   int64_t realtime_minus_monotonic_ns = 0;
   int64_t uncertainty_ns = 0;
 };
+// The tightest of several readings: one reading preempted between its two monotonic reads
+// (a loaded machine) had an uncertainty of milliseconds, which widened every strace
+// window the matcher drew with it.
 inline ClockOffset realtime_minus_monotonic() {
-  const int64_t m1 = monotonic_ns();
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  const int64_t m2 = monotonic_ns();
-  return {int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec - (m1 + m2) / 2, (m2 - m1) / 2 + 1};
+  ClockOffset best{0, INT64_MAX};
+  for (int i = 0; i < 16; ++i) {
+    const int64_t m1 = monotonic_ns();
+    timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    const int64_t m2 = monotonic_ns();
+    const int64_t uncertainty = (m2 - m1) / 2 + 1;
+    if (uncertainty < best.uncertainty_ns)
+      best = {int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec - (m1 + m2) / 2, uncertainty};
+  }
+  return best;
 }
 
 }  // namespace cudatrace
