@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <stdexcept>
 
@@ -25,7 +26,7 @@ namespace {
 // Bounds on what is read (a run folder may have been handed to the user, who can rewrite it).
 constexpr uint64_t kMaxJsonBytes = 64ull << 20;     // run.json, manifest.json
 constexpr uint64_t kMaxEventBytes = 16ull << 30;    // the store (a per-thread devhook run is large)
-constexpr size_t kMaxOtlpEvents = size_t(8) << 20;   // held at once: about 3 GB at most
+constexpr uint64_t kHeldEventBytes = 400;            // an event held in memory, args included
 
 constexpr int kSpanKindInternal = 1;  // OTLP enums are numbers in its JSON encoding
 constexpr int kStatusError = 2;
@@ -260,6 +261,20 @@ std::vector<fs::path> otlp_run_folders(const fs::path& dir) {
   return out;
 }
 
+// OTLP's spans are assembled from a run's events held together: as many as half the memory
+// available now holds (MemAvailable), at least 1 M. A bound from the machine, not a fixed
+// count: a real job's 10^7 to 10^8 events fit on a host with the memory for them.
+namespace {
+size_t otlp_event_bound() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  uint64_t kib = 0;
+  while (meminfo >> key && key != "MemAvailable:") meminfo.ignore(256, '\n');
+  if (key == "MemAvailable:") meminfo >> kib;
+  return size_t(std::max<uint64_t>(uint64_t(1) << 20, kib * 1024 / 2 / kHeldEventBytes));
+}
+}  // namespace
+
 OtlpStats otlp_of_run(const fs::path& folder, const OtlpSink& sink) {
   const json run = read_json_file(folder / "run.json");
   const fs::path manifest_path = folder.parent_path().parent_path() / "manifest.json";
@@ -268,6 +283,7 @@ OtlpStats otlp_of_run(const fs::path& folder, const OtlpSink& sink) {
   // OTLP's spans are assembled from a run's events held together: bounded in number, so
   // that a folder the user rewrote cannot make the root harness hold what it likes.
   EventStream stream;
+  const size_t max_events = otlp_event_bound();
   if (const fs::path file = events_file_of(folder); fs::exists(file, ec)) {
     StoreLimits limits;
     limits.max_file_bytes = kMaxEventBytes;
@@ -275,9 +291,10 @@ OtlpStats otlp_of_run(const fs::path& folder, const OtlpSink& sink) {
     EventReader in(file, limits);
     Event e;
     while (in.next(e)) {
-      if (stream.events.size() + stream.meta.size() >= kMaxOtlpEvents)
-        throw std::runtime_error(shown(file.string()) + ": more than " + std::to_string(kMaxOtlpEvents) +
-                                 " events, over what one run's export may hold: not exported");
+      if (stream.events.size() + stream.meta.size() >= max_events)
+        throw std::runtime_error(shown(file.string()) + ": more than " + std::to_string(max_events) +
+                                 " events, over what one run's export may hold in half this machine's available "
+                                 "memory: not exported");
       (e.is_meta() ? stream.meta : stream.events).push_back(std::move(e));
     }
   }
