@@ -32,6 +32,7 @@
 #include "harness/run/runner.h"
 #include "harness/run/safe_files.h"
 #include "harness/score/verdict.h"
+#include "harness/score/workload_score.h"
 #include "ledger/ledger.h"
 #include "tracers/none/none_tracer.h"
 #include "workloads/exit_codes.h"
@@ -183,6 +184,7 @@ struct RunState {
   TracerReport report;
   EventStream events;   // kept only where a later stage needs them (a workload's matcher, OTLP)
   std::unique_ptr<EventTally> tally;  // counted as the tracer wrote its store
+  FirstLaunch first_launch;           // a workload's, from its ledger
   uint64_t events_read = 0;
   int64_t t_start = 0, t_ran = 0, t_finished = 0;  // monotonic: where the harness's time went
 };
@@ -254,7 +256,7 @@ void run_traced(RunState& r, const RunContext& ctx, Tracer& tracer, Launch& laun
                        convert.front() + ": " + c.detail + " (see " + (convert_dir / "stderr.txt").string() + ")");
     }
     // The run is counted as the tracer stores it: one pass, not a second read of the store.
-    r.tally = std::make_unique<EventTally>(!r.combo.workload.empty() || ctx.otlp, r.combo.workload.empty(),
+    r.tally = std::make_unique<EventTally>(bool(ctx.otlp), r.combo.workload.empty(),
                                            &ctx.host.devices);
     ScopedEventTap tap(r.dir / kEventsFile, *r.tally);
     r.report = tracer.finish(r.dir);
@@ -331,20 +333,6 @@ void check_result(RunState& r, RunContext& ctx) {
   if (ctx.opts.strict_result) r.failures.insert(r.failures.begin(), what);
 }
 
-// Stage 5: the ground truth. One ledger per process (ledger.jsonl, ledger.jsonl.<pid>),
-// each checked on its own, their calls matched together. Commands have none.
-EventStream read_ground_truth(RunState& r, ComboOutcome& outcome) {
-  EventStream ledger;
-  if (r.combo.workload.empty()) return ledger;
-  LedgerCheck check = read_ledgers(r.target_dir, ledger);
-  r.run["ledger"] = to_json(check);
-  if (!check.consistent) {
-    outcome.ledger_consistent = false;
-    r.failures.push_back("ledger: " + (check.problems.empty() ? std::string("inconsistent") : check.problems.front()));
-  }
-  return ledger;
-}
-
 // The (process, device) buckets of each layer that matched less than they expected, when
 // the run has more than one process or device: "runtime: rank 1 on 0000:1a:00.0: 0 of 120
 // (0.0%)". A layer whose records name no device says so, with the method's reason.
@@ -368,16 +356,14 @@ json per_device_short(const json& scores, const Method& method) {
 
 // Stage 6: what the tracer saw, which layers it could not see (each with its reason), and
 // for a workload, its events scored against the ledger.
-void score_events(RunState& r, const RunContext& ctx, const Method& method, const EventStream& ledger,
-                  ComboOutcome& outcome) {
+void score_events(RunState& r, const RunContext& ctx, const Method& method, ComboOutcome& outcome) {
   const TracerReport& report = r.report;
   r.run["tracer"] = {{"layers", report.layers}, {"loss", report.loss}, {"notes", report.notes}, {"error", report.error}};
   if (!report.error.empty()) r.failures.push_back("tracer: " + report.error);
   // One pass over the method's events, in file order: the one made as the tracer wrote
-  // them, or, where that did not end with the store whole, a read of the store now. A
-  // command's events are never held (a real job makes 10^7 to 10^8 calls); a workload's are
-  // kept for the matcher, which pairs them with the ledger's.
-  const bool keep = !r.combo.workload.empty() || ctx.otlp;
+  // them, or, where that did not end with the store whole, a read of the store now. No
+  // run's events are held (a real job makes 10^7 to 10^8 calls), but for OTLP's export.
+  const bool keep = bool(ctx.otlp);
   std::unique_ptr<EventTally> tally = std::move(r.tally);
   if (!tally || !tally->whole()) {
     tally = std::make_unique<EventTally>(keep, r.combo.workload.empty(), &ctx.host.devices);
@@ -411,7 +397,6 @@ void score_events(RunState& r, const RunContext& ctx, const Method& method, cons
   for (const auto& l : report.layers) outcome.observed.insert(l);
   // Which GPU each record is on, in the one identity every process shares (per_device.h):
   // the method's own word, the ledger's, and the host's table for a bare ordinal.
-  names.learn(ledger.events);
   if (r.combo.workload.empty()) {
     r.run["event_counts"] = tally->per_layer;
     const std::vector<ProcessCounts> counted = tally->processes.finish(names);
@@ -424,16 +409,26 @@ void score_events(RunState& r, const RunContext& ctx, const Method& method, cons
     r.run["processes"] = shown;
     add_run(outcome.processes, counted);
   } else {
+    // The ground truth: one ledger per process (ledger.jsonl, ledger.jsonl.<pid>), each
+    // checked on its own, their calls matched together with the store's, both streamed.
+    const WorkloadScore scored = score_workload({r.target_dir, events_file_of(r.dir), r.dir / "match-sort",
+                                                 ctx.host.max_trace_bytes, report.layers, report.match_slack_ns,
+                                                 report.device_mode},
+                                                names);
+    r.run["ledger"] = to_json(scored.ledger);
+    if (!scored.ledger.consistent) {
+      outcome.ledger_consistent = false;
+      r.failures.push_back("ledger: " + (scored.ledger.problems.empty() ? std::string("inconsistent")
+                                                                         : scored.ledger.problems.front()));
+    }
+    if (!scored.store_error.empty() && tally->whole())  // else its read said so already
+      r.failures.push_back("tracer output: " + scored.store_error);
+    r.first_launch = scored.first_launch;
     json scores = json::array();  // empty when the tracer observed no layer of this target
-    const ProcessLabels labels = label_ledger_processes(ledger.meta, ledger.events);
     json shown = json::object();
-    for (const auto& [pid, label] : labels) shown[std::to_string(pid)] = label;
+    for (const auto& [pid, label] : scored.labels) shown[std::to_string(pid)] = label;
     r.run["processes"] = shown;
-    MatchOptions match_opts;
-    match_opts.slack_ns = report.match_slack_ns;
-    match_opts.device_mode = report.device_mode;
-    match_opts.buckets = {&labels, &names};
-    for (const auto& s : match(ledger.events, r.events.events, report.layers, match_opts)) {
+    for (const auto& s : scored.layers) {
       scores.push_back(to_json(s));
       outcome.layers[s.layer].add(s);
       // A layer seen in part always says why: the tracer's account, its loss, or the
@@ -534,9 +529,8 @@ json run_one(const Combo& combo, int rep, RunContext& ctx, ComboOutcome& outcome
   run_traced(r, ctx, *tracer, launch, target);
   judge_ending(r, ctx);
   if (ctx.result_re) check_result(r, ctx);
-  const EventStream ledger = read_ground_truth(r, outcome);
-  score_events(r, ctx, method, ledger, outcome);
-  r.run["startup"] = startup_of(ledger.events, r.target_dir, r.child);
+  score_events(r, ctx, method, outcome);
+  r.run["startup"] = startup_of(r.first_launch, r.target_dir, r.child);
   give_up_space_if_full(r, ctx);
   record_run(r, ctx, outcome);
   return r.run;

@@ -6,94 +6,134 @@
 #include <iterator>
 #include <set>
 
+#include "common/event_store.h"
+
 namespace cudatrace {
 
-LedgerCheck check_ledger(const EventStream& ledger) {
-  LedgerCheck c;
+namespace {
+// What one ledger may name before it is taken for garbage rather than a workload's record
+// (a file in target/ is the program's user's to write): distinct threads and call names.
+constexpr size_t kMaxThreads = size_t(1) << 16;
+constexpr size_t kMaxNames = size_t(1) << 12;
+}  // namespace
+
+void LedgerChecker::problem(std::string p) {
+  if (c_.problems.size() < 20) c_.problems.push_back(std::move(p));
+}
+
+void LedgerChecker::add(const Event& e) {
+  if (e.is_meta()) {
+    if (e.name != "ledger" || header_) return;
+    header_ = e;
+    c_.header = e.args;
+    for (const auto& inj : e.args.value("injected", nlohmann::json::array()))
+      if (inj.is_object()) ++injected_per_name_[inj.value("name", "")];
+    return;
+  }
+  if (!header_) {
+    problem("a record before the ledger header: " + e.name);
+    return;
+  }
+  if (e.pid != header_->pid) problem(e.name + " recorded by pid " + std::to_string(e.pid));
+  if (e.layer == layer::kExecution) {  // kernel runs a graph replay caused: not calls
+    ++c_.executions;
+    return;
+  }
+  ++c_.records;
+  if (c_.counts.size() < kMaxNames || c_.counts.count(e.name)) {
+    ++c_.counts[e.name];
+  } else if (!too_many_names_) {
+    too_many_names_ = true;
+    problem("more than " + std::to_string(kMaxNames) + " distinct call names: not a workload's ledger");
+  }
+  if (tids_.size() < kMaxThreads) {
+    tids_.insert(e.tid);
+  } else if (!tids_.count(e.tid) && !too_many_tids_) {
+    too_many_tids_ = true;
+    problem("more than " + std::to_string(kMaxThreads) + " threads: not a workload's ledger");
+  }
+  if (e.layer != layer::kRuntime && e.layer != layer::kDriver)
+    problem("record of layer " + e.layer + " in a ledger: " + e.name);
+  if (e.ts <= 0 || !e.dur || *e.dur < 0) problem("bad timestamps on " + e.name + " at ts " + std::to_string(e.ts));
+  check_injected(e);
+}
+
+// Injected failures are checked in program order per call name, against the recorded calls
+// of that name on the thread that made them (the errors workload is single-threaded). A
+// workload whose other calls of that name succeed tags the injected ones with args.step.
+void LedgerChecker::check_injected(const Event& e) {
+  const auto n = injected_per_name_.find(e.name);
+  if (n == injected_per_name_.end()) return;
+  if (auto& all = first_rets_[e.name]; all.size() < n->second) all.push_back(e.ret);
+  if (e.args.contains("step"))
+    if (auto& tagged = tagged_rets_[e.name]; tagged.size() < n->second) tagged.push_back(e.ret);
+}
+
+LedgerCheck LedgerChecker::finish() {
+  LedgerCheck c = std::move(c_);
+  c_ = {};
   auto problem = [&](std::string p) {
     if (c.problems.size() < 20) c.problems.push_back(std::move(p));
   };
-
-  const Event* header = nullptr;
-  for (const auto& m : ledger.meta)
-    if (m.name == "ledger") header = &m;
-  if (!header) {
-    problem("no ledger header record");
+  if (!header_) {
+    c.problems = {"no ledger header record"};
+    c.consistent = false;
     return c;
   }
-  c.header = header->args;
-
-  std::set<int64_t> tids;
-  for (const auto& e : ledger.events) {
-    if (e.pid != header->pid) problem(e.name + " recorded by pid " + std::to_string(e.pid));
-    if (e.layer == layer::kExecution) {  // kernel runs a graph replay caused: not calls
-      ++c.executions;
-      continue;
-    }
-    ++c.records;
-    ++c.counts[e.name];
-    tids.insert(e.tid);
-    if (e.layer != layer::kRuntime && e.layer != layer::kDriver)
-      problem("record of layer " + e.layer + " in a ledger: " + e.name);
-    if (e.ts <= 0 || !e.dur || *e.dur < 0) problem("bad timestamps on " + e.name + " at ts " + std::to_string(e.ts));
-  }
-  c.threads = int64_t(tids.size());
-
-  if (c.records + c.executions != header->args.value("records", int64_t(-1)))
-    problem("header says " + std::to_string(header->args.value("records", int64_t(-1))) + " records, file has " +
+  const nlohmann::json& args = header_->args;
+  c.threads = int64_t(tids_.size());
+  if (c.records + c.executions != args.value("records", int64_t(-1)))
+    problem("header says " + std::to_string(args.value("records", int64_t(-1))) + " records, file has " +
             std::to_string(c.records + c.executions));
-
-  const auto intended = header->args.value("intended", nlohmann::json::object());
+  const auto intended = args.value("intended", nlohmann::json::object());
   if (intended.empty()) problem("the workload declared no intended calls");
   for (const auto& [name, n] : intended.items()) {
-    int64_t got = c.counts.count(name) ? c.counts[name] : 0;
-    if (got != n.get<int64_t>())
-      problem(name + ": intended " + std::to_string(n.get<int64_t>()) + ", recorded " + std::to_string(got));
+    const int64_t got = c.counts.count(name) ? c.counts[name] : 0;
+    const int64_t want = n.is_number_integer() ? n.get<int64_t>() : -1;
+    if (got != want) problem(name + ": intended " + n.dump() + ", recorded " + std::to_string(got));
   }
   for (const auto& [name, got] : c.counts)
     if (!intended.contains(name)) problem(name + ": recorded " + std::to_string(got) + " but never intended");
-
-  // Injected failures, in program order per call name, against the recorded calls of that
-  // name on the thread that made them (the errors workload is single-threaded). A workload
-  // whose other calls of that name succeed tags the injected ones with args.step.
-  std::map<std::string, std::vector<const Event*>> recorded_by_name;
-  std::set<std::string> tagged;
-  for (const auto& e : ledger.events)
-    if (e.args.contains("step")) tagged.insert(e.name);
-  for (const auto& e : ledger.events)
-    if (!tagged.count(e.name) || e.args.contains("step")) recorded_by_name[e.name].push_back(&e);
   std::map<std::string, size_t> next;
-  for (const auto& inj : header->args.value("injected", nlohmann::json::array())) {
+  for (const auto& inj : args.value("injected", nlohmann::json::array())) {
+    if (!inj.is_object()) continue;
     const std::string name = inj.value("name", "");
     const std::string step = inj.value("step", "");
-    auto& list = recorded_by_name[name];
+    const auto tagged = tagged_rets_.find(name);
+    const auto& rets = tagged != tagged_rets_.end() && !tagged->second.empty() ? tagged->second : first_rets_[name];
     size_t& k = next[name];
-    if (k >= list.size()) {
+    if (k >= rets.size()) {
       problem("injected step " + step + ": no recorded " + name + " left to check");
       continue;
     }
-    const Event& e = *list[k++];
+    const std::optional<int64_t> ret = rets[k++];
     ++c.injected_checked;
     bool ok = false;
-    for (int code : inj.value("codes", std::vector<int>{})) ok = ok || (e.ret && *e.ret == code);
+    for (const auto& code : inj.value("codes", nlohmann::json::array()))
+      ok = ok || (ret && code.is_number_integer() && *ret == code.get<int64_t>());
     if (!ok)
-      problem("injected step " + step + ": " + name + " returned " + (e.ret ? std::to_string(*e.ret) : "nothing") +
+      problem("injected step " + step + ": " + name + " returned " + (ret ? std::to_string(*ret) : "nothing") +
               ", expected one of " + inj.value("codes", nlohmann::json::array()).dump());
   }
   c.consistent = c.problems.empty();
   c.processes = 1;
+  header_.reset();
+  tids_.clear();
+  injected_per_name_.clear();
+  first_rets_.clear();
+  tagged_rets_.clear();
   return c;
 }
 
-// The program wrote its ledgers: one larger than this, or past this in all of a run's, is
-// not read (and the run's ledger is then inconsistent, with that reason), so a runaway
-// file, or one hard-linked under many names, cannot exhaust the harness.
-// (A ledger line becomes an event of about 340 bytes in memory: 128 MiB of the shortest
-// lines, 2.2 M events, is about 750 MB.)
-constexpr uint64_t kMaxLedgerBytes = uint64_t(128) << 20;
-constexpr uint64_t kMaxLedgersBytes = uint64_t(128) << 20;
+LedgerCheck check_ledger(const EventStream& ledger) {
+  LedgerChecker checker;
+  for (const auto& m : ledger.meta) checker.add(m);
+  for (const auto& e : ledger.events) checker.add(e);
+  return checker.finish();
+}
 
-LedgerCheck read_ledgers(const std::filesystem::path& run_dir, EventStream& merged) {
+LedgerCheck read_ledgers(const std::filesystem::path& run_dir, uint64_t max_bytes,
+                         const std::function<void(const Event&)>& visit) {
   std::vector<std::filesystem::path> files;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(run_dir, ec)) {
@@ -108,21 +148,26 @@ LedgerCheck read_ledgers(const std::filesystem::path& run_dir, EventStream& merg
     all.problems.push_back("no ledger written");
     return all;
   }
-  uint64_t left = kMaxLedgersBytes;
+  uint64_t left = max_bytes;
   for (const auto& f : files) {
     LedgerCheck one;
+    LedgerChecker checker;
     try {
       struct stat st {};
       const uint64_t size = lstat(f.c_str(), &st) == 0 ? uint64_t(st.st_size) : 0;
       if (size > left)
         throw std::runtime_error(std::to_string(size) + " bytes, over what is left of the run's bound of " +
-                                 std::to_string(kMaxLedgersBytes >> 20) + " MiB for all its ledgers: not read");
+                                 std::to_string(max_bytes) + " bytes for all its ledgers (--max-trace-bytes): not read");
       left -= size;
-      EventStream s = read_events(f, kMaxLedgerBytes);
-      one = check_ledger(s);
-      merged.meta.insert(merged.meta.end(), std::make_move_iterator(s.meta.begin()), std::make_move_iterator(s.meta.end()));
-      merged.events.insert(merged.events.end(), std::make_move_iterator(s.events.begin()),
-                           std::make_move_iterator(s.events.end()));
+      StoreLimits limits;
+      limits.max_file_bytes = size;
+      EventReader in(f, limits);
+      Event e;
+      while (in.next(e)) {
+        checker.add(e);
+        visit(e);
+      }
+      one = checker.finish();
     } catch (const std::exception& e) {
       one.problems.push_back(e.what());
     }
@@ -139,6 +184,12 @@ LedgerCheck read_ledgers(const std::filesystem::path& run_dir, EventStream& merg
     if (all.header.empty()) all.header = one.header;  // the first (ledger.jsonl): info shown
   }
   return all;
+}
+
+LedgerCheck read_ledgers(const std::filesystem::path& run_dir, EventStream& merged) {
+  return read_ledgers(run_dir, uint64_t(128) << 20, [&](const Event& e) {
+    (e.is_meta() ? merged.meta : merged.events).push_back(e);
+  });
 }
 
 nlohmann::json to_json(const LedgerCheck& c) {

@@ -3,7 +3,10 @@
 // record is well-formed, the calls per name are exactly what the workload intended, and
 // (errors workload) every injected failure returned one of the codes it should. A run
 // whose processes each wrote a ledger (multiproc) is checked file by file.
+#include <functional>
 #include <map>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -25,10 +28,35 @@ struct LedgerCheck {
   nlohmann::json header = nlohmann::json::object();
 };
 
+// Checks one process's ledger as it streams past: its header first (the workload writes it
+// first), then its records in file order. Holds counts, never the records.
+class LedgerChecker {
+ public:
+  void add(const Event& e);
+  LedgerCheck finish();
+
+ private:
+  void problem(std::string p);
+  void check_injected(const Event& e);
+  LedgerCheck c_;
+  std::optional<Event> header_;
+  std::set<int64_t> tids_;
+  bool too_many_tids_ = false, too_many_names_ = false;
+  // Injected failures: per call name, the return codes of its first recorded calls (as many
+  // as were injected), of all of them and of those the workload tagged with args.step.
+  std::map<std::string, size_t> injected_per_name_;
+  std::map<std::string, std::vector<std::optional<int64_t>>> first_rets_, tagged_rets_;
+};
+
 LedgerCheck check_ledger(const EventStream& ledger);
 
 // Reads and checks every ledger a run's processes wrote in `run_dir` (ledger.jsonl and
-// ledger.jsonl.<pid>); `merged` gets all their records. Consistent only if each one is.
+// ledger.jsonl.<pid>), each in a stream, handing each record (meta included) to `visit`.
+// Consistent only if each one is. At most `max_bytes` are read over all of them (a run's
+// --max-trace-bytes): one past it is not read, and the run's ledger is inconsistent.
+LedgerCheck read_ledgers(const std::filesystem::path& run_dir, uint64_t max_bytes,
+                         const std::function<void(const Event&)>& visit);
+// The same, every record kept in `merged` (tests, small ledgers).
 LedgerCheck read_ledgers(const std::filesystem::path& run_dir, EventStream& merged);
 nlohmann::json to_json(const LedgerCheck& c);
 

@@ -1,12 +1,16 @@
 #include "harness/score/matcher.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cctype>
-#include <functional>
+#include <deque>
 #include <set>
-#include <unordered_map>
+#include <tuple>
 
 #include "common/cuda_names.h"
+#include "harness/score/sorted_events.h"
 
 namespace cudatrace {
 
@@ -112,164 +116,6 @@ struct Scorer {
   }
 };
 
-// Ledger entries and tracer events of one thread and one call family, each in file order.
-struct Lane {
-  std::vector<size_t> truth, seen;  // indices into ledger / events
-};
-
-// Pairs ledger calls with tracer events of the same thread and family. Where both carry
-// timestamps, an event belongs to the call whose [begin, end] holds its entry time, so a
-// phantom or a missing call does not shift every later pair; otherwise pairs go in order.
-void pair_lane(const Lane& lane, const std::vector<Event>& ledger, const std::vector<Event>& events,
-               const MatchOptions& opts, const std::function<void(size_t, size_t)>& on_pair,
-               const std::function<void(size_t)>& on_missing, const std::function<void(size_t)>& on_phantom) {
-  size_t i = 0, j = 0;
-  while (i < lane.truth.size() && j < lane.seen.size()) {
-    const Event& t = ledger[lane.truth[i]];
-    const Event& e = events[lane.seen[j]];
-    if (t.ts == 0 || e.ts == 0) {
-      on_pair(lane.truth[i++], lane.seen[j++]);
-      continue;
-    }
-    const int64_t lo = t.ts - opts.slack_ns, hi = t.ts + t.dur.value_or(0) + opts.slack_ns;
-    if (e.ts < lo) {
-      on_phantom(lane.seen[j++]);
-    } else if (e.ts > hi) {
-      on_missing(lane.truth[i++]);
-    } else {
-      on_pair(lane.truth[i++], lane.seen[j++]);
-    }
-  }
-  for (; i < lane.truth.size(); ++i) on_missing(lane.truth[i]);
-  for (; j < lane.seen.size(); ++j) on_phantom(lane.seen[j]);
-}
-
-// Counts matched events that appear out of the ledger's order within their thread.
-int64_t order_violations(std::vector<std::pair<size_t, size_t>> pairs) {
-  std::sort(pairs.begin(), pairs.end());  // by ledger index = program order per thread
-  int64_t violations = 0;
-  size_t latest = 0;
-  bool any = false;
-  for (const auto& [truth, seen] : pairs) {
-    if (any && seen < latest) ++violations;
-    latest = any ? std::max(latest, seen) : seen;
-    any = true;
-  }
-  return violations;
-}
-
-// Runtime or driver layer: ledger calls (selected, keyed by family) vs tracer events.
-LayerScore score_calls(const std::string& layer, const std::string& expectation, const std::vector<Event>& ledger,
-                       const std::vector<Event>& events, const MatchOptions& opts,
-                       const std::function<std::string(const Event&)>& truth_key,
-                       const std::function<std::string(const Event&)>& seen_key,
-                       const std::function<bool(const Event&)>& seen_unscored) {
-  LayerScore score;
-  score.layer = layer;
-  score.expectation = expectation;
-  Scorer scorer{score, opts};
-
-  const BucketContext& bc = opts.buckets;
-  const bool breakdown = bc.labels != nullptr;
-  bool attributing = false;  // the method names a device on some record of this layer
-  for (const auto& e : events)
-    if (e.layer == layer && DeviceNames::names_a_device(e)) attributing = true;
-
-  std::map<std::pair<int64_t, std::string>, Lane> lanes;
-  for (size_t i = 0; i < ledger.size(); ++i) {
-    std::string key = truth_key(ledger[i]);
-    if (key.empty()) continue;
-    lanes[{ledger[i].tid, key}].truth.push_back(i);
-    ++score.expected;
-    ++score.by_name[key].expected;
-    if (breakdown) ++score.buckets[bc.truth(ledger[i])].expected;
-  }
-  for (size_t j = 0; j < events.size(); ++j) {
-    const Event& e = events[j];
-    if (e.layer != layer) continue;
-    ++score.seen;
-    if (seen_unscored(e)) {
-      ++score.unscored;
-      continue;
-    }
-    std::string key = seen_key(e);
-    ++score.by_name[key].seen;
-    lanes[{e.tid, key}].seen.push_back(j);
-  }
-
-  // A method's store holds each thread's calls of a layer in the order they were made, but a
-  // method that hands calls over as they return may interleave another layer's, and some
-  // (cupti's kernels) come in the order the GPU finished: pair each lane in time order.
-  auto by_entry = [&](size_t a, size_t b) { return events[a].ts < events[b].ts; };
-  for (auto& [key, lane] : lanes)
-    if (!std::is_sorted(lane.seen.begin(), lane.seen.end(), by_entry))
-      std::stable_sort(lane.seen.begin(), lane.seen.end(), by_entry);
-  std::map<int64_t, std::vector<std::pair<size_t, size_t>>> pairs_by_thread;
-  for (const auto& [key, lane] : lanes) {
-    pair_lane(
-        lane, ledger, events, opts,
-        [&](size_t t, size_t e) {
-          ++score.matched;
-          ++score.by_name[key.second].matched;
-          if (breakdown) ++score.buckets[bc.truth(ledger[t])].matched;
-          scorer.compare(ledger[t], events[e]);
-          pairs_by_thread[key.first].push_back({t, e});
-        },
-        [&](size_t t) {
-          ++score.missing;
-          if (breakdown) ++score.buckets[bc.truth(ledger[t])].missing;
-          scorer.example("missing: " + describe(ledger[t]));
-        },
-        [&](size_t e) {
-          ++score.phantom;
-          if (breakdown) ++score.buckets[bc.seen(events[e], attributing)].phantom;
-          scorer.example("phantom: " + describe(events[e]));
-        });
-  }
-  for (auto& [tid, pairs] : pairs_by_thread) score.order_violations += order_violations(std::move(pairs));
-  return score;
-}
-
-// Kernel-level layers have no host thread: compare counts per kernel name.
-// `bucketed`: the same expectation per (process, device) and kernel, for the breakdown.
-LayerScore score_counts(const std::string& layer, const std::string& expectation,
-                        const std::map<std::string, int64_t>& expected, const std::vector<Event>& events,
-                        const MatchOptions& opts, const char* weight_arg = nullptr,
-                        const std::map<BucketKey, std::map<std::string, int64_t>>* bucketed = nullptr) {
-  LayerScore score;
-  score.layer = layer;
-  score.expectation = expectation;
-  Scorer scorer{score, opts};
-  for (const auto& [name, n] : expected) score.by_name[name].expected += n;
-  bool attributing = false;
-  for (const auto& e : events)
-    if (e.layer == layer && DeviceNames::names_a_device(e)) attributing = true;
-  std::map<BucketKey, std::map<std::string, int64_t>> seen_by_bucket;
-  for (const auto& e : events) {
-    if (e.layer != layer) continue;
-    // An event may stand for several units (the device layer in thread mode: one event per
-    // block, args.threads threads seen in it).
-    const auto w = weight_arg ? e.args.find(weight_arg) : e.args.end();
-    const int64_t units = w != e.args.end() && w->is_number_integer() ? w->get<int64_t>() : 1;
-    score.seen += units;
-    const auto k = e.args.find("kernel");
-    std::string kernel = k != e.args.end() && k->is_string() ? k->get<std::string>() : e.name;
-    if (bucketed && opts.buckets.labels) seen_by_bucket[opts.buckets.seen(e, attributing)][kernel] += units;
-    score.by_name[kernel].seen += units;
-  }
-  if (bucketed && opts.buckets.labels) score.buckets = count_buckets(*bucketed, seen_by_bucket);
-  for (auto& [name, n] : score.by_name) {
-    n.matched = std::min(n.expected, n.seen);
-    score.expected += n.expected;
-    score.matched += n.matched;
-    score.missing += n.expected - n.matched;
-    score.phantom += n.seen - n.matched;
-    if (n.seen != n.expected)
-      scorer.example(name + ": expected " + std::to_string(n.expected) + ", seen " + std::to_string(n.seen));
-  }
-  return score;
-}
-
 // A ledger launch whose kernel runs on the GPU now: not one the workload made to fail, nor
 // one captured into a graph (the graph's replays run it: "execution" records say how often).
 bool kernel_runs(const Event& t) {
@@ -283,43 +129,334 @@ bool kernel_runs(const Event& t) {
 int64_t dim_product(const nlohmann::json& d) {
   if (!d.is_array()) return 0;
   int64_t p = 1;
-  for (const auto& x : d) p *= x.get<int64_t>();
+  for (const auto& x : d) p *= x.is_number_integer() ? x.get<int64_t>() : 0;
   return p;
 }
 
-// Syscall layer (strace): no call is a syscall, so the score is visibility: a ledger call
-// is "seen" when its thread made at least one syscall while it ran.
-LayerScore score_syscall_visibility(const std::vector<Event>& ledger, const std::vector<Event>& events,
-                                    const MatchOptions& opts) {
+std::string family_by_name(const Event& e) { return canonical_name(e.name); }
+std::string one_family(const Event&) { return "launch"; }
+std::string no_family(const Event&) { return ""; }
+
+// Where a record is, for the per-(process, device) breakdown, before the device names are
+// complete: (pid, ordinal, bus id), given its bucket at the end.
+using DeviceRef = std::tuple<int64_t, std::optional<int64_t>, std::string>;
+DeviceRef ref_of(const Event& e) { return {e.pid, e.device, e.device_id}; }
+Event event_at(const DeviceRef& r) {
+  Event e;
+  e.pid = std::get<0>(r);
+  e.device = std::get<1>(r);
+  e.device_id = std::get<2>(r);
+  return e;
+}
+
+// Runtime or driver: the ledger's calls and the method's, each sorted by (thread, family,
+// entry time), paired lane by lane.
+struct CallLayer {
   LayerScore score;
-  score.layer = layer::kSyscall;
-  score.expectation = "ledger calls during which their thread made at least one syscall";
-  // Per thread, (entry time, label) sorted by time; ioctls are labelled by request name.
-  std::unordered_map<int64_t, std::vector<std::pair<int64_t, std::string>>> by_thread;
-  for (const auto& e : events) {
-    if (e.layer != layer::kSyscall) continue;
-    ++score.seen;
-    std::string label = e.name;
-    if (auto r = e.args.find("request"); r != e.args.end() && r->is_string()) label += ":" + r->get<std::string>();
-    by_thread[e.tid].push_back({e.ts, std::move(label)});
+  std::unique_ptr<SortedEvents> truth, seen;
+  bool attributing = false;  // the method names a device on some record of this layer
+};
+
+// Kernel-level layers have no host thread: runs are compared per kernel name.
+struct CountLayer {
+  LayerScore score;
+  std::map<DeviceRef, std::map<std::string, int64_t>> expected, seen;  // -> kernel -> units
+  bool attributing = false;
+};
+
+}  // namespace
+
+struct Matcher::Impl {
+  std::vector<std::string> layers;
+  MatchOptions opts;
+  bool own_spill_dir = false;
+  std::unique_ptr<CallLayer> runtime, driver;
+  std::unique_ptr<SortedEvents> launch_truth;  // runtime launches: the driver layer's truth without driver calls
+  std::set<std::string> driver_families;       // families of the ledger's own driver calls
+  std::unique_ptr<CountLayer> gpu, device;
+  std::unique_ptr<CallLayer> syscall;
+  uint64_t truth_seq = 0, seen_seq = 0;
+  bool seen_begun = false;
+
+  std::unique_ptr<SortedEvents> sorter(const std::string& tag, SortedEvents::Family f) const {
+    return std::make_unique<SortedEvents>(opts.spill_dir, tag, std::move(f), opts.sort_chunk);
   }
-  for (auto& [tid, v] : by_thread) std::sort(v.begin(), v.end());
-  for (const auto& t : ledger) {
-    if (t.layer != layer::kRuntime && t.layer != layer::kDriver) continue;
-    std::string name = canonical_name(t.name);
+  bool per_thread_device() const { return opts.device_mode == "thread" || opts.device_mode == "launch-thread"; }
+  void begin_seen();
+  void seen_call(CallLayer& l, const Event& e, bool unscored);
+  void seen_count(CountLayer& l, const Event& e, const char* weight_arg);
+  void join(LayerScore& score, bool attributing, SortedEvents& truth, SortedEvents& seen);
+  void finish_counts(CountLayer& l, const std::string& expectation);
+  void sweep_syscalls();
+};
+
+Matcher::Matcher(std::vector<std::string> layers, MatchOptions opts) : impl_(std::make_unique<Impl>()) {
+  static std::atomic<uint64_t> made{0};
+  Impl& m = *impl_;
+  m.layers = std::move(layers);
+  m.opts = std::move(opts);
+  if (m.opts.spill_dir.empty()) {
+    m.opts.spill_dir = std::filesystem::temp_directory_path() /
+                       ("cudatrace-match." + std::to_string(getpid()) + "." + std::to_string(made++));
+    m.own_spill_dir = true;
+  }
+  for (const auto& l : m.layers) {
+    if (l == layer::kRuntime) {
+      m.runtime = std::make_unique<CallLayer>();
+      m.runtime->truth = m.sorter("runtime.truth", family_by_name);
+    } else if (l == layer::kDriver) {
+      m.driver = std::make_unique<CallLayer>();
+      m.driver->truth = m.sorter("driver.truth", family_by_name);
+      m.launch_truth = m.sorter("launch.truth", one_family);
+    } else if (l == layer::kGpuActivity) {
+      m.gpu = std::make_unique<CountLayer>();
+    } else if (l == layer::kDevice) {
+      m.device = std::make_unique<CountLayer>();
+    } else if (l == layer::kSyscall) {
+      m.syscall = std::make_unique<CallLayer>();
+      m.syscall->truth = m.sorter("syscall.truth", no_family);
+    }
+  }
+}
+
+Matcher::~Matcher() {
+  Impl& m = *impl_;
+  const std::filesystem::path dir = m.opts.spill_dir;
+  impl_.reset();  // the sorters remove their files
+  std::error_code ec;
+  std::filesystem::remove(dir, ec);  // the folder, once empty
+}
+
+void Matcher::add_truth(const Event& t) {
+  Impl& m = *impl_;
+  if (t.is_meta()) return;
+  if (m.seen_begun) throw std::logic_error("Matcher::add_truth after add_seen");
+  Event e = t;
+  e.corr = m.truth_seq++;  // its place in the ledger: program order within a thread
+  const bool call = t.layer == layer::kRuntime || t.layer == layer::kDriver;
+  if (m.runtime && t.layer == layer::kRuntime) m.runtime->truth->add(e);
+  if (m.driver && t.layer == layer::kDriver) {
+    m.driver_families.insert(canonical_name(t.name));
+    m.driver->truth->add(e);
+  }
+  if (m.driver && t.layer == layer::kRuntime && is_runtime_launch(canonical_name(t.name))) m.launch_truth->add(e);
+  if (m.syscall && call) m.syscall->truth->add(e);
+  // Kernel runs: launches that run now, and the executions graph replays cause.
+  const bool execution = t.layer == layer::kExecution;
+  if ((m.gpu || m.device) && (execution || kernel_runs(t))) {
+    const int64_t times = execution ? t.args.value("times", int64_t(1)) : 1;
+    const auto k = t.args.find("kernel");
+    const std::string kernel = execution ? t.name : k->is_string() ? k->get<std::string>() : k->dump();
+    if (m.gpu) m.gpu->expected[ref_of(t)][kernel] += times;
+    if (m.device) {
+      const int64_t units = times * dim_product(t.args.value("grid", nlohmann::json())) *
+                            (m.per_thread_device() ? dim_product(t.args.value("block", nlohmann::json())) : 1);
+      m.device->expected[ref_of(t)][kernel] += units;
+    }
+  }
+}
+
+void Matcher::Impl::begin_seen() {
+  seen_begun = true;
+  if (runtime) runtime->seen = sorter("runtime.seen", family_by_name);
+  // A program that calls the driver itself (driverapi): its calls are the truth, per family.
+  // Otherwise one driver launch is expected inside each runtime launch, whatever its family.
+  if (driver) driver->seen = sorter("driver.seen", driver_families.empty() ? one_family : family_by_name);
+  if (syscall) syscall->seen = sorter("syscall.seen", no_family);
+}
+
+void Matcher::Impl::seen_call(CallLayer& l, const Event& e, bool unscored) {
+  ++l.score.seen;
+  l.attributing |= DeviceNames::names_a_device(e);
+  if (unscored) {
+    ++l.score.unscored;
+    return;
+  }
+  Event copy = e;
+  copy.corr = seen_seq;
+  l.seen->add(std::move(copy));
+}
+
+void Matcher::Impl::seen_count(CountLayer& l, const Event& e, const char* weight_arg) {
+  // An event may stand for several units (the device layer in thread mode: one event per
+  // block, args.threads threads seen in it).
+  const auto w = weight_arg ? e.args.find(weight_arg) : e.args.end();
+  const int64_t units = w != e.args.end() && w->is_number_integer() ? w->get<int64_t>() : 1;
+  l.score.seen += units;
+  l.attributing |= DeviceNames::names_a_device(e);
+  const auto k = e.args.find("kernel");
+  const std::string kernel = k != e.args.end() && k->is_string() ? k->get<std::string>() : e.name;
+  l.score.by_name[kernel].seen += units;
+  if (opts.buckets.labels) l.seen[ref_of(e)][kernel] += units;
+}
+
+void Matcher::add_seen(const Event& e) {
+  Impl& m = *impl_;
+  if (!m.seen_begun) m.begin_seen();
+  if (e.is_meta()) return;
+  if (m.runtime && e.layer == layer::kRuntime) {
+    const bool internal = is_runtime_internal(e.name);
+    if (!internal) ++m.runtime->score.by_name[canonical_name(e.name)].seen;
+    m.seen_call(*m.runtime, e, internal);
+  } else if (m.driver && e.layer == layer::kDriver) {
+    // Driver calls of families the program never makes itself are counted, not scored.
+    const std::string family = canonical_name(e.name);
+    const bool unscored = m.driver_families.empty() ? !is_driver_launch(family) : !m.driver_families.count(family);
+    if (!unscored) ++m.driver->score.by_name[m.driver_families.empty() ? "launch" : family].seen;
+    m.seen_call(*m.driver, e, unscored);
+  } else if (m.gpu && e.layer == layer::kGpuActivity) {
+    m.seen_count(*m.gpu, e, nullptr);
+  } else if (m.device && e.layer == layer::kDevice) {
+    const char* weight = m.per_thread_device() ? "threads" : m.opts.device_mode == "launch" ? "blocks" : nullptr;
+    m.seen_count(*m.device, e, weight);
+  } else if (m.syscall && e.layer == layer::kSyscall) {
+    m.seen_call(*m.syscall, e, false);
+  }
+  ++m.seen_seq;
+}
+
+// Pairs ledger calls with the method's of the same thread and family. Where both carry
+// timestamps, an event belongs to the call whose [begin, end] holds its entry time, so a
+// phantom or a missing call does not shift every later pair; otherwise pairs go in order.
+// A method may hand calls over as they return, or (cupti's kernels) in the order the GPU
+// finished: each lane is read in time order. Matched pairs that come out of the ledger's
+// order within their thread are order violations.
+void Matcher::Impl::join(LayerScore& score, bool attributing, SortedEvents& truth, SortedEvents& seen) {
+  Scorer scorer{score, opts};
+  const BucketContext& bc = opts.buckets;
+  const bool breakdown = bc.labels != nullptr;
+  SortedEvents pairs(opts.spill_dir, score.layer + ".pairs", no_family, opts.sort_chunk);
+  Event t, e;
+  std::string tf, ef;
+  bool has_t = truth.next(t, tf), has_e = seen.next(e, ef);
+  const auto expected = [&] {
+    ++score.expected;
+    ++score.by_name[tf].expected;
+    if (breakdown) ++score.buckets[bc.truth(t)].expected;
+  };
+  const auto missing = [&] {
+    expected();
+    ++score.missing;
+    if (breakdown) ++score.buckets[bc.truth(t)].missing;
+    scorer.example("missing: " + describe(t));
+    has_t = truth.next(t, tf);
+  };
+  const auto phantom = [&] {
+    ++score.phantom;
+    if (breakdown) ++score.buckets[bc.seen(e, attributing)].phantom;
+    scorer.example("phantom: " + describe(e));
+    has_e = seen.next(e, ef);
+  };
+  while (has_t && has_e) {
+    const auto lane_t = std::tie(t.tid, tf), lane_e = std::tie(e.tid, ef);
+    if (lane_t < lane_e) {
+      missing();
+      continue;
+    }
+    if (lane_e < lane_t) {
+      phantom();
+      continue;
+    }
+    if (t.ts != 0 && e.ts != 0) {
+      const int64_t lo = t.ts - opts.slack_ns, hi = t.ts + t.dur.value_or(0) + opts.slack_ns;
+      if (e.ts < lo) {
+        phantom();
+        continue;
+      }
+      if (e.ts > hi) {
+        missing();
+        continue;
+      }
+    }
+    expected();
+    ++score.matched;
+    ++score.by_name[tf].matched;
+    if (breakdown) ++score.buckets[bc.truth(t)].matched;
+    scorer.compare(t, e);
+    Event pair;  // (thread, place in the ledger, place in the method's store)
+    pair.tid = t.tid;
+    pair.ts = int64_t(*t.corr);
+    pair.corr = *e.corr;
+    pairs.add(std::move(pair));
+    has_t = truth.next(t, tf);
+    has_e = seen.next(e, ef);
+  }
+  while (has_t) missing();
+  while (has_e) phantom();
+  Event p;
+  std::string none;
+  int64_t tid = 0;
+  uint64_t latest = 0;
+  bool any = false;
+  while (pairs.next(p, none)) {
+    if (!any || p.tid != tid) {
+      tid = p.tid;
+      latest = *p.corr;
+      any = true;
+      continue;
+    }
+    if (*p.corr < latest) ++score.order_violations;
+    latest = std::max(latest, *p.corr);
+  }
+}
+
+void Matcher::Impl::finish_counts(CountLayer& l, const std::string& expectation) {
+  LayerScore& score = l.score;
+  score.expectation = expectation;
+  Scorer scorer{score, opts};
+  std::map<BucketKey, std::map<std::string, int64_t>> want, got;
+  for (const auto& [ref, kernels] : l.expected)
+    for (const auto& [kernel, n] : kernels) {
+      score.by_name[kernel].expected += n;
+      if (opts.buckets.labels) want[opts.buckets.truth(event_at(ref))][kernel] += n;
+    }
+  for (const auto& [ref, kernels] : l.seen)
+    for (const auto& [kernel, n] : kernels) got[opts.buckets.seen(event_at(ref), l.attributing)][kernel] += n;
+  if (opts.buckets.labels) score.buckets = count_buckets(want, got);
+  for (auto& [name, n] : score.by_name) {
+    n.matched = std::min(n.expected, n.seen);
+    score.expected += n.expected;
+    score.matched += n.matched;
+    score.missing += n.expected - n.matched;
+    score.phantom += n.seen - n.matched;
+    if (n.seen != n.expected)
+      scorer.example(name + ": expected " + std::to_string(n.expected) + ", seen " + std::to_string(n.seen));
+  }
+}
+
+// Syscall layer (strace): no call is a syscall, so the score is visibility: a ledger call
+// is "seen" when its thread made at least one syscall while it ran. Both sides come sorted
+// by (thread, time); the syscalls within reach of the current call are held in a window.
+void Matcher::Impl::sweep_syscalls() {
+  LayerScore& score = syscall->score;
+  score.expectation = "ledger calls during which their thread made at least one syscall";
+  Event t, s;
+  std::string none;
+  bool has_s = syscall->seen->next(s, none);
+  std::deque<std::pair<int64_t, std::string>> window;  // (entry time, label); ioctls by request name
+  int64_t window_tid = 0;
+  bool window_open = false;
+  while (syscall->truth->next(t, none)) {
+    const std::string name = canonical_name(t.name);
     ++score.expected;
     ++score.by_name[name].expected;
     BucketTally* bucket = opts.buckets.labels ? &score.buckets[opts.buckets.truth(t)] : nullptr;
     if (bucket) ++bucket->expected;
-    auto it = by_thread.find(t.tid);
+    if (!window_open || t.tid != window_tid) window.clear(), window_tid = t.tid, window_open = true;
+    const int64_t lo = t.ts - opts.slack_ns, hi = t.ts + t.dur.value_or(0) + opts.slack_ns;
+    while (has_s && s.tid < t.tid) has_s = syscall->seen->next(s, none);
+    while (has_s && s.tid == t.tid && s.ts <= hi) {
+      std::string label = s.name;
+      if (auto r = s.args.find("request"); r != s.args.end() && r->is_string()) label += ":" + r->get<std::string>();
+      window.push_back({s.ts, std::move(label)});
+      has_s = syscall->seen->next(s, none);
+    }
+    while (!window.empty() && window.front().first < lo) window.pop_front();
     bool visible = false;
-    if (it != by_thread.end()) {
-      const int64_t lo = t.ts - opts.slack_ns, hi = t.ts + t.dur.value_or(0) + opts.slack_ns;
-      auto sc = std::lower_bound(it->second.begin(), it->second.end(), std::pair<int64_t, std::string>{lo, ""});
-      for (; sc != it->second.end() && sc->first <= hi; ++sc) {
-        visible = true;
-        ++score.seen_during[name][sc->second];
-      }
+    for (const auto& [ts, label] : window) {
+      if (ts > hi) break;
+      visible = true;
+      ++score.seen_during[name][label];
     }
     if (visible) {
       ++score.matched;
@@ -330,81 +467,47 @@ LayerScore score_syscall_visibility(const std::vector<Event>& ledger, const std:
       if (bucket) ++bucket->missing;
     }
   }
-  return score;
 }
 
-}  // namespace
+std::vector<LayerScore> Matcher::finish() {
+  Impl& m = *impl_;
+  if (!m.seen_begun) m.begin_seen();
+  std::vector<LayerScore> out;
+  for (const auto& l : m.layers) {
+    LayerScore* done = nullptr;
+    if (l == layer::kRuntime && m.runtime) {
+      m.runtime->score.expectation = "every runtime call in the ledger";
+      m.join(m.runtime->score, m.runtime->attributing, *m.runtime->truth, *m.runtime->seen);
+      done = &m.runtime->score;
+    } else if (l == layer::kDriver && m.driver) {
+      const bool own = !m.driver_families.empty();
+      m.driver->score.expectation = own ? "every driver call in the ledger (other driver families: unscored)"
+                                        : "one driver launch (cuLaunchKernel family) inside each ledger launch";
+      m.join(m.driver->score, m.driver->attributing, own ? *m.driver->truth : *m.launch_truth, *m.driver->seen);
+      done = &m.driver->score;
+    } else if (l == layer::kGpuActivity && m.gpu) {
+      m.finish_counts(*m.gpu, "one kernel record per kernel run (launches, and graph replays' executions)");
+      done = &m.gpu->score;
+    } else if (l == layer::kDevice && m.device) {
+      m.finish_counts(*m.device, m.per_thread_device() ? "grid x block threads per kernel run" : "grid blocks per kernel run");
+      done = &m.device->score;
+    } else if (l == layer::kSyscall && m.syscall) {
+      m.sweep_syscalls();
+      done = &m.syscall->score;
+    }
+    if (!done) continue;
+    done->layer = l;
+    out.push_back(std::move(*done));
+  }
+  return out;
+}
 
 std::vector<LayerScore> match(const std::vector<Event>& ledger, const std::vector<Event>& events,
                               const std::vector<std::string>& layers, const MatchOptions& opts) {
-  std::vector<Event> calls, driver_calls;
-  // Kernel runs: launches that run now, and the executions graph replays cause.
-  std::vector<std::pair<const Event*, int64_t>> runs;  // (launch or execution record, times)
-  for (const auto& t : ledger) {
-    if (t.layer == layer::kRuntime) calls.push_back(t);
-    if (t.layer == layer::kDriver) driver_calls.push_back(t);
-    if (kernel_runs(t)) runs.push_back({&t, 1});
-    if (t.layer == layer::kExecution) runs.push_back({&t, t.args.value("times", int64_t(1))});
-  }
-  auto kernel_of = [](const Event& t) { return t.layer == layer::kExecution ? t.name : t.args["kernel"].get<std::string>(); };
-
-  std::vector<LayerScore> out;
-  for (const auto& l : layers) {
-    if (l == layer::kRuntime) {
-      out.push_back(score_calls(
-          l, "every runtime call in the ledger", calls, events, opts,
-          [](const Event& t) { return canonical_name(t.name); },
-          [](const Event& e) { return canonical_name(e.name); },
-          [](const Event& e) { return is_runtime_internal(e.name); }));
-    } else if (l == layer::kDriver && !driver_calls.empty()) {
-      // The program calls the driver itself (driverapi): every such call is ground truth.
-      // Driver calls of families it never makes are counted, not scored.
-      std::set<std::string> families;
-      for (const auto& t : driver_calls) families.insert(canonical_name(t.name));
-      out.push_back(score_calls(
-          l, "every driver call in the ledger (other driver families: unscored)", driver_calls, events, opts,
-          [](const Event& t) { return canonical_name(t.name); },
-          [](const Event& e) { return canonical_name(e.name); },
-          [families](const Event& e) { return !families.count(canonical_name(e.name)); }));
-    } else if (l == layer::kDriver) {
-      // cudart makes its driver calls itself; the only exact expectation is one driver
-      // launch inside each runtime launch. Other driver calls are counted, not scored.
-      out.push_back(score_calls(
-          l, "one driver launch (cuLaunchKernel family) inside each ledger launch", calls, events, opts,
-          [](const Event& t) { return is_runtime_launch(canonical_name(t.name)) ? std::string("launch") : ""; },
-          [](const Event&) { return std::string("launch"); },
-          [](const Event& e) { return !is_driver_launch(canonical_name(e.name)); }));
-    } else if (l == layer::kGpuActivity) {
-      std::map<std::string, int64_t> expected;
-      std::map<BucketKey, std::map<std::string, int64_t>> bucketed;
-      for (const auto& [t, times] : runs) {
-        expected[kernel_of(*t)] += times;
-        if (opts.buckets.labels) bucketed[opts.buckets.truth(*t)][kernel_of(*t)] += times;
-      }
-      out.push_back(score_counts(l, "one kernel record per kernel run (launches, and graph replays' executions)",
-                                 expected, events, opts, nullptr, &bucketed));
-    } else if (l == layer::kDevice) {
-      // An event per block ("block"), per block with args.threads ("thread"), or per launch
-      // with args.blocks, and args.threads too ("launch", "launch-thread").
-      const bool per_thread = opts.device_mode == "thread" || opts.device_mode == "launch-thread";
-      const char* weight = per_thread ? "threads" : opts.device_mode == "launch" ? "blocks" : nullptr;
-      std::map<std::string, int64_t> expected;
-      std::map<BucketKey, std::map<std::string, int64_t>> bucketed;
-      for (const auto& [t, times] : runs) {
-        const int64_t units = times * dim_product(t->args.value("grid", nlohmann::json())) *
-                              (per_thread ? dim_product(t->args.value("block", nlohmann::json())) : 1);
-        expected[kernel_of(*t)] += units;
-        if (opts.buckets.labels) bucketed[opts.buckets.truth(*t)][kernel_of(*t)] += units;
-      }
-      out.push_back(score_counts(l, per_thread ? "grid x block threads per kernel run" : "grid blocks per kernel run",
-                                 expected, events, opts, weight, &bucketed));
-    } else if (l == layer::kSyscall) {
-      std::vector<Event> all_calls = calls;
-      all_calls.insert(all_calls.end(), driver_calls.begin(), driver_calls.end());
-      out.push_back(score_syscall_visibility(all_calls, events, opts));
-    }
-  }
-  return out;
+  Matcher m(layers, opts);
+  for (const auto& t : ledger) m.add_truth(t);
+  for (const auto& e : events) m.add_seen(e);
+  return m.finish();
 }
 
 nlohmann::json to_json(const LayerScore& s) {

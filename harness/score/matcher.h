@@ -3,7 +3,9 @@
 // (DESIGN.md, "What complete means"): recall, phantom events, argument fidelity,
 // return-code fidelity, per-thread order.
 #include <cstdint>
+#include <filesystem>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -54,11 +56,34 @@ struct MatchOptions {
   // launch with args.blocks ("launch") and args.threads ("launch-thread").
   std::string device_mode = "block";
   size_t max_examples = 8;
-  // Labels and device names for the per-(process, device) breakdown; empty: none.
+  // Labels and device names for the per-(process, device) breakdown; empty: none. The
+  // names must have learnt every record, the ledger's and the method's, by finish().
   BucketContext buckets;
+  // Where calls are sorted past `sort_chunk` events per side (harness/score/sorted_events.h):
+  // made when first needed, removed by the matcher; empty: a folder under the system's tmp.
+  std::filesystem::path spill_dir;
+  size_t sort_chunk = size_t(1) << 16;
 };
 
+// Scores as a stream: the ledger's records, then the method's events, each once and in file
+// order, never all held; the pairing per thread and family runs over them sorted on disk.
 // `layers`: the layers the tracer says it observed; the others are not scored.
+class Matcher {
+ public:
+  Matcher(std::vector<std::string> layers, MatchOptions opts);
+  ~Matcher();
+  Matcher(const Matcher&) = delete;
+  Matcher& operator=(const Matcher&) = delete;
+  void add_truth(const Event& t);  // every ledger record; meta records are passed over
+  void add_seen(const Event& e);   // every event of the method, after the last add_truth
+  std::vector<LayerScore> finish();  // once
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The same over events in memory (tests, small inputs).
 std::vector<LayerScore> match(const std::vector<Event>& ledger, const std::vector<Event>& events,
                               const std::vector<std::string>& layers, const MatchOptions& opts = {});
 

@@ -32,27 +32,28 @@ std::string DeviceNames::key(const Event& e) const {
   return "device " + std::to_string(*e.device);
 }
 
-ProcessLabels label_ledger_processes(const std::vector<Event>& ledger_meta, const std::vector<Event>& ledger) {
-  ProcessLabels labels;
-  std::map<int64_t, int64_t> first;  // pid -> its first call
-  for (const auto& t : ledger) {
-    auto [it, fresh] = first.try_emplace(t.pid, t.ts);
-    if (!fresh) it->second = std::min(it->second, t.ts);
+void ProcessLabeler::add(const Event& e) {
+  if (!e.is_meta()) {
+    auto [it, fresh] = first_call_.try_emplace(e.pid, e.ts);
+    if (!fresh) it->second = std::min(it->second, e.ts);
+    return;
   }
+  header_ts_.try_emplace(e.pid, e.ts);
+  const auto info = e.args.find("info");
+  if (info == e.args.end() || !info->is_object()) return;
+  const auto p = info->find("process");
+  if (p != info->end() && p->is_string() && !p->get<std::string>().empty()) own_name_[e.pid] = p->get<std::string>();
+}
+
+ProcessLabels ProcessLabeler::finish() const {
+  std::map<int64_t, int64_t> first = first_call_;
+  for (const auto& [pid, ts] : header_ts_) first.try_emplace(pid, ts);
   std::map<std::string, int> named;  // a workload's own name, counted: two processes may not share one
-  for (const auto& h : ledger_meta) {
-    first.try_emplace(h.pid, h.ts);
-    const auto info = h.args.find("info");
-    if (info == h.args.end() || !info->is_object()) continue;
-    const auto p = info->find("process");
-    if (p != info->end() && p->is_string() && !p->get<std::string>().empty()) {
-      labels[h.pid] = p->get<std::string>();
-      ++named[p->get<std::string>()];
-    }
-  }
+  for (const auto& [pid, name] : own_name_) ++named[name];
   std::vector<std::pair<int64_t, int64_t>> order;  // (first call, pid)
   for (const auto& [pid, ts] : first) order.push_back({ts, pid});
   std::sort(order.begin(), order.end());
+  ProcessLabels labels = own_name_;
   int n = 0;
   for (const auto& [ts, pid] : order) {
     ++n;
@@ -61,6 +62,13 @@ ProcessLabels label_ledger_processes(const std::vector<Event>& ledger_meta, cons
     labels[pid] = "process " + std::to_string(n);
   }
   return labels;
+}
+
+ProcessLabels label_ledger_processes(const std::vector<Event>& ledger_meta, const std::vector<Event>& ledger) {
+  ProcessLabeler labeler;
+  for (const auto& h : ledger_meta) labeler.add(h);
+  for (const auto& t : ledger) labeler.add(t);
+  return labeler.finish();
 }
 
 std::string process_label(const ProcessLabels& labels, int64_t pid) {

@@ -58,6 +58,17 @@ class DeviceNames {
 // info.process where the workload gives one ("rank 1"), else "process N" by the order of
 // each process's first recorded call.
 using ProcessLabels = std::map<int64_t, std::string>;
+// Learnt from the ledgers' records as they stream past (headers included).
+class ProcessLabeler {
+ public:
+  void add(const Event& e);
+  ProcessLabels finish() const;
+
+ private:
+  std::map<int64_t, int64_t> first_call_;   // pid -> its first recorded call
+  std::map<int64_t, int64_t> header_ts_;    // pid -> its ledger header's time
+  std::map<int64_t, std::string> own_name_;  // pid -> info.process
+};
 ProcessLabels label_ledger_processes(const std::vector<Event>& ledger_meta, const std::vector<Event>& ledger);
 // A pid the labels do not know: named by its pid (a process that wrote no ledger).
 std::string process_label(const ProcessLabels& labels, int64_t pid);

@@ -107,24 +107,33 @@ std::string mark_letters(const json& m) {
 
 }  // namespace
 
+void FirstLaunch::add(const Event& e) {
+  if (e.is_meta()) return;
+  any_record = true;
+  const std::string c = canonical_name(e.name);
+  const bool is_launch = (e.layer == layer::kRuntime && is_runtime_launch(c)) ||
+                         (e.layer == layer::kDriver && is_driver_launch(c));
+  if (is_launch && e.ts > 0 && (!launch || e.ts < launch->ts)) launch = e;
+}
+
 json startup_of(const std::vector<Event>& ledger, const fs::path& target_dir, const ChildResult& child) {
+  FirstLaunch first;
+  for (const auto& e : ledger) first.add(e);
+  return startup_of(first, target_dir, child);
+}
+
+json startup_of(const FirstLaunch& ledger, const fs::path& target_dir, const ChildResult& child) {
   if (child.start_ns == 0 || child.status != ChildStatus::Exited)
     return {{"ns", nullptr}, {"why", "the program did not run to its end"}};
   const auto within = [&](int64_t at) { return at >= child.start_ns && at <= child.start_ns + child.wall_ns; };
-  if (!ledger.empty()) {
-    const Event* first = nullptr;
-    for (const auto& e : ledger) {
-      const std::string c = canonical_name(e.name);
-      const bool launch = (e.layer == layer::kRuntime && is_runtime_launch(c)) ||
-                          (e.layer == layer::kDriver && is_driver_launch(c));
-      if (launch && e.ts > 0 && (!first || e.ts < first->ts)) first = &e;
-    }
-    if (!first) return {{"ns", nullptr}, {"why", "the workload launched no kernel"}};
-    const int64_t end = first->ts + first->dur.value_or(0);
+  if (ledger.any_record) {
+    if (!ledger.launch) return {{"ns", nullptr}, {"why", "the workload launched no kernel"}};
+    const Event& first = *ledger.launch;
+    const int64_t end = first.ts + first.dur.value_or(0);
     if (!within(end))
       return {{"ns", nullptr}, {"why", "the ledger's first kernel launch lies outside the run's time"}};
     return {{"ns", end - child.start_ns},
-            {"source", "the return of the first kernel launch in the ledger (" + first->name + ")"}};
+            {"source", "the return of the first kernel launch in the ledger (" + first.name + ")"}};
   }
   if (auto mark = first_mark(target_dir / kStartupMarkFile)) {
     if (!within(mark->first))

@@ -39,6 +39,13 @@ inline constexpr int kCannotRunHere = 77;
 
 // run.json's "startup": {"ns": time from the start to the end of the start-up, "source":
 // what ended it} or {"ns": null, "why": ...}.
+// The ledger's first kernel launch (the end of the start-up), found as the ledger streams past.
+struct FirstLaunch {
+  bool any_record = false;     // the ledger held a call
+  std::optional<Event> launch;  // its earliest kernel launch, if any
+  void add(const Event& e);
+};
+nlohmann::json startup_of(const FirstLaunch& ledger, const std::filesystem::path& target_dir, const ChildResult& child);
 nlohmann::json startup_of(const std::vector<Event>& ledger, const std::filesystem::path& target_dir,
                           const ChildResult& child);
 

@@ -395,14 +395,14 @@ TEST(CostStartup, FromTheLedgersFirstLaunchOrTheProgramsMark) {
   EXPECT_NE(j["source"].get<std::string>().find("__cudaLaunchKernel"), std::string::npos);
   EXPECT_EQ(startup_of({malloc_call}, dir, child)["why"], "the workload launched no kernel");
   // A command: no ledger, its mark.
-  EXPECT_TRUE(startup_of({}, dir, child)["ns"].is_null());
-  EXPECT_NE(startup_of({}, dir, child)["why"].get<std::string>().find(kStartupMarkEnv), std::string::npos);
+  EXPECT_TRUE(startup_of(std::vector<Event>{}, dir, child)["ns"].is_null());
+  EXPECT_NE(startup_of(std::vector<Event>{}, dir, child)["why"].get<std::string>().find(kStartupMarkEnv), std::string::npos);
   std::ofstream(dir / kStartupMarkFile) << "1300000000 model built, loop starts\n1400000000 later\n";
-  j = startup_of({}, dir, child);
+  j = startup_of(std::vector<Event>{}, dir, child);
   EXPECT_EQ(j["ns"], 300'000'000);
   EXPECT_EQ(j["source"], "the program's start-up mark: model built, loop starts");
   std::ofstream(dir / kStartupMarkFile) << "5 wrong clock\n";
-  EXPECT_TRUE(startup_of({}, dir, child)["ns"].is_null());
+  EXPECT_TRUE(startup_of(std::vector<Event>{}, dir, child)["ns"].is_null());
   child.status = ChildStatus::Signaled;
   EXPECT_TRUE(startup_of({launch}, dir, child)["ns"].is_null());
 }

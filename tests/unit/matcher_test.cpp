@@ -1,6 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+
 #include "harness/score/matcher.h"
+#include "harness/score/sorted_events.h"
 
 using namespace cudatrace;
 using nlohmann::json;
@@ -233,4 +238,74 @@ TEST(Matcher, ScoresAddUpAcrossRepetitions) {
   EXPECT_EQ(total.matched, 5);
   EXPECT_EQ(total.by_name["cudaFree"].expected, 2);
   EXPECT_EQ(total.by_name["cudaFree"].matched, 1);
+}
+
+// Past its chunk, the sorter writes sorted files and merges them back (in several rounds
+// past kFanIn files): the order is (thread, family, time, sequence) all the same, and the
+// files are gone after.
+TEST(SortedEvents, SpilledChunksComeBackInOrderAndLeaveNoFile) {
+  const auto dir = std::filesystem::temp_directory_path() / ("sorted-events-test." + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::vector<std::tuple<int64_t, std::string, int64_t, uint64_t>> want;
+  {
+    SortedEvents sorter(dir, "t", [](const Event& e) { return e.name; }, 3);
+    uint64_t seq = 0;
+    for (int i = 0; i < 500; ++i) {  // 167 chunks of 3: more than kFanIn, so merged twice
+      Event e = call("runtime", i % 3 ? "cudaMalloc" : "cudaFree", (i * 7) % 5, (i * 7919) % 1000, 1, 0);
+      e.corr = seq++;
+      want.push_back({e.tid, e.name, e.ts, *e.corr});
+      sorter.add(e);
+    }
+    std::sort(want.begin(), want.end());
+    Event e;
+    std::string family;
+    size_t i = 0;
+    while (sorter.next(e, family)) {
+      ASSERT_LT(i, want.size());
+      EXPECT_EQ(std::make_tuple(e.tid, family, e.ts, *e.corr), want[i]) << "at " << i;
+      EXPECT_EQ(e.name, family);
+      ++i;
+    }
+    EXPECT_EQ(i, want.size());
+    EXPECT_GT(sorter.spill_files(), SortedEvents::kFanIn);
+  }
+  EXPECT_TRUE(!std::filesystem::exists(dir) || std::filesystem::is_empty(dir));
+  std::filesystem::remove_all(dir);
+}
+
+// The matcher sorts on disk past its chunk: every count, example and order violation is
+// the same as when everything fits in memory, for every kind of layer.
+TEST(Matcher, ScoresTheSameWhenItsSortSpillsToDisk) {
+  std::vector<Event> ledger, seen;
+  for (int i = 0; i < 300; ++i) {
+    const int64_t tid = 1 + i % 3, ts = 1000 + 1000 * i;
+    const std::string name = i % 4 == 0 ? "cudaLaunchKernel" : i % 4 == 1 ? "cudaMalloc" : "cudaFree";
+    json args = {{"bytes", i}};
+    if (name == "cudaLaunchKernel") args = {{"kernel", "k" + std::to_string(i % 2)}, {"grid", {2, 1, 1}}, {"block", {32, 1, 1}}};
+    ledger.push_back(call("runtime", name, tid, ts, 100, 0, args));
+    if (i % 17 == 0) continue;  // missed
+    if (i % 13 == 0) args["bytes"] = -1;  // decoded otherwise
+    seen.push_back(call("runtime", name, tid, ts + 10, 80, i % 11 ? 0 : 2, args));
+    if (name == "cudaLaunchKernel") {
+      seen.push_back(call("driver", "cuLaunchKernel", tid, ts + 20, 50, 0));
+      Event k = call("gpu-activity", args["kernel"].get<std::string>(), 0, ts + 500, 10, std::nullopt);
+      seen.push_back(k);
+    }
+    if (i % 5 == 0) seen.push_back(call("syscall", "ioctl", tid, ts + 30, 5, 0, {{"request", "NV_ESC"}}));
+    if (i % 19 == 0) seen.push_back(call("runtime", "cudaMalloc", tid, ts + 500, 10, 0));  // phantom
+  }
+  std::swap(seen[10], seen[20]);  // out of order in the store
+  const std::vector<std::string> layers = {"runtime", "driver", "gpu-activity", "syscall"};
+  MatchOptions small;
+  small.sort_chunk = 4;
+  const auto in_memory = match(ledger, seen, layers);
+  const auto spilled = match(ledger, seen, layers, small);
+  ASSERT_EQ(in_memory.size(), 4u);
+  ASSERT_EQ(spilled.size(), 4u);
+  for (size_t i = 0; i < in_memory.size(); ++i) EXPECT_EQ(to_json(in_memory[i]), to_json(spilled[i])) << layers[i];
+  EXPECT_GT(in_memory[0].missing, 0);
+  EXPECT_GT(in_memory[0].phantom, 0);
+  EXPECT_GT(in_memory[0].order_violations, 0);
+  EXPECT_LT(in_memory[0].args_equal, in_memory[0].args_compared);
+  EXPECT_GT(in_memory[3].matched, 0);
 }

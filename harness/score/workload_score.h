@@ -1,0 +1,39 @@
+#pragma once
+// A workload's run scored against its ground truth, both read as streams: the ledgers the
+// program's processes wrote (checked, and the calls handed to the matcher), then the
+// method's store, once, in file order. Nothing of either is held whole (harness/score/
+// matcher.h sorts the calls on disk past a chunk).
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "harness/score/ledger_check.h"
+#include "harness/score/matcher.h"
+#include "harness/score/per_device.h"
+#include "harness/stats/cost.h"
+
+namespace cudatrace {
+
+struct WorkloadScore {
+  LedgerCheck ledger;
+  ProcessLabels labels;
+  FirstLaunch first_launch;        // the end of the start-up (run.json's "startup")
+  std::vector<LayerScore> layers;  // the layers the method observed, scored
+  std::string store_error;         // the method's store could not be read to its end: why
+};
+
+struct WorkloadScoreInput {
+  std::filesystem::path target_dir;   // where the ledgers are
+  std::filesystem::path events_file;  // the method's store
+  std::filesystem::path sort_dir;     // made and removed for the matcher's sorting
+  uint64_t max_ledger_bytes = 0;      // over all the run's ledgers
+  std::vector<std::string> layers;    // the layers the method observed
+  int64_t slack_ns = 0;
+  std::string device_mode;
+};
+
+// `names` has learnt the method's records; it learns the ledger's here.
+WorkloadScore score_workload(const WorkloadScoreInput& in, DeviceNames& names);
+
+}  // namespace cudatrace
