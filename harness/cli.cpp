@@ -300,7 +300,10 @@ Options parse_cli(const std::vector<std::string>& args, const std::vector<std::s
   return o;
 }
 
-std::string help_text() {
+namespace {
+
+// --help in two halves: what the harness does and its run options, then the rest.
+const char* help_runs() {
   return R"(usage: harness [options]
        harness [options] -- COMMAND [ARGS...]
 
@@ -365,7 +368,11 @@ options:
                                last stderr line is the reason): it is skipped. A command may
                                write "<CLOCK_MONOTONIC ns> <what>" to the file named by
                                $CUDATRACE_STARTUP_MARK when its start-up is over
-  --time-budget SECONDS        with --cost: start no round that would end past SECONDS (judged
+)";
+}
+
+const char* help_rest() {
+  return R"(  --time-budget SECONDS        with --cost: start no round that would end past SECONDS (judged
                                from the rounds done), and no run once SECONDS have passed;
                                the summary says where it stopped
   --export-trace RUN_FOLDER    write RUN_FOLDER/trace.json (Chrome/Perfetto: open it in
@@ -427,19 +434,23 @@ preload tables, 128 MiB of ledgers; devhook: 1 G device records streamed, 8 M bl
 kept), what lies past them counted as loss with its reason; the first 64 MiB of its stdout
 and of its stderr are kept (the rest is freed as it comes and counted in run.json).
 Harness memory: under 3 GiB whatever the program writes to the host-side methods' files
-(preload, strace, ledgers), flat in the number of calls of a command (10^8 calls: under
-200 MiB); devhook keeps at most 8 M blocks and 1 GiB of thread marks. Inline JSON from
-outside is refused past 64 levels of nesting, and the console shows control characters
-from outside as \xHH.
+(preload, strace, ledgers), flat in the number of calls (a command at 10^8 calls: under
+200 MiB; a workload's calls are paired from sorted files in its run folder); devhook
+keeps at most 8 M blocks and 1 GiB of thread marks. Inline JSON from outside is refused
+past 64 levels of nesting, and the console shows control characters from outside as \xHH.
 Bytes that are not UTF-8 are written \xHH in the results (schema/README.md).
 
 output: DIR/<run-id>/manifest.json (GPU, driver, CUDA, kernel, tools), runs/<combo>/
-(stdout, stderr, events.jsonl, run.json; target/ is the program's own folder: its
+(stdout, stderr, events.msgpack.zst, run.json; target/ is the program's own folder: its
 ledger.jsonl and the raw files of tracers inside it) and summary.json.
 
 exit status: 0 all runs passed; 1 a run failed (crash, timeout, wrong result, bad
 ledger, tracer error); 2 bad usage; 3 nothing requested could run here; 130 interrupted.
 )";
 }
+
+}  // namespace
+
+std::string help_text() { return std::string(help_runs()) + help_rest(); }
 
 }  // namespace cudatrace

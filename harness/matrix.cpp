@@ -1,7 +1,6 @@
 #include "harness/matrix.h"
 
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +17,9 @@
 #include "common/event_store.h"
 #include "common/outside_text.h"
 #include "harness/catalog.h"
+#include "harness/combo.h"
+#include "harness/out/summary.h"
+#include "harness/plan.h"
 #include "harness/stats/cost.h"
 #include "harness/score/event_tally.h"
 #include "common/elf_file.h"
@@ -43,36 +45,6 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 namespace {
-
-struct Combo {
-  std::string workload;  // empty: the command after "--"
-  std::string linkage;   // empty: the command after "--"
-  std::string method;
-  std::string label() const { return workload.empty() ? "cmd." + method : workload + "." + linkage + "." + method; }
-};
-
-// One combination, all its repetitions.
-struct ComboOutcome {
-  Combo combo;
-  int ok = 0, failed = 0;
-  std::vector<int64_t> wall_ns;
-  std::vector<std::string> statuses, failures;
-  bool ledger_consistent = true;
-  std::map<std::string, LayerScore> layers;
-  json loss = json::object();
-  std::map<std::string, std::map<std::string, int64_t>> event_counts;  // layer -> name -> count
-  FamilyCounts families;                          // layer -> family -> calls or kernel runs
-  std::set<std::string> observed;                 // layers a repetition observed
-  std::map<std::string, std::string> unobserved;  // layer -> why a repetition did not
-  std::map<std::string, std::string> partly_unobserved;  // layer -> what part it could not see, and why
-  ProcessTallies processes;  // a command's events per process and device, over the repetitions
-};
-
-int64_t median(std::vector<int64_t> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
 
 void add_loss(json& total, const json& more) {
   for (const auto& [k, v] : more.items()) {
@@ -108,24 +80,9 @@ struct RunContext {
   SpaceReserve* reserve = nullptr;  // freed for the summary when the disk is full
 };
 
-// Half the space free under `dir` to an unprivileged writer, at least 64 MiB (a disk that
-// full fails the runs' own writes, which say so).
-uint64_t half_free_space(const fs::path& dir) {
-  struct statvfs st {};
-  if (statvfs(dir.c_str(), &st) != 0) return uint64_t(128) << 20;
-  return std::max(uint64_t(st.f_bavail) * uint64_t(st.f_frsize) / 2, uint64_t(64) << 20);
-}
-
 // Set aside before the runs for run.json and summary.json (a full matrix's summary is a
 // few hundred KiB).
 constexpr uint64_t kSummaryReserve = uint64_t(4) << 20;
-
-// "exit 0", "signal 11", "timed out": how a run ended, in a few words.
-std::string how_it_ended(const ChildResult& c) {
-  if (c.status == ChildStatus::Exited) return "exit " + std::to_string(c.exit_code);
-  if (c.status == ChildStatus::Signaled) return "signal " + std::to_string(c.signal);
-  return to_string(c.status);
-}
 
 // The untraced run's ending to compare a traced run of `combo` against: the same
 // repetition's, else the first's. Null when there is none.
@@ -333,25 +290,41 @@ void check_result(RunState& r, RunContext& ctx) {
   if (ctx.opts.strict_result) r.failures.insert(r.failures.begin(), what);
 }
 
-// The (process, device) buckets of each layer that matched less than they expected, when
-// the run has more than one process or device: "runtime: rank 1 on 0000:1a:00.0: 0 of 120
-// (0.0%)". A layer whose records name no device says so, with the method's reason.
-json per_device_short(const json& scores, const Method& method) {
-  json out = json::array();
-  for (const auto& s : scores) {
-    Buckets buckets;
-    for (const auto& b : s.value("per_device", json::array()))
-      buckets[{b["process"].get<std::string>(), b["device"].get<std::string>()}] = {
-          b["expected"].get<int64_t>(), b["matched"].get<int64_t>(), b["missing"].get<int64_t>(),
-          b["phantom"].get<int64_t>()};
-    if (!several(buckets)) continue;
-    const std::string l = s["layer"].get<std::string>();
-    const auto d = method.devices.find(l);
-    const std::string why = d != method.devices.end() && !d->second.named ? " (" + d->second.how + ")" : "";
-    for (const auto& line : shortfalls(buckets))
-      out.push_back(l + ": " + line + (line.find(kUnattributed) != std::string::npos ? why : ""));
+// Stage 6, a workload: its ledgers and the method's store, scored as streams; each layer
+// short of its ledger says why.
+void score_against_ledger(RunState& r, const RunContext& ctx, const Method& method, DeviceNames& names,
+                          bool tally_whole, ComboOutcome& outcome) {
+  const TracerReport& report = r.report;
+  // The ground truth: one ledger per process (ledger.jsonl, ledger.jsonl.<pid>), each
+  // checked on its own, their calls matched together with the store's, both streamed.
+  const WorkloadScore scored = score_workload({r.target_dir, events_file_of(r.dir), r.dir / "match-sort",
+                                               ctx.host.max_trace_bytes, report.layers, report.match_slack_ns,
+                                               report.device_mode},
+                                              names);
+  r.run["ledger"] = to_json(scored.ledger);
+  if (!scored.ledger.consistent) {
+    outcome.ledger_consistent = false;
+    r.failures.push_back("ledger: " + (scored.ledger.problems.empty() ? std::string("inconsistent")
+                                                                       : scored.ledger.problems.front()));
   }
-  return out;
+  if (!scored.store_error.empty() && tally_whole)  // else its read said so already
+    r.failures.push_back("tracer output: " + scored.store_error);
+  r.first_launch = scored.first_launch;
+  json scores = json::array();  // empty when the tracer observed no layer of this target
+  json shown = json::object();
+  for (const auto& [pid, label] : scored.labels) shown[std::to_string(pid)] = label;
+  r.run["processes"] = shown;
+  for (const auto& s : scored.layers) {
+    scores.push_back(to_json(s));
+    outcome.layers[s.layer].add(s);
+    if (outcome.partly_unobserved.count(s.layer)) continue;
+    if (const std::string reason = shortfall_reason(s, report, method); !reason.empty()) {
+      r.run["partly_observed"].push_back({{"layer", s.layer}, {"reason", reason}});
+      outcome.partly_unobserved[s.layer] = reason;
+    }
+  }
+  r.run["match"] = scores;
+  r.run["per_device_short"] = per_device_short(scores, method);
 }
 
 // Stage 6: what the tracer saw, which layers it could not see (each with its reason), and
@@ -409,49 +382,7 @@ void score_events(RunState& r, const RunContext& ctx, const Method& method, Comb
     r.run["processes"] = shown;
     add_run(outcome.processes, counted);
   } else {
-    // The ground truth: one ledger per process (ledger.jsonl, ledger.jsonl.<pid>), each
-    // checked on its own, their calls matched together with the store's, both streamed.
-    const WorkloadScore scored = score_workload({r.target_dir, events_file_of(r.dir), r.dir / "match-sort",
-                                                 ctx.host.max_trace_bytes, report.layers, report.match_slack_ns,
-                                                 report.device_mode},
-                                                names);
-    r.run["ledger"] = to_json(scored.ledger);
-    if (!scored.ledger.consistent) {
-      outcome.ledger_consistent = false;
-      r.failures.push_back("ledger: " + (scored.ledger.problems.empty() ? std::string("inconsistent")
-                                                                         : scored.ledger.problems.front()));
-    }
-    if (!scored.store_error.empty() && tally->whole())  // else its read said so already
-      r.failures.push_back("tracer output: " + scored.store_error);
-    r.first_launch = scored.first_launch;
-    json scores = json::array();  // empty when the tracer observed no layer of this target
-    json shown = json::object();
-    for (const auto& [pid, label] : scored.labels) shown[std::to_string(pid)] = label;
-    r.run["processes"] = shown;
-    for (const auto& s : scored.layers) {
-      scores.push_back(to_json(s));
-      outcome.layers[s.layer].add(s);
-      // A layer seen in part always says why: the tracer's account, its loss, or the
-      // method's stated limit (partial_reason), never a bare number.
-      if (s.matched < s.expected && !outcome.partly_unobserved.count(s.layer)) {
-        const std::string why = partial_reason(report.partly_unobserved, report.loss, method.limits, s.layer);
-        const std::string reason = why.empty() ? "the method names no limit for this layer (Method::limits)" : why;
-        r.run["partly_observed"].push_back({{"layer", s.layer}, {"reason", reason}});
-        outcome.partly_unobserved[s.layer] = reason;
-      }
-      // Whole, yet short for some (process, device): the method placed records elsewhere
-      // than the ledger did (another GPU or process), which the total cannot show.
-      bool misplaced = false;
-      for (const auto& [key, b] : s.buckets) misplaced |= b.matched < b.expected;
-      if (s.matched == s.expected && misplaced && !outcome.partly_unobserved.count(s.layer)) {
-        const std::string reason = "the method put some of this layer's records on another process or GPU than the "
-                                   "ledger did (per_device_short names them)";
-        r.run["partly_observed"].push_back({{"layer", s.layer}, {"reason", reason}});
-        outcome.partly_unobserved[s.layer] = reason;
-      }
-    }
-    r.run["match"] = scores;
-    r.run["per_device_short"] = per_device_short(scores, method);
+    score_against_ledger(r, ctx, method, names, tally->whole(), outcome);
   }
   json inferred = json::array();
   for (const auto& [pid, ordinal] : names.inferred_from_host()) inferred.push_back({{"pid", pid}, {"device", ordinal}});
@@ -504,6 +435,7 @@ void record_run(RunState& r, RunContext& ctx, ComboOutcome& outcome) {
     r.run["failures"] = r.failures;
   }
   if (ctx.otlp) ctx.otlp->send_run(r.dir.filename().string(), r.run, *ctx.manifest, r.events.events);
+  if (r.run.contains("result_changed")) outcome.results_changed.push_back(r.run["result_changed"].get<std::string>());
   outcome.statuses.push_back(r.failures.empty() ? "ok" : to_string(r.child.status));
   outcome.wall_ns.push_back(r.child.wall_ns);
   if (r.failures.empty()) {
@@ -536,246 +468,59 @@ json run_one(const Combo& combo, int rep, RunContext& ctx, ComboOutcome& outcome
   return r.run;
 }
 
-json combo_json(const ComboOutcome& o, const std::vector<ComboOutcome>& all) {
-  json layers = json::array();
-  for (const auto& [name, s] : o.layers) layers.push_back(to_json(s));
-  json j = {{"workload", o.combo.workload.empty() ? json(nullptr) : json(o.combo.workload)},
-            {"linkage", o.combo.linkage.empty() ? json(nullptr) : json(o.combo.linkage)},
-            {"method", o.combo.method},
-            {"reps", o.statuses.size()},
-            {"ok", o.ok},
-            {"failed", o.failed},
-            {"statuses", o.statuses},
-            {"failures", o.failures},
-            {"ledger_consistent", o.ledger_consistent},
-            {"wall_ns", {{"median", median(o.wall_ns)},
-                         {"min", o.wall_ns.empty() ? 0 : *std::min_element(o.wall_ns.begin(), o.wall_ns.end())},
-                         {"max", o.wall_ns.empty() ? 0 : *std::max_element(o.wall_ns.begin(), o.wall_ns.end())},
-                         {"values", o.wall_ns}}},
-            {"layers", layers},
-            {"loss", o.loss},
-            {"event_counts", o.event_counts}};
-  json unobserved = json::array();
-  for (const auto& [layer, reason] : o.unobserved) unobserved.push_back({{"layer", layer}, {"reason", reason}});
-  j["unobserved"] = unobserved;
-  json partly = json::array();
-  for (const auto& [layer, reason] : o.partly_unobserved) partly.push_back({{"layer", layer}, {"reason", reason}});
-  j["partly_observed"] = partly;
-  // Per (process, device): which fell short over the repetitions, and whether the method's
-  // records name the device at all (and agree with the ledger where both do).
-  json short_of = json::array(), attribution = json::object();
-  const Method* method = find_method(o.combo.method);
-  for (const auto& [name, sc] : o.layers) {
-    if (several(sc.buckets))
-      for (const auto& line : shortfalls(sc.buckets)) short_of.push_back(name + ": " + line);
-    const auto d = method ? method->devices.find(name) : std::map<std::string, Method::DeviceAttribution>::const_iterator{};
-    const bool known = method && d != method->devices.end();
-    attribution[name] = {{"named", known && d->second.named},
-                         {"how", known ? d->second.how : "the method says nothing of devices"},
-                         {"compared", sc.device_compared},
-                         {"equal", sc.device_equal},
-                         {"unnamed", sc.device_unnamed}};
-  }
-  j["per_device_short"] = short_of;
-  j["device_attribution"] = attribution;
-  if (!o.processes.empty()) {
-    json processes = json::array();
-    for (const auto& [key, p] : o.processes)
-      processes.push_back({{"process", p.label()}, {"runs", p.runs}, {"pids", p.pids}});
-    j["processes"] = processes;
-  }
-  // Whole-workload slowdown: this method's median wall time over the baseline's.
-  // With 3 or more repetitions of each, a bootstrap 95% interval of that ratio.
-  for (const auto& base : all)
-    if (base.combo.method == "none" && base.combo.workload == o.combo.workload &&
-        base.combo.linkage == o.combo.linkage && median(base.wall_ns) > 0 && base.ok > 0) {
-      j["wall_ratio_vs_none"] = double(median(o.wall_ns)) / double(median(base.wall_ns));
-      if (base.wall_ns.size() >= 3 && o.wall_ns.size() >= 3) {
-        const std::vector<double> a(base.wall_ns.begin(), base.wall_ns.end()), b(o.wall_ns.begin(), o.wall_ns.end());
-        const Difference r = median_ratio(a, b);
-        j["wall_ratio_ci95"] = {r.lo, r.hi};
-      }
-    }
-  return j;
-}
-
-void print_progress(size_t index, size_t total, const Combo& c, int rep, int reps, const json& run,
-                    const std::string& cost_progress) {
-  std::string what = c.workload.empty() ? "command" : c.workload + " " + c.linkage;
-  std::string verdict = run["ok"].get<bool>() ? "ok" : "FAILED";
-  char line[512];
-  std::snprintf(line, sizeof line, "[%3zu/%zu] %-22s %-14s rep %d/%d  %-6s %7.2f s", index, total, what.c_str(),
-                c.method.c_str(), rep, reps, verdict.c_str(), run["wall_ns"].get<int64_t>() / 1e9);
-  std::string extra;
-  const bool ok = run["ok"].get<bool>();
-  // A failed run's shares are not shown: its ground truth may not have been read, and a
-  // number beside FAILED reads as a result (run.json keeps whatever was scored).
-  if (run.contains("ledger") && ok) extra += "  ledger " + std::to_string(run["ledger"]["records"].get<int64_t>()) + " calls";
-  if (run.contains("match") && ok)
-    for (const auto& s : run["match"])
-      extra += "  " + s["layer"].get<std::string>() + " " +
-               share_text(s["matched"].get<int64_t>(), s["expected"].get<int64_t>());
-  else if (run.contains("event_counts") && ok)
-    for (const auto& [layer, n] : run["event_counts"].items()) extra += "  " + layer + " " + std::to_string(n.get<int64_t>());
-  for (const auto& u : run["unobserved"])
-    extra += "  " + u["layer"].get<std::string>() + " NOT OBSERVED (" + u["reason"].get<std::string>() + ")";
-  for (const auto& u : run.value("partly_observed", json::array()))
-    extra += "  " + u["layer"].get<std::string>() + " PARTLY OBSERVED (" + u["reason"].get<std::string>() + ")";
-  if (!run["left_running"].empty()) {
-    // Which, and whose: the program's leftovers are its own doing, the method's are ours.
-    std::string who;
-    const json detail = run.value("left_running_detail", json::array());
-    for (size_t i = 0; i < detail.size() && i < 8; ++i) {  // the rest in run.json: one line stays readable
-      const json& l = detail[i];
-      who += (who.empty() ? "" : ", ") + std::to_string(l["pid"].get<int>()) + " " + l["name"].get<std::string>() +
-             " (" + (l["belongs"] == "program" ? "the program's" : l["belongs"] == "method" ? "the method's" : "origin unknown") +
-             ")";
-    }
-    if (detail.size() > 8) who += ", ... (" + std::to_string(detail.size() - 8) + " more in run.json)";
-    extra += "  (" + std::to_string(run["left_running"].size()) + " process(es) left running: killed" +
-             (who.empty() ? "" : ": " + who) + ")";
-  }
-  // A result that tracing changed always shows, failed or not (--strict-result).
-  if (run.contains("result_changed") && run["ok"].get<bool>())
-    extra += "  RESULT CHANGED (" + run["result_changed"].get<std::string>() + ")";
-  // Lost events always show, whatever the shares read.
-  if (const json loss = run.value("tracer", json::object()).value("loss", json::object()); lost_events(loss) > 0)
-    extra += "  LOST " + std::to_string(lost_events(loss)) + " events (" + lost_text(loss) + ")";
-  // A total can hide a rank or a GPU that saw nothing: those that fell short are named.
-  const json short_of = run.value("per_device_short", json::array());
-  for (size_t i = 0; i < short_of.size() && i < 4; ++i) extra += "  SHORT " + short_of[i].get<std::string>();
-  if (short_of.size() > 4) extra += "  ... (" + std::to_string(short_of.size()) + " short in all, run.json)";
-  if (!run["ok"].get<bool>()) extra += "  (" + run["failures"][0].get<std::string>() + ")";
-  if (!cost_progress.empty()) extra += "  [" + cost_progress + "]";
-  std::fprintf(stderr, "%s%s\n", line, extra.c_str());
-}
-
-}  // namespace
-
-int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std::string>& command_line) {
-  // Plan: every combination, each either runnable or skipped with its reason.
-  std::vector<Combo> todo;
-  json skipped = json::array();
-  std::vector<Combo> combos;
-  // The untraced run of each program first: every traced run's ending is checked against it.
-  std::vector<std::string> methods_in_order = opts.methods;
-  bool added_baseline = false;  // the untraced run is the harness's, not something the user asked for
-  if (!opts.command.empty() && opts.baseline &&
-      std::find(methods_in_order.begin(), methods_in_order.end(), "none") == methods_in_order.end()) {
-    methods_in_order.insert(methods_in_order.begin(), "none");
-    added_baseline = true;
-    std::fprintf(stderr, "harness: the command runs untraced first (method none), to check every traced run's "
-                         "exit against it (--no-baseline skips it)\n");
-  }
-  std::stable_partition(methods_in_order.begin(), methods_in_order.end(), [](const std::string& m) { return m == "none"; });
-  if (opts.command.empty()) {
-    for (const auto& w : opts.workloads)
-      for (const auto& l : opts.linkages) {
-        const auto& builds = find_workload(w)->linkages;
-        if (std::find(builds.begin(), builds.end(), l) == builds.end()) continue;  // dlopen has no static build
-        for (const auto& m : methods_in_order) combos.push_back({w, l, m});
-      }
-  } else {
-    for (const auto& m : methods_in_order) combos.push_back({"", "", m});
-  }
-  for (const auto& c : combos) {
-    std::string reason;
-    const auto options = opts.method_options.find(c.method);
-    const Availability a = availability(*find_method(c.method), host,
-                                        options == opts.method_options.end() ? MethodOptions{} : options->second);
-    if (!a.ok) {
-      reason = "method " + c.method + ": " + a.reason;
-    } else if (!c.workload.empty()) {
-      reason = workload_unavailable(*find_workload(c.workload), host);
-      if (!reason.empty())
-        ;
-      else if (!fs::exists(workload_binary(host.prefix, c.workload, c.linkage)))
-        reason = "workload binary missing: " + workload_binary(host.prefix, c.workload, c.linkage).string();
-    }
-    if (reason.empty()) {
-      todo.push_back(c);
-    } else {
-      skipped.push_back({{"workload", c.workload.empty() ? json(nullptr) : json(c.workload)},
-                         {"linkage", c.linkage.empty() ? json(nullptr) : json(c.linkage)},
-                         {"method", c.method},
-                         {"reason", reason}});
-    }
-  }
-
-  fs::path root;
+// The results folder of this invocation: made, its manifest written.
+struct ResultsFolder {
+  fs::path root, runs_dir;
+  std::string run_id;
   std::vector<fs::path> made_for_user;  // a fresh --out: the user's, like the run folder
-  const std::string run_id = create_out_folder(opts.out, "", root, &made_for_user);
-  const fs::path runs_dir = root / "runs";
-  make_dir_exclusive(runs_dir);
+  json manifest;
+};
+
+ResultsFolder open_results(const Options& opts, const HostFacts& host, const std::vector<std::string>& command_line,
+                           HostFacts& run_host) {
+  ResultsFolder out;
+  out.run_id = create_out_folder(opts.out, "", out.root, &out.made_for_user);
+  out.runs_dir = out.root / "runs";
+  make_dir_exclusive(out.runs_dir);
   // The caller learns which folder is this run's without guessing from the newest one.
-  if (!opts.run_id_file.empty()) write_file_atomic(opts.run_id_file, fs::absolute(root).string() + "\n");
+  if (!opts.run_id_file.empty()) write_file_atomic(opts.run_id_file, fs::absolute(out.root).string() + "\n");
   // What one run reads of the files a method's in-process half writes: as much as the disk
   // under --out can take (half its free space now), or what the user said.
-  HostFacts run_host = host;
-  run_host.max_trace_bytes = opts.max_trace_bytes.value_or(half_free_space(root));
-  RunContext ctx{opts, run_host, runs_dir, invoking_user()};
-  if (opts.result) ctx.result_re = result_pattern(*opts.result);
+  run_host = host;
+  run_host.max_trace_bytes = opts.max_trace_bytes.value_or(half_free_space(out.root));
+  out.manifest = {{"v", 1},
+                  {"run_id", out.run_id},
+                  {"max_trace_bytes", run_host.max_trace_bytes},
+                  {"started", utc_now("%Y-%m-%dT%H:%M:%SZ")},
+                  {"command_line", command_line},
+                  {"environment", environment_manifest(host, opts.methods)},
+                  {"workloads_run_as", invoking_user() ? json(invoking_user()->user) : json("the harness's own user")}};
+  write_json(out.root / "manifest.json", out.manifest);
+  return out;
+}
 
-  json manifest = {{"v", 1},
-                   {"run_id", run_id},
-                   {"max_trace_bytes", run_host.max_trace_bytes},
-                   {"started", utc_now("%Y-%m-%dT%H:%M:%SZ")},
-                   {"command_line", command_line},
-                   {"environment", environment_manifest(host, opts.methods)},
-                   {"workloads_run_as", ctx.run_as ? json(ctx.run_as->user) : json("the harness's own user")}};
-  write_json(root / "manifest.json", manifest);
-  ctx.manifest = &manifest;
-  SpaceReserve reserve(root, kSummaryReserve);
-  ctx.reserve = &reserve;
-  std::fprintf(stderr, "harness: run %s: %zu combination(s) x %d %s to run, %zu skipped; results in %s\n",
-               run_id.c_str(), todo.size(), opts.reps, opts.cost ? "interleaved round(s)" : "rep(s)", skipped.size(),
-               shown(root.string()).c_str());
-  // One line per reason, with how many combinations and which (the full list is in
-  // summary.json): a method missing here must not bury the rest of the console.
-  std::map<std::string, std::vector<std::string>> skips_by_reason;
-  for (const auto& s : skipped)
-    skips_by_reason[s["reason"].get<std::string>()].push_back(
-        s["workload"].is_null() ? "command." + s["method"].get<std::string>()
-                                : s["workload"].get<std::string>() + "." + s["linkage"].get<std::string>() + "." +
-                                      s["method"].get<std::string>());
-  for (const auto& [reason, which] : skips_by_reason) {
-    std::string list;
-    for (size_t i = 0; i < which.size() && i < 4; ++i) list += (i ? ", " : "") + which[i];
-    if (which.size() > 4) list += ", ... (" + std::to_string(which.size() - 4) + " more)";
-    std::fprintf(stderr, "  skip %zu: %s [%s]\n", which.size(), reason.c_str(), list.c_str());
-  }
-
-  std::unique_ptr<OtlpRunSender> otlp;
-  if (!opts.otlp_endpoint.empty()) otlp = std::make_unique<OtlpRunSender>(opts.otlp_endpoint);
-  ctx.otlp = otlp.get();
-  // The order of the runs: the matrix's (each combination's repetitions in a row), or the
-  // cost mode's interleaved rounds, which CostRecorder follows and may cut short.
-  std::vector<CostSubject> subjects;
-  for (const auto& c : todo)
-    subjects.push_back({c.workload.empty() ? "command" : c.workload + "." + c.linkage, c.method, c.workload, c.linkage});
-  std::vector<std::string> program_of;
-  for (const auto& s : subjects) program_of.push_back(s.program);
-  const RunPlan plan = opts.cost ? interleaved_plan(program_of, opts.reps) : sequential_plan(todo.size(), opts.reps);
-  std::unique_ptr<CostRecorder> cost;
-  if (opts.cost) cost = std::make_unique<CostRecorder>(subjects, plan, opts.reps, opts.time_budget_s, opts.command);
-  std::vector<ComboOutcome> outcomes(todo.size());
+// Runs the plan in its order (the matrix's, or the cost mode's interleaved rounds, which
+// CostRecorder follows and may cut short) until done, interrupted or out of space.
+void run_plan(MatrixPlan& plan, RunContext& ctx, CostRecorder* cost, const RunPlan& order,
+              const std::vector<CostSubject>& subjects, std::vector<ComboOutcome>& outcomes) {
+  const std::vector<Combo>& todo = plan.todo;
   for (size_t i = 0; i < todo.size(); ++i) outcomes[i].combo = todo[i];
-  for (size_t index = 0; index < plan.size() && !g_interrupted && ctx.write_error.empty(); ++index) {
-    const Combo& c = todo[plan[index].combo];
-    const int rep = plan[index].rep;
+  for (size_t index = 0; index < order.size() && !g_interrupted && ctx.write_error.empty(); ++index) {
+    const Combo& c = todo[order[index].combo];
+    const int rep = order[index].rep;
     if (cost && !cost->should_run(index)) {
       if (!cost->stopped().empty()) break;
       continue;
     }
     json run;
     try {
-      run = run_one(c, rep, ctx, outcomes[plan[index].combo]);
+      run = run_one(c, rep, ctx, outcomes[order[index].combo]);
     } catch (const WriteError& e) {  // the run's own folder or files could not be made
       ctx.write_error = e.what();
       break;
     }
-    if (cost) cost->add(index, run, runs_dir / (c.label() + ".r" + std::to_string(rep)));
-    print_progress(index + 1, plan.size(), c, rep, opts.reps, run, cost ? cost->progress(index) : "");
+    if (cost) cost->add(index, run, ctx.runs_dir / (c.label() + ".r" + std::to_string(rep)));
+    print_progress(index + 1, order.size(), c, rep, ctx.opts.reps, run, cost ? cost->progress(index) : "");
   }
   if (!ctx.write_error.empty())
     std::fprintf(stderr, "harness: %s: stopping; the summary keeps what finished\n", ctx.write_error.c_str());
@@ -787,91 +532,64 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
       for (size_t i = 0; i < todo.size(); ++i)
         if (subjects[i].program == program) {
           outcomes[i].statuses.clear();
-          skipped.push_back({{"workload", todo[i].workload.empty() ? json(nullptr) : json(todo[i].workload)},
-                             {"linkage", todo[i].linkage.empty() ? json(nullptr) : json(todo[i].linkage)},
-                             {"method", todo[i].method},
-                             {"reason", reason}});
+          plan.skipped.push_back(skip_entry(todo[i], reason));
         }
     }
   std::erase_if(outcomes, [](const ComboOutcome& o) { return o.statuses.empty(); });  // never started
+}
 
-  int ok = 0, failed = 0;
+}  // namespace
+
+int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std::string>& command_line) {
+  MatrixPlan plan = plan_matrix(opts, host);
+  HostFacts run_host;
+  ResultsFolder folder = open_results(opts, host, command_line, run_host);
+  RunContext ctx{opts, run_host, folder.runs_dir, invoking_user()};
+  if (opts.result) ctx.result_re = result_pattern(*opts.result);
+  ctx.manifest = &folder.manifest;
+  SpaceReserve reserve(folder.root, kSummaryReserve);
+  ctx.reserve = &reserve;
+  std::fprintf(stderr, "harness: run %s: %zu combination(s) x %d %s to run, %zu skipped; results in %s\n",
+               folder.run_id.c_str(), plan.todo.size(), opts.reps, opts.cost ? "interleaved round(s)" : "rep(s)",
+               plan.skipped.size(), shown(folder.root.string()).c_str());
+  print_skips(plan.skipped);
+
+  std::unique_ptr<OtlpRunSender> otlp;
+  if (!opts.otlp_endpoint.empty()) otlp = std::make_unique<OtlpRunSender>(opts.otlp_endpoint);
+  ctx.otlp = otlp.get();
+  std::vector<CostSubject> subjects;
+  for (const auto& c : plan.todo)
+    subjects.push_back({c.workload.empty() ? "command" : c.workload + "." + c.linkage, c.method, c.workload, c.linkage});
+  std::vector<std::string> program_of;
+  for (const auto& s : subjects) program_of.push_back(s.program);
+  const RunPlan order = opts.cost ? interleaved_plan(program_of, opts.reps) : sequential_plan(plan.todo.size(), opts.reps);
+  std::unique_ptr<CostRecorder> cost;
+  if (opts.cost) cost = std::make_unique<CostRecorder>(subjects, order, opts.reps, opts.time_budget_s, opts.command);
+  std::vector<ComboOutcome> outcomes(plan.todo.size());
+  run_plan(plan, ctx, cost.get(), order, subjects, outcomes);
+
   // Whether the runs were cut short, read once: a Ctrl-C while the summary and the report
   // are written comes after every run finished, and changes neither what they say nor the exit.
   const bool interrupted = g_interrupted.load();
-  json combos_json = json::array();
-  for (const auto& o : outcomes) {
-    ok += o.ok;
-    failed += o.failed;
-    combos_json.push_back(combo_json(o, outcomes));
-  }
-  // schema_version: the shape of this file (schema/summary.v1.schema.json), which the
-  // analysis package checks before reading anything.
-  json summary = {{"v", 1},
-                  {"schema_version", 1},
-                  {"run_id", run_id},
-                  {"started", manifest["started"]},
-                  {"finished", utc_now("%Y-%m-%dT%H:%M:%SZ")},
-                  {"interrupted", interrupted},
-                  {"incomplete", ctx.write_error.empty() ? json(nullptr) : json(ctx.write_error)},
-                  {"command_line", command_line},
-                  {"counts", {{"runs", ok + failed}, {"ok", ok}, {"failed", failed}, {"skipped_combinations", skipped.size()}}},
-                  {"combos", combos_json},
-                  {"skipped", skipped}};
-  int64_t unobserved_total = 0;
-  for (const auto& o : outcomes) unobserved_total += int64_t(o.unobserved.size());
-  summary["counts"]["layers_not_observed"] = unobserved_total;
-  if (otlp) summary["otlp"] = otlp->summary();
-  if (cost) {
-    // A method the command line took out is named on every program's row, not left blank.
-    json left_out = json::array();
-    for (const auto& m : opts.methods_taken_out)
-      left_out.push_back({{"method", m}, {"reason", "taken out by --method " + opts.method_arg}});
-    summary["cost"] = cost->summary(skipped, left_out);
-  }
-  if (!opts.command.empty()) {
-    std::vector<MethodView> views;
-    for (const auto& o : outcomes) {
-      const Method& m = *find_method(o.combo.method);
-      views.push_back({o.combo.method, o.ok > 0, m.layers, o.observed, o.unobserved, o.families,
-                       int(o.statuses.size()), o.partly_unobserved, m.limits, o.loss});
-      views.back().processes = &o.processes;
-    }
-    summary["verdict"] = command_verdict(views);
-    if (!outcomes.empty()) std::fputs(verdict_text(summary["verdict"]).c_str(), stderr);  // nothing ran: nothing to say
-  }
-  if (cost) std::fputs(cost->table(summary["cost"]).c_str(), stderr);
+  const SummaryInputs in{opts,        folder.run_id, folder.manifest["started"], ctx.write_error, ctx.otlp,
+                         plan.skipped, cost.get(),    interrupted,                command_line,    plan.added_baseline};
+  const json summary = build_summary(in, outcomes);
   reserve.release();  // the summary is written into the space kept for it
+  const auto hand_over = [&] {
+    if (!ctx.run_as) return;
+    chown_tree(folder.root, ctx.run_as->uid, ctx.run_as->gid);
+    hand_over_created_folders(folder.made_for_user, ctx.run_as->uid, ctx.run_as->gid);
+  };
   try {
-    write_json(root / "summary.json", summary);
+    write_json(folder.root / "summary.json", summary);
   } catch (const WriteError& e) {
     std::fprintf(stderr, "harness: %s: no summary was kept\n", e.what());
-    if (ctx.run_as) chown_tree(root, ctx.run_as->uid, ctx.run_as->gid);
-    if (ctx.run_as) hand_over_created_folders(made_for_user, ctx.run_as->uid, ctx.run_as->gid);
+    hand_over();
     return 1;
   }
-  if (!opts.no_report) write_report(host.prefix, root);
-  if (ctx.run_as) chown_tree(root, ctx.run_as->uid, ctx.run_as->gid);
-  if (ctx.run_as) hand_over_created_folders(made_for_user, ctx.run_as->uid, ctx.run_as->gid);
-
-  const std::string not_observed =
-      unobserved_total ? ", " + std::to_string(unobserved_total) + " method layer(s) NOT OBSERVED (reasons above)" : "";
-  std::fprintf(stderr, "harness: %d run(s) ok, %d failed, %zu combination(s) skipped%s%s; summary: %s\n", ok, failed,
-               skipped.size(), not_observed.c_str(), interrupted ? ", INTERRUPTED (partial results kept)" : "",
-               shown((root / "summary.json").string()).c_str());
-  if (otlp) std::fprintf(stderr, "%s\n", otlp->console_line().c_str());  // the collector's state never changes the exit
-  if (interrupted) return 130;
-  if (failed || !ctx.write_error.empty()) return 1;
-  // The baseline the harness added is not what was asked: with every method the user named
-  // skipped, nothing requested ran.
-  const bool asked_ran = std::any_of(outcomes.begin(), outcomes.end(), [&](const ComboOutcome& o) {
-    return o.ok > 0 && !(added_baseline && o.combo.method == "none");
-  });
-  if (ok == 0 || !asked_ran) {
-    std::fprintf(stderr, "harness: nothing requested could run here (see the skip reasons above)\n");
-    return 3;
-  }
-  return 0;
+  if (!opts.no_report) write_report(host.prefix, folder.root);
+  hand_over();
+  return final_status(in, summary, outcomes, folder.root);
 }
 
 }  // namespace cudatrace

@@ -492,6 +492,20 @@ def loss_table(combos):
                  empty="No tracing method ran (only the baseline), so nothing could be lost.")
 
 
+def results_changed_section(combos):
+    """Traced runs whose result (--result) differed from the untraced run's, as the harness
+    named them; the report judges nothing itself."""
+    rows = []
+    for c in combos:
+        changed = c.get("results_changed") or {}
+        if changed.get("runs", 0) > 0:
+            rows.append([esc(c.get("workload") or "command"), esc(c.get("linkage") or ""), esc(c["method"]),
+                         f'<b class="bad">{changed["runs"]} of {c.get("reps", 0)}</b>',
+                         "<br>".join(esc(x) for x in changed.get("examples", []))])
+    return table(["workload", "cudart", "method", "runs changed", "what it computed"], rows, "results-changed-table",
+                 empty="No traced run computed otherwise than untraced (with --result; without it, only the exit is compared).")
+
+
 def slowdown_section(combos):
     rows = []
     for c in combos:
@@ -688,6 +702,7 @@ summary{{cursor:pointer}}</style></head><body>
 <h2>What each method saw of the command</h2>{command_section(summaries)}
 <h2>Per process and GPU</h2>{per_device_section(runs)}
 <h2>Loss</h2><p>Every counter a tracer reports about events it could not keep; 0 is the only good value.</p>{loss_table(combos)}
+<h2>Results changed by tracing</h2><p>A traced run whose result (<code>--result</code>) differs from the untraced run's: tracing changed what the program computed.</p>{results_changed_section(combos)}
 <h2>Slowdown (cost mode)</h2>{cost_section(runs)}
 <h2>Whole-workload slowdown</h2><p>From the repetitions of each combination, run one after another (the cost mode above pairs interleaved rounds instead).</p>{slowdown_section(combos)}
 <h2>Skipped, and why</h2>{skipped_section(summaries + benches)}

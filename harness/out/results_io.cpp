@@ -1,5 +1,7 @@
 #include "harness/out/results_io.h"
 
+#include <sys/statvfs.h>
+
 #include "common/outside_text.h"
 #include "common/spawn.h"
 #include "harness/run/safe_files.h"
@@ -14,6 +16,13 @@
 #include <stdexcept>
 
 namespace cudatrace {
+
+uint64_t half_free_space(const std::filesystem::path& dir) {
+  struct statvfs st {};
+  if (statvfs(dir.c_str(), &st) != 0) return uint64_t(128) << 20;
+  return std::max(uint64_t(st.f_bavail) * uint64_t(st.f_frsize) / 2, uint64_t(64) << 20);
+}
+
 
 std::string utc_now(const char* strftime_format) {
   char buf[64];

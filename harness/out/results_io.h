@@ -3,6 +3,7 @@
 // that a reader never sees half-done.
 #include <sys/types.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -12,6 +13,11 @@
 namespace cudatrace {
 
 std::string utc_now(const char* strftime_format);
+
+// Half the space free under `dir` to an unprivileged writer, at least 64 MiB (a disk that
+// full fails the runs' own writes, which say so): what a run may read of a method's files
+// when the user sets no --max-trace-bytes.
+uint64_t half_free_space(const std::filesystem::path& dir);
 
 // Writes to PATH.tmp (created exclusively, never through a link) and renames over PATH.
 // Throws WriteError with the path and the system's reason; no .tmp is left behind.

@@ -439,4 +439,10 @@ uint64_t cut_program_output(const std::filesystem::path& file, uint64_t keep, Ou
   return freed;
 }
 
+std::string how_it_ended(const ChildResult& c) {
+  if (c.status == ChildStatus::Exited) return "exit " + std::to_string(c.exit_code);
+  if (c.status == ChildStatus::Signaled) return "signal " + std::to_string(c.signal);
+  return to_string(c.status);
+}
+
 }  // namespace cudatrace

@@ -90,4 +90,7 @@ uint64_t cut_program_output(const std::filesystem::path& file, uint64_t keep, Ou
 // child and come back as TracerFailed.
 ChildResult run_child(const ChildSpec& spec, Tracer& tracer);
 
+// "exit 0", "signal 11", "timed out": how a run ended, in a few words.
+std::string how_it_ended(const ChildResult& c);
+
 }  // namespace cudatrace

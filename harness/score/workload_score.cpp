@@ -1,6 +1,9 @@
 #include "harness/score/workload_score.h"
 
 #include "common/event_store.h"
+#include "harness/score/verdict.h"
+
+using json = nlohmann::json;
 
 namespace cudatrace {
 
@@ -32,6 +35,36 @@ WorkloadScore score_workload(const WorkloadScoreInput& in, DeviceNames& names) {
     }
   }
   out.layers = matcher.finish();
+  return out;
+}
+
+std::string shortfall_reason(const LayerScore& s, const TracerReport& report, const Method& method) {
+  if (s.matched < s.expected) {
+    const std::string why = partial_reason(report.partly_unobserved, report.loss, method.limits, s.layer);
+    return why.empty() ? "the method names no limit for this layer (Method::limits)" : why;
+  }
+  for (const auto& [key, b] : s.buckets)
+    if (b.matched < b.expected)
+      return "the method put some of this layer's records on another process or GPU than the ledger did "
+             "(per_device_short names them)";
+  return "";
+}
+
+json per_device_short(const json& scores, const Method& method) {
+  json out = json::array();
+  for (const auto& s : scores) {
+    Buckets buckets;
+    for (const auto& b : s.value("per_device", json::array()))
+      buckets[{b["process"].get<std::string>(), b["device"].get<std::string>()}] = {
+          b["expected"].get<int64_t>(), b["matched"].get<int64_t>(), b["missing"].get<int64_t>(),
+          b["phantom"].get<int64_t>()};
+    if (!several(buckets)) continue;
+    const std::string l = s["layer"].get<std::string>();
+    const auto d = method.devices.find(l);
+    const std::string why = d != method.devices.end() && !d->second.named ? " (" + d->second.how + ")" : "";
+    for (const auto& line : shortfalls(buckets))
+      out.push_back(l + ": " + line + (line.find(kUnattributed) != std::string::npos ? why : ""));
+  }
   return out;
 }
 

@@ -12,6 +12,7 @@
 #include "harness/score/matcher.h"
 #include "harness/score/per_device.h"
 #include "harness/stats/cost.h"
+#include "tracers/tracer.h"
 
 namespace cudatrace {
 
@@ -35,5 +36,15 @@ struct WorkloadScoreInput {
 
 // `names` has learnt the method's records; it learns the ledger's here.
 WorkloadScore score_workload(const WorkloadScoreInput& in, DeviceNames& names);
+
+// Why a scored layer reads short, never a bare number: the tracer's account, its loss, or
+// the method's stated limit; or, whole yet short for some (process, device), that the
+// method placed records elsewhere than the ledger did. Empty when it is whole and in place.
+std::string shortfall_reason(const LayerScore& s, const TracerReport& report, const Method& method);
+
+// The (process, device) buckets of each layer that matched less than they expected, when
+// the run has more than one process or device: "runtime: rank 1 on 0000:1a:00.0: 0 of 120
+// (0.0%)". A layer whose records name no device says so, with the method's reason.
+nlohmann::json per_device_short(const nlohmann::json& scores, const Method& method);
 
 }  // namespace cudatrace

@@ -156,6 +156,221 @@ json read_bench_summary(const fs::path& folder_or_file) {
   return s;
 }
 
+namespace {
+
+using CallKey = std::tuple<std::string, std::string, std::string>;  // (call, linkage, method)
+using Series = std::map<CallKey, std::vector<double>>;
+
+// What the bench's processes measured and said, over every round.
+struct BenchSamples {
+  json merged = {{"context", json::object()}, {"benchmarks", json::array()}};  // bench.json, for compare.py
+  json failures = json::array();
+  Series samples;      // each process's median per call
+  Series ab_samples;   // in-process A/B: live - paused, paired batch by batch
+  Series ab_ratios;    // live / paused, per round
+  Series ab_controls;  // paused - paused: the pairing's own reading when nothing differs
+  // The call with the tracer paused, process by process: what the machine did to the call itself.
+  Series paused_samples;
+  std::map<std::pair<std::string, std::string>, std::map<std::string, int64_t>> run_loss;  // (linkage, method), all rounds
+  // (linkage, method) -> what its processes ran without, any round: layer -> why, whole
+  // (a shim that static cudart never reaches) or in part (a stripped cudart in a library).
+  struct LayerGaps {
+    std::map<std::string, std::string> missing, partly;
+  };
+  std::map<std::pair<std::string, std::string>, LayerGaps> run_gaps;
+  json process_seconds = json::array();  // where a bench's wall time goes, process by process
+  std::map<std::string, std::string> call_kinds;  // percall's label: launch, copy, other
+  // (call, why) -> the processes that could not make the call (percall's "skipped:<call>").
+  std::map<std::pair<std::string, std::string>, json> calls_skipped;
+};
+
+// One benchmark process's JSON, into the samples.
+void take_bench_output(const fs::path& bench_json, const std::string& linkage, const std::string& method, int rep,
+                       BenchSamples& b) {
+  std::ifstream in = open_untrusted(bench_json);
+  json out = parse_outside_json(in);
+  if (b.merged["context"].empty()) b.merged["context"] = out["context"];
+  if (out["context"].is_object())
+    for (const auto& [key, why] : out["context"].items())
+      if (key.rfind("skipped:", 0) == 0 && why.is_string())
+        b.calls_skipped[{key.substr(8), why.get<std::string>()}].push_back(linkage + "/" + method);
+  for (auto row : out["benchmarks"]) {
+    row["repetition_index"] = rep - 1;
+    b.merged["benchmarks"].push_back(row);
+    std::string call, l, m;
+    if (row.value("run_type", "") != "iteration" || !split_name(row.value("name", ""), call, l, m)) continue;
+    if (row.contains("label") && row["label"].is_string() && !row["label"].get<std::string>().empty())
+      b.call_kinds[call] = row["label"].get<std::string>();
+    b.samples[{call, l, m}].push_back(row.contains("median_ns") ? row["median_ns"].get<double>()
+                                                                : row.value("real_time", 0.0));
+    if (row.contains("ab_delta_ns")) b.ab_samples[{call, l, m}].push_back(row["ab_delta_ns"].get<double>());
+    if (row.contains("control_delta_ns")) b.ab_controls[{call, l, m}].push_back(row["control_delta_ns"].get<double>());
+    // Live over paused in one process: what a device-side tracer does to a kernel's run is
+    // a factor, not a constant.
+    if (row.contains("paused_median_ns") && row["paused_median_ns"].get<double>() > 0) {
+      b.ab_ratios[{call, l, m}].push_back(row["median_ns"].get<double>() / row["paused_median_ns"].get<double>());
+      b.paused_samples[{call, l, m}].push_back(row["paused_median_ns"].get<double>());
+    }
+  }
+}
+
+// One round's process for (linkage, method): percall under the method, its loss and the
+// layers it ran without, then its measurements.
+void run_bench_process(const Options& opts, const HostFacts& host, const fs::path& root, const std::string& linkage,
+                       const std::string& method, int rep, int reps, BenchSamples& b) {
+  const fs::path bin = host.prefix / CUDATRACE_LIBEXEC_SUBDIR / ("percall." + linkage);
+  const fs::path dir = root / "runs" / ("percall." + linkage + "." + method + ".r" + std::to_string(rep));
+  // The benchmark writes its JSON as the program's user: into its own folder.
+  make_dir_exclusive(dir);
+  const fs::path target_dir = dir / "target";
+  make_dir_exclusive(target_dir);
+  if (auto who = invoking_user()) (void)!chown(target_dir.c_str(), who->uid, who->gid);
+  const fs::path bench_json = target_dir / "bench.json";
+  Target target{{bin.string(), "--benchmark_out=" + bench_json.string(), "--benchmark_out_format=json"}, linkage};
+  target.writable_dir = target_dir;
+  Launch launch{target.argv, {{"CUDATRACE_METHOD", method}}};
+  auto options = opts.method_options.find(method);
+  auto tracer = find_method(method)->make(host, options == opts.method_options.end() ? MethodOptions{} : options->second);
+  ChildResult child;
+  const int64_t started_ns = monotonic_ns();
+  try {
+    tracer->prepare(launch, target, dir);
+    ChildSpec spec{launch, dir, opts.timeout_s, invoking_user()};
+    spec.stall_timeout_s = opts.stall_timeout_s.value_or(0);
+    child = run_child(spec, *tracer);
+  } catch (const std::exception& e) {
+    child.status = ChildStatus::TracerFailed;
+    child.detail = e.what();
+  }
+  // A cost measured while the tracer dropped records is not the cost of tracing: what it
+  // can tell of its loss without converting its events goes with its rows.
+  if (auto loss = tracer->loss_without_events(dir))
+    for (const auto& [counter, n] : *loss)
+      if (n > 0) b.run_loss[{linkage, method}][counter] += n;
+  // Nor is a cost measured without one of the method's layers: the probes of a layer that
+  // was not there cost nothing, and the figure would read low without saying so.
+  const TracerReport layers = tracer->layers_without_events();
+  for (const auto& [l, why] : layers.unobserved) b.run_gaps[{linkage, method}].missing[l] = why;
+  for (const auto& [l, why] : layers.partly_unobserved) b.run_gaps[{linkage, method}].partly[l] = why;
+  tracer->abandon(dir);  // millions of calls: the overhead is the point, not the events
+  const double seconds = double(monotonic_ns() - started_ns) / 1e9;
+  b.process_seconds.push_back({{"linkage", linkage}, {"method", method}, {"rep", rep}, {"seconds", seconds}});
+  std::fprintf(stderr, "harness: bench round %d/%d %s %s: %.1f s\n", rep, reps, linkage.c_str(), method.c_str(), seconds);
+  if (child.status != ChildStatus::Exited || child.exit_code != 0 || !fs::exists(bench_json)) {
+    b.failures.push_back({{"linkage", linkage}, {"method", method}, {"rep", rep}, {"detail", child.detail}});
+    std::fprintf(stderr, "harness: bench %s/%s round %d FAILED: %s (see %s)\n", linkage.c_str(), method.c_str(), rep,
+                 child.detail.c_str(), (dir / "stderr.txt").c_str());
+    return;
+  }
+  take_bench_output(bench_json, linkage, method, rep, b);
+}
+
+// Between processes: the method's median against the untraced one's, with its interval.
+// Noise between two processes is shown as such, not as a speed-up or a cost (bench_stats.h
+// says what counts; the numbers stay in the JSON). Sets the printed delta, interval, ratio.
+void between_processes(json& row, const std::vector<double>& base, const std::vector<double>& values,
+                       std::string& delta, std::string& interval, std::string& ratio) {
+  const Difference d = median_difference(base, values);
+  row["delta_ns"] = d.delta;
+  row["delta_ci95_ns"] = {d.lo, d.hi};
+  row["ratio"] = median_of(values) / median_of(base);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%+.1f", d.delta);
+  delta = buf;
+  std::snprintf(buf, sizeof buf, "[%+.1f, %+.1f]", d.lo, d.hi);
+  interval = buf;
+  std::snprintf(buf, sizeof buf, "%.2fx", row["ratio"].get<double>());
+  ratio = buf;
+  if (between_processes_no_measurable_cost(d)) {
+    row["no_measurable_cost"] = true;
+    delta = "none";
+    ratio = "";
+    interval += " no measurable cost";
+  }
+}
+
+// The in-process A/B (a tracer that can pause): recording's cost, paired batch by batch,
+// beside its pairing control. Returns the words for the console.
+std::string in_process_ab(json& row, const CallKey& key, const BenchSamples& b) {
+  const auto ab = b.ab_samples.find(key);
+  if (ab == b.ab_samples.end()) return "";
+  const Difference d = median_interval(ab->second);
+  row["in_process_delta_ns"] = d.delta;
+  row["in_process_delta_ci95_ns"] = {d.lo, d.hi};
+  row["in_process_values_ns"] = ab->second;
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "  in-process A/B %+.1f [%+.1f, %+.1f]", d.delta, d.lo, d.hi);
+  std::string text = buf;
+  double control_ns = 0;
+  std::string control_text;
+  if (auto c = b.ab_controls.find(key); c != b.ab_controls.end()) {
+    const Difference control = median_interval(c->second);
+    control_ns = control.delta;
+    row["in_process_control_ns"] = control.delta;
+    row["in_process_control_ci95_ns"] = {control.lo, control.hi};
+    std::snprintf(buf, sizeof buf, " (control %+.1f)", control.delta);
+    control_text = buf;
+  }
+  if (in_process_no_measurable_cost(d, control_ns)) {
+    row["in_process_no_measurable_cost"] = true;
+    text += " no measurable cost";
+  }
+  text += control_text;
+  if (auto p = b.paused_samples.find(key); p != b.paused_samples.end()) row["in_process_paused_values_ns"] = p->second;
+  if (auto r = b.ab_ratios.find(key); r != b.ab_ratios.end()) {
+    row["in_process_ratio"] = median_of(r->second);
+    std::snprintf(buf, sizeof buf, " %.2fx", row["in_process_ratio"].get<double>());
+    text += buf;
+  }
+  return text;
+}
+
+// What the row's figures were measured without: a layer, part of one, or events lost.
+std::string measured_without(json& row, const std::string& linkage, const std::string& method, const BenchSamples& b) {
+  std::string text;
+  if (auto gaps = b.run_gaps.find({linkage, method}); gaps != b.run_gaps.end()) {
+    if (!gaps->second.missing.empty()) {
+      row["layers_not_covered"] = gaps->second.missing;
+      text += "  WITHOUT LAYER:";
+      for (const auto& [l, why] : gaps->second.missing) text += " " + l;
+    }
+    if (!gaps->second.partly.empty()) {
+      row["layers_partly_covered"] = gaps->second.partly;
+      text += "  WITHOUT PART OF LAYER:";
+      for (const auto& [l, why] : gaps->second.partly) text += " " + l;
+    }
+  }
+  if (auto lost = b.run_loss.find({linkage, method}); lost != b.run_loss.end()) {
+    row["loss_during_runs"] = lost->second;
+    text += "  MEASURED UNDER LOSS:";
+    for (const auto& [counter, n] : lost->second) text += " " + counter + "=" + std::to_string(n);
+  }
+  return text;
+}
+
+// bench_summary.json's rows, one per (call, linkage, method), each printed as it is made.
+json bench_rows(const BenchSamples& b) {
+  json rows = json::array();
+  std::fprintf(stderr, "\n%-28s %-7s %-8s %10s %10s %22s %7s\n", "call", "cudart", "method", "median ns", "delta ns",
+               "95% interval", "ratio");
+  for (const auto& [key, values] : b.samples) {
+    const auto& [call, linkage, method] = key;
+    json row = {{"call", call}, {"linkage", linkage}, {"method", method}, {"reps", values.size()},
+                {"median_ns", median_of(values)}, {"values_ns", values}};
+    if (auto kind = b.call_kinds.find(call); kind != b.call_kinds.end()) row["call_kind"] = kind->second;
+    std::string delta, interval, ratio;
+    if (auto base = b.samples.find({call, linkage, "none"}); base != b.samples.end() && method != "none")
+      between_processes(row, base->second, values, delta, interval, ratio);
+    const std::string more = in_process_ab(row, key, b) + measured_without(row, linkage, method, b);
+    std::fprintf(stderr, "%-28s %-7s %-8s %10.1f %10s %22s %7s%s\n", call.c_str(), linkage.c_str(), method.c_str(),
+                 median_of(values), delta.c_str(), interval.c_str(), ratio.c_str(), more.c_str());
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+}  // namespace
+
 int run_bench(const Options& opts, const HostFacts& host, const std::vector<std::string>& command_line) {
   if (!host.gpu) {
     std::fprintf(stderr, "harness: --bench needs a GPU: %s\n", host.gpu_reason.c_str());
@@ -180,27 +395,8 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
   if (!opts.run_id_file.empty()) write_file_atomic(opts.run_id_file, fs::absolute(root).string() + "\n");
   write_json(root / "manifest.json", {{"v", 1}, {"run_id", run_id}, {"started", utc_now("%Y-%m-%dT%H:%M:%SZ")},
                                       {"command_line", command_line}, {"environment", environment_manifest(host, opts.methods)}});
-
-  json merged = {{"context", json::object()}, {"benchmarks", json::array()}};
-  json skipped = json::array(), failures = json::array();
-  std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> samples;
-  std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> ab_samples;  // in-process A/B
-  std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> ab_ratios;   // live / paused, per round
-  std::map<std::pair<std::string, std::string>, std::map<std::string, int64_t>> run_loss;  // (linkage, method), all rounds
-  // (linkage, method) -> what its processes ran without, any round: layer -> why, whole
-  // (a shim that static cudart never reaches) or in part (a stripped cudart in a library).
-  struct LayerGaps {
-    std::map<std::string, std::string> missing, partly;
-  };
-  std::map<std::pair<std::string, std::string>, LayerGaps> run_gaps;
-  std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> ab_controls;  // paused - paused
-  // The call with the tracer paused, process by process: what the machine did to the call itself.
-  std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> paused_samples;
+  json skipped = json::array();
   std::vector<std::pair<std::string, std::string>> plan;  // (linkage, method) that can run
-  json process_seconds = json::array();  // where a bench's wall time goes, process by process
-  std::map<std::string, std::string> call_kinds;  // percall's label: launch, copy, other
-  // (call, why) -> the processes that could not make the call (percall's "skipped:<call>").
-  std::map<std::pair<std::string, std::string>, json> calls_skipped;
   for (const auto& linkage : opts.linkages)
     for (const auto& method : opts.methods) {
       const auto options = opts.method_options.find(method);
@@ -214,185 +410,31 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
   // Repetitions are rounds over every (linkage, method), one process each: whatever drifts
   // on the machine during the run (clocks, neighbours) lands on every method alike, where
   // running one method's repetitions back to back would bill it to that method alone.
+  BenchSamples b;
   for (int rep = 1; rep <= reps && !g_interrupted; ++rep) {
     std::fprintf(stderr, "harness: bench round %d/%d\n", rep, reps);
     for (const auto& [linkage, method] : plan) {
       if (g_interrupted) break;
-      const fs::path bin = host.prefix / CUDATRACE_LIBEXEC_SUBDIR / ("percall." + linkage);
-      const fs::path dir = root / "runs" / ("percall." + linkage + "." + method + ".r" + std::to_string(rep));
-      // The benchmark writes its JSON as the program's user: into its own folder.
-      make_dir_exclusive(dir);
-      const fs::path target_dir = dir / "target";
-      make_dir_exclusive(target_dir);
-      if (auto who = invoking_user()) (void)!chown(target_dir.c_str(), who->uid, who->gid);
-      const fs::path bench_json = target_dir / "bench.json";
-      Target target{{bin.string(), "--benchmark_out=" + bench_json.string(), "--benchmark_out_format=json"}, linkage};
-      target.writable_dir = target_dir;
-      Launch launch{target.argv, {{"CUDATRACE_METHOD", method}}};
-      auto options = opts.method_options.find(method);
-      auto tracer = find_method(method)->make(host, options == opts.method_options.end() ? MethodOptions{} : options->second);
-      ChildResult child;
-      const int64_t started_ns = monotonic_ns();
-      try {
-        tracer->prepare(launch, target, dir);
-        ChildSpec spec{launch, dir, opts.timeout_s, invoking_user()};
-        spec.stall_timeout_s = opts.stall_timeout_s.value_or(0);
-        child = run_child(spec, *tracer);
-      } catch (const std::exception& e) {
-        child.status = ChildStatus::TracerFailed;
-        child.detail = e.what();
-      }
-      // A cost measured while the tracer dropped records is not the cost of tracing: what
-      // it can tell of its loss without converting its events goes with its rows.
-      if (auto loss = tracer->loss_without_events(dir))
-        for (const auto& [counter, n] : *loss)
-          if (n > 0) run_loss[{linkage, method}][counter] += n;
-      // Nor is a cost measured without one of the method's layers: the probes of a layer
-      // that was not there cost nothing, and the figure would read low without saying so.
-      const TracerReport layers = tracer->layers_without_events();
-      for (const auto& [l, why] : layers.unobserved) run_gaps[{linkage, method}].missing[l] = why;
-      for (const auto& [l, why] : layers.partly_unobserved) run_gaps[{linkage, method}].partly[l] = why;
-      tracer->abandon(dir);  // millions of calls: the overhead is the point, not the events
-      const double seconds = double(monotonic_ns() - started_ns) / 1e9;
-      process_seconds.push_back({{"linkage", linkage}, {"method", method}, {"rep", rep}, {"seconds", seconds}});
-      std::fprintf(stderr, "harness: bench round %d/%d %s %s: %.1f s\n", rep, reps, linkage.c_str(), method.c_str(), seconds);
-      if (child.status != ChildStatus::Exited || child.exit_code != 0 || !fs::exists(bench_json)) {
-        failures.push_back({{"linkage", linkage}, {"method", method}, {"rep", rep}, {"detail", child.detail}});
-        std::fprintf(stderr, "harness: bench %s/%s round %d FAILED: %s (see %s)\n", linkage.c_str(), method.c_str(), rep,
-                     child.detail.c_str(), (dir / "stderr.txt").c_str());
-        continue;
-      }
-      std::ifstream in = open_untrusted(bench_json);
-      json out = parse_outside_json(in);
-      if (merged["context"].empty()) merged["context"] = out["context"];
-      if (out["context"].is_object())
-        for (const auto& [key, why] : out["context"].items())
-          if (key.rfind("skipped:", 0) == 0 && why.is_string())
-            calls_skipped[{key.substr(8), why.get<std::string>()}].push_back(linkage + "/" + method);
-      for (auto b : out["benchmarks"]) {
-        b["repetition_index"] = rep - 1;
-        merged["benchmarks"].push_back(b);
-        std::string call, l, m;
-        if (b.value("run_type", "") == "iteration" && split_name(b.value("name", ""), call, l, m))
-        {
-          if (b.contains("label") && b["label"].is_string() && !b["label"].get<std::string>().empty())
-            call_kinds[call] = b["label"].get<std::string>();
-          samples[{call, l, m}].push_back(b.contains("median_ns") ? b["median_ns"].get<double>()
-                                                                  : b.value("real_time", 0.0));
-          if (b.contains("ab_delta_ns")) ab_samples[{call, l, m}].push_back(b["ab_delta_ns"].get<double>());
-          if (b.contains("control_delta_ns")) ab_controls[{call, l, m}].push_back(b["control_delta_ns"].get<double>());
-          // Live over paused in one process: what a device-side tracer does to a kernel's
-          // run is a factor, not a constant.
-          if (b.contains("paused_median_ns") && b["paused_median_ns"].get<double>() > 0) {
-            ab_ratios[{call, l, m}].push_back(b["median_ns"].get<double>() / b["paused_median_ns"].get<double>());
-            paused_samples[{call, l, m}].push_back(b["paused_median_ns"].get<double>());
-          }
-        }
-      }
+      run_bench_process(opts, host, root, linkage, method, rep, reps, b);
     }
   }
-  write_json(root / "bench.json", merged);
-  for (const auto& [linkage_method, gaps] : run_gaps)
+  write_json(root / "bench.json", b.merged);
+  for (const auto& [linkage_method, gaps] : b.run_gaps)
     for (const auto& [which, layers] : {std::pair{"", &gaps.missing}, std::pair{"part of ", &gaps.partly}})
       for (const auto& [l, why] : *layers)
         std::fprintf(stderr, "harness: bench %s on %s cudart ran without %sits %s layer (%s): its costs leave that out\n",
                      linkage_method.second.c_str(), linkage_method.first.c_str(), which, l.c_str(), why.c_str());
-  const json untraced = untraced_between_processes(samples, paused_samples);
-
-  json rows = json::array();
-  std::fprintf(stderr, "\n%-28s %-7s %-8s %10s %10s %22s %7s\n", "call", "cudart", "method", "median ns", "delta ns",
-               "95% interval", "ratio");
-  for (const auto& [key, values] : samples) {
-    const auto& [call, linkage, method] = key;
-    json row = {{"call", call}, {"linkage", linkage}, {"method", method}, {"reps", values.size()},
-                {"median_ns", median_of(values)}, {"values_ns", values}};
-    if (auto kind = call_kinds.find(call); kind != call_kinds.end()) row["call_kind"] = kind->second;
-    auto base = samples.find({call, linkage, "none"});
-    std::string delta = "", interval = "", ratio = "";
-    if (base != samples.end() && method != "none") {
-      Difference d = median_difference(base->second, values);
-      row["delta_ns"] = d.delta;
-      row["delta_ci95_ns"] = {d.lo, d.hi};
-      row["ratio"] = median_of(values) / median_of(base->second);
-      char buf[64];
-      std::snprintf(buf, sizeof buf, "%+.1f", d.delta);
-      delta = buf;
-      std::snprintf(buf, sizeof buf, "[%+.1f, %+.1f]", d.lo, d.hi);
-      interval = buf;
-      std::snprintf(buf, sizeof buf, "%.2fx", row["ratio"].get<double>());
-      ratio = buf;
-      // Noise between two processes is shown as such, not as a speed-up or a cost
-      // (bench_stats.h says what counts; the numbers stay in the JSON).
-      if (between_processes_no_measurable_cost(d)) {
-        row["no_measurable_cost"] = true;
-        delta = "none";
-        ratio = "";
-        interval += " no measurable cost";
-      }
-    }
-    // The in-process A/B (a tracer that can pause): recording's cost, paired batch by batch.
-    std::string in_process;
-    if (auto ab = ab_samples.find(key); ab != ab_samples.end()) {
-      const Difference d = median_interval(ab->second);
-      row["in_process_delta_ns"] = d.delta;
-      row["in_process_delta_ci95_ns"] = {d.lo, d.hi};
-      row["in_process_values_ns"] = ab->second;
-      char buf[128];
-      std::snprintf(buf, sizeof buf, "  in-process A/B %+.1f [%+.1f, %+.1f]", d.delta, d.lo, d.hi);
-      in_process = buf;
-      // The pairing control (both halves paused): what the pairing reads when nothing differs.
-      double control_ns = 0;
-      std::string control_text;
-      if (auto c = ab_controls.find(key); c != ab_controls.end()) {
-        const Difference control = median_interval(c->second);
-        control_ns = control.delta;
-        row["in_process_control_ns"] = control.delta;
-        row["in_process_control_ci95_ns"] = {control.lo, control.hi};
-        std::snprintf(buf, sizeof buf, " (control %+.1f)", control.delta);
-        control_text = buf;
-      }
-      if (in_process_no_measurable_cost(d, control_ns)) {
-        row["in_process_no_measurable_cost"] = true;
-        in_process += " no measurable cost";
-      }
-      in_process += control_text;
-      if (auto p = paused_samples.find(key); p != paused_samples.end()) row["in_process_paused_values_ns"] = p->second;
-      if (auto r = ab_ratios.find(key); r != ab_ratios.end()) {
-        row["in_process_ratio"] = median_of(r->second);
-        std::snprintf(buf, sizeof buf, " %.2fx", row["in_process_ratio"].get<double>());
-        in_process += buf;
-      }
-    }
-    if (auto gaps = run_gaps.find({linkage, method}); gaps != run_gaps.end()) {
-      if (!gaps->second.missing.empty()) {
-        row["layers_not_covered"] = gaps->second.missing;
-        in_process += "  WITHOUT LAYER:";
-        for (const auto& [l, why] : gaps->second.missing) in_process += " " + l;
-      }
-      if (!gaps->second.partly.empty()) {
-        row["layers_partly_covered"] = gaps->second.partly;
-        in_process += "  WITHOUT PART OF LAYER:";
-        for (const auto& [l, why] : gaps->second.partly) in_process += " " + l;
-      }
-    }
-    if (auto lost = run_loss.find({linkage, method}); lost != run_loss.end()) {
-      row["loss_during_runs"] = lost->second;
-      in_process += "  MEASURED UNDER LOSS:";
-      for (const auto& [counter, n] : lost->second) in_process += " " + counter + "=" + std::to_string(n);
-    }
-    std::fprintf(stderr, "%-28s %-7s %-8s %10.1f %10s %22s %7s%s\n", call.c_str(), linkage.c_str(), method.c_str(),
-                 median_of(values), delta.c_str(), interval.c_str(), ratio.c_str(), in_process.c_str());
-    rows.push_back(row);
-  }
+  const json untraced = untraced_between_processes(b.samples, b.paused_samples);
+  const json rows = bench_rows(b);
   json skipped_calls = json::array();
-  for (const auto& [call_why, where] : calls_skipped) {
+  for (const auto& [call_why, where] : b.calls_skipped) {
     skipped_calls.push_back({{"call", call_why.first}, {"reason", call_why.second}, {"processes", where}});
     std::fprintf(stderr, "harness: bench call %s not measured: %s\n", call_why.first.c_str(), call_why.second.c_str());
   }
   // schema_version: schema/bench_summary.v2.schema.json, checked by the analysis package.
   json summary = {{"v", 1}, {"schema_version", kBenchSummaryVersion}, {"run_id", run_id}, {"repetitions", reps}, {"rows", rows},
-                  {"skipped", skipped}, {"failures", failures}, {"calls_skipped", skipped_calls},
-                  {"process_seconds", process_seconds},
+                  {"skipped", skipped}, {"failures", b.failures}, {"calls_skipped", skipped_calls},
+                  {"process_seconds", b.process_seconds},
                   {"untraced_between_processes", untraced},
                   {"estimators", estimator_comparison(rows)},
                   {"uprobe_split", uprobe_split(rows)}};
@@ -407,8 +449,8 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
   }
   std::fprintf(stderr, "harness: bench results in %s (bench.json for compare.py, bench_summary.json)\n", shown(root.string()).c_str());
   if (g_interrupted) return 130;
-  if (!failures.empty()) return 1;
-  return samples.empty() ? 3 : 0;
+  if (!b.failures.empty()) return 1;
+  return b.samples.empty() ? 3 : 0;
 }
 
 }  // namespace cudatrace

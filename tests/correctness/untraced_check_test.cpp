@@ -64,6 +64,18 @@ TEST(UntracedCheck, AResultThatTracingChangedIsNamed) {
                           "read '2.5' where the untraced run's read '1.25')"),
             std::string::npos)
       << r.output;
+  // And in the summary (the report reads it there) and the last line.
+  EXPECT_EQ(r.summary["counts"]["results_changed"], 1) << r.summary.dump();
+  bool named = false;
+  for (const auto& c : r.summary["combos"])
+    if (c["method"] == "preload") {
+      EXPECT_EQ(c["results_changed"]["runs"], 1);
+      ASSERT_EQ(c["results_changed"]["examples"].size(), 1u);
+      EXPECT_NE(c["results_changed"]["examples"][0].get<std::string>().find("'2.5'"), std::string::npos);
+      named = true;
+    }
+  EXPECT_TRUE(named) << r.summary.dump();
+  EXPECT_NE(r.output.find("1 run(s) whose result tracing CHANGED"), std::string::npos) << r.output;
 }
 
 TEST(UntracedCheck, StrictResultFailsTheRunThatComputedOtherwise) {

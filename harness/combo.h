@@ -1,0 +1,48 @@
+#pragma once
+// What the matrix runs (one combination of workload, linkage and method, or the command
+// under a method) and what its repetitions added up to: the record the run stages fill and
+// the summary and the console read.
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/score/event_tally.h"
+#include "harness/score/matcher.h"
+#include "harness/score/per_device.h"
+#include "harness/score/verdict.h"
+
+namespace cudatrace {
+
+struct Combo {
+  std::string workload;  // empty: the command after "--"
+  std::string linkage;   // empty: the command after "--"
+  std::string method;
+  std::string label() const { return workload.empty() ? "cmd." + method : workload + "." + linkage + "." + method; }
+};
+
+// One combination, all its repetitions.
+struct ComboOutcome {
+  Combo combo;
+  int ok = 0, failed = 0;
+  std::vector<int64_t> wall_ns;
+  std::vector<std::string> statuses, failures;
+  bool ledger_consistent = true;
+  std::map<std::string, LayerScore> layers;
+  nlohmann::json loss = nlohmann::json::object();
+  std::map<std::string, std::map<std::string, int64_t>> event_counts;  // layer -> name -> count
+  FamilyCounts families;                          // layer -> family -> calls or kernel runs
+  std::set<std::string> observed;                 // layers a repetition observed
+  std::map<std::string, std::string> unobserved;  // layer -> why a repetition did not
+  std::map<std::string, std::string> partly_unobserved;  // layer -> what part it could not see, and why
+  ProcessTallies processes;  // a command's events per process and device, over the repetitions
+  // Repetitions whose traced program computed otherwise than untraced (--result): what each
+  // printed against the untraced run's, as run.json's result_changed says it.
+  std::vector<std::string> results_changed;
+};
+
+
+}  // namespace cudatrace
