@@ -385,9 +385,14 @@ struct EventStoreWriter::Impl {
   }
 };
 
-EventStoreWriter::EventStoreWriter(const fs::path& path, int level) : impl_(std::make_unique<Impl>()), path_(path) {
-  impl_->fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (impl_->fd < 0) throw std::runtime_error("cannot create " + path.string() + ": " + std::strerror(errno));
+EventStoreWriter::EventStoreWriter(const fs::path& path, int level, Durability durability)
+    : EventStoreWriter(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644), path, level,
+                       durability) {}
+
+EventStoreWriter::EventStoreWriter(int fd, const fs::path& path, int level, Durability durability)
+    : impl_(std::make_unique<Impl>()), path_(path), durable_(durability == Durability::kSynced) {
+  if (fd < 0) throw std::runtime_error("cannot create " + path.string() + ": " + std::strerror(errno));
+  impl_->fd = fd;
   impl_->cctx = ZSTD_createCCtx();
   if (!impl_->cctx) throw std::runtime_error("cannot write " + path.string() + ": zstd has no memory");
   ZSTD_CCtx_setParameter(impl_->cctx, ZSTD_c_compressionLevel, level);
@@ -474,7 +479,7 @@ void EventStoreWriter::fail(int err) {
 void EventStoreWriter::close() {
   if (!impl_ || impl_->fd < 0) return;
   flush(true);
-  if (::fsync(impl_->fd) != 0 && errno != EINVAL) fail(errno);
+  if (durable_ && ::fsync(impl_->fd) != 0 && errno != EINVAL) fail(errno);
   if (::close(impl_->fd) != 0) {
     impl_->fd = -1;
     ::unlink(path_.c_str());

@@ -78,7 +78,13 @@ nlohmann::json unpack_args(std::string_view packed);
 // never through a link, a failed write or close removes the partial file and throws).
 class EventStoreWriter {
  public:
-  explicit EventStoreWriter(const std::filesystem::path& path, int level = 1);
+  // kSynced: close() returns once the file is on the disk (what a run keeps); kScratch: a
+  // file that is read back and removed within the run (a sort's chunks) is not synced.
+  enum class Durability { kSynced, kScratch };
+  // Creates `path` exclusively, never through a link.
+  explicit EventStoreWriter(const std::filesystem::path& path, int level = 1, Durability d = Durability::kSynced);
+  // Writes to an fd the caller opened (so), named `path` in errors.
+  EventStoreWriter(int fd, const std::filesystem::path& path, int level = 1, Durability d = Durability::kSynced);
   ~EventStoreWriter();
   EventStoreWriter(const EventStoreWriter&) = delete;
   EventStoreWriter& operator=(const EventStoreWriter&) = delete;
@@ -97,6 +103,7 @@ class EventStoreWriter {
   std::unique_ptr<Impl> impl_;
   std::filesystem::path path_;
   EventTap* tap_ = nullptr;
+  bool durable_ = true;
   int64_t last_ts_ = 0;
   size_t written_ = 0;
   uint64_t bytes_out_ = 0;

@@ -174,7 +174,7 @@ void describe_target(RunState& r, const RunContext& ctx, Target& target, Launch&
     if (extra != ctx.opts.workload_args.end())
       target.argv.insert(target.argv.end(), extra->second.begin(), extra->second.end());
     target.cudart = r.combo.linkage;
-    launch.env[ledger::kEnvVar] = (r.target_dir / "ledger.jsonl").string();
+    launch.env[ledger::kEnvVar] = (r.target_dir / ledger::kFileName).string();
   } else {
     target.argv = ctx.opts.command;
     target.cudart = cudart_linkage(target.argv[0]);
@@ -295,7 +295,7 @@ void check_result(RunState& r, RunContext& ctx) {
 void score_against_ledger(RunState& r, const RunContext& ctx, const Method& method, DeviceNames& names,
                           bool tally_whole, ComboOutcome& outcome) {
   const TracerReport& report = r.report;
-  // The ground truth: one ledger per process (ledger.jsonl, ledger.jsonl.<pid>), each
+  // The ground truth: one ledger per process (ledger.msgpack.zst, ledger.msgpack.zst.<pid>), each
   // checked on its own, their calls matched together with the store's, both streamed.
   const WorkloadScore scored = score_workload({r.target_dir, events_file_of(r.dir), r.dir / "match-sort",
                                                ctx.host.max_trace_bytes, report.layers, report.match_slack_ns,

@@ -14,6 +14,7 @@
 
 #include "common/device_id.h"
 #include "common/event_io.h"
+#include "common/event_store.h"
 
 namespace ledger {
 
@@ -215,7 +216,7 @@ bool finish() {
   try {
     const int64_t pid = getpid();
     const auto [fd, claimed] = claim_path(s.path);
-    cudatrace::EventWriter out(fd, claimed);
+    cudatrace::EventStoreWriter out(fd, claimed);
 
     cudatrace::Event header;
     header.layer = cudatrace::layer::kMeta;

@@ -21,6 +21,11 @@
 namespace ledger {
 
 inline constexpr const char* kEnvVar = "CUDATRACE_LEDGER";
+// The name the harness gives the ledger (the event store's format, common/event_store.h); a
+// process that finds it taken (a forked child) writes <name>.<pid>. Ledgers of older runs
+// are JSON lines, ledger.jsonl[.<pid>], and are still read.
+inline constexpr const char* kFileName = "ledger.msgpack.zst";
+inline constexpr const char* kOldFileName = "ledger.jsonl";
 
 struct Arg {
   enum class Kind : uint8_t { Int, Ptr, Str, Dim3 };

@@ -10,6 +10,7 @@
 
 #include "common/event_io.h"
 #include "common/outside_text.h"
+#include "harness/out/results_io.h"
 #include "harness/score/ledger_check.h"
 #include "harness/run/safe_files.h"
 
@@ -68,12 +69,12 @@ size_t export_trace(const std::filesystem::path& run_dir) {
   const auto target = run_dir / "target";
   const bool own_target = std::filesystem::is_directory(target, ec) && !std::filesystem::is_symlink(target, ec);
   if (own_target || !std::filesystem::exists(target, ec)) {
-    EventStream ledgers;
-    (void)read_ledgers(own_target ? target : run_dir, ledgers);
-    for (const auto& e : ledgers.events) {
+    // Streamed, within the bound a run had at most (half the disk's free space).
+    (void)read_ledgers(own_target ? target : run_dir, half_free_space(run_dir), [&](const Event& e) {
+      if (e.is_meta()) return;
       put(slice(e, e.pid + kLedgerPidOffset, "ledger"));
-      ledger_pids.insert(e.pid);
-    }
+      if (ledger_pids.size() < 100000) ledger_pids.insert(e.pid);
+    });
   }
   for (int64_t pid : traced_pids)
     put({{"ph", "M"}, {"name", "process_name"}, {"pid", pid}, {"args", {{"name", "traced: pid " + std::to_string(pid)}}}});

@@ -6,7 +6,7 @@
 
 namespace cudatrace {
 
-// Reads RUN_DIR/events.jsonl and RUN_DIR/ledger.jsonl (either may be absent), writes
+// Reads RUN_DIR's events and its program's ledgers in target/ (either may be absent), writes
 // RUN_DIR/trace.json; returns the number of trace events written. Throws on bad input.
 size_t export_trace(const std::filesystem::path& run_dir);
 

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "common/event_store.h"
+#include "ledger/ledger.h"
 
 namespace cudatrace {
 
@@ -138,8 +139,11 @@ LedgerCheck read_ledgers(const std::filesystem::path& run_dir, uint64_t max_byte
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(run_dir, ec)) {
     const std::string name = entry.path().filename().string();
-    if (name == "ledger.jsonl" || name.rfind("ledger.jsonl.", 0) == 0) files.push_back(entry.path());
+    for (const std::string base : {ledger::kFileName, ledger::kOldFileName})
+      if (name == base || name.rfind(base + ".", 0) == 0) files.push_back(entry.path());
   }
+  // The first process's ledger first (its info is the run's): the bare name sorts before
+  // the names with a pid.
   std::sort(files.begin(), files.end());
   LedgerCheck all;
   all.consistent = true;
@@ -181,7 +185,7 @@ LedgerCheck read_ledgers(const std::filesystem::path& run_dir, uint64_t max_byte
     all.threads += one.threads;
     all.injected_checked += one.injected_checked;
     ++all.processes;
-    if (all.header.empty()) all.header = one.header;  // the first (ledger.jsonl): info shown
+    if (all.header.empty()) all.header = one.header;  // the first (the bare name): info shown
   }
   return all;
 }

@@ -50,8 +50,8 @@ class LedgerChecker {
 
 LedgerCheck check_ledger(const EventStream& ledger);
 
-// Reads and checks every ledger a run's processes wrote in `run_dir` (ledger.jsonl and
-// ledger.jsonl.<pid>), each in a stream, handing each record (meta included) to `visit`.
+// Reads and checks every ledger a run's processes wrote in `run_dir` (ledger.msgpack.zst and
+// ledger.msgpack.zst.<pid>; ledger.jsonl[.<pid>] of older runs), each in a stream, handing each record (meta included) to `visit`.
 // Consistent only if each one is. At most `max_bytes` are read over all of them (a run's
 // --max-trace-bytes): one past it is not read, and the run's ledger is inconsistent.
 LedgerCheck read_ledgers(const std::filesystem::path& run_dir, uint64_t max_bytes,

@@ -66,11 +66,15 @@ fs::path SortedEvents::new_file() {
   return dir_ / (tag_ + "." + std::to_string(files_made_++) + ".msgpack.zst");
 }
 
-void SortedEvents::spill() {
+void SortedEvents::sort_held() {
   std::sort(held_.begin(), held_.end(),
             [](const Item& a, const Item& b) { return key_of(a.e, a.family) < key_of(b.e, b.family); });
+}
+
+void SortedEvents::spill() {
+  sort_held();
   const fs::path file = new_file();
-  EventStoreWriter out(file);
+  EventStoreWriter out(file, 1, EventStoreWriter::Durability::kScratch);
   for (const auto& item : held_) out.write(item.e);
   out.close();
   runs_.push_back(file);
@@ -86,7 +90,7 @@ fs::path SortedEvents::merge(const std::vector<fs::path>& files) {
   }
   std::make_heap(heap.begin(), heap.end(), later);
   const fs::path file = new_file();
-  EventStoreWriter out(file);
+  EventStoreWriter out(file, 1, EventStoreWriter::Durability::kScratch);
   while (!heap.empty()) {
     std::pop_heap(heap.begin(), heap.end(), later);
     out.write(heap.back()->head.e);
@@ -105,8 +109,7 @@ fs::path SortedEvents::merge(const std::vector<fs::path>& files) {
 void SortedEvents::start_reading() {
   reading_ = true;
   if (runs_.empty()) {  // it all fitted: sorted in memory, no file
-    std::sort(held_.begin(), held_.end(),
-              [](const Item& a, const Item& b) { return key_of(a.e, a.family) < key_of(b.e, b.family); });
+    sort_held();
     return;
   }
   if (!held_.empty()) spill();

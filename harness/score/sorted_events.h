@@ -44,6 +44,7 @@ class SortedEvents {
 
  private:
   void spill();
+  void sort_held();
   std::filesystem::path new_file();
   std::filesystem::path merge(const std::vector<std::filesystem::path>& files);
   void start_reading();

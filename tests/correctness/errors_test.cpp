@@ -1,6 +1,7 @@
 // The errors workload under `none`, on both linkages: runs with or without a GPU. Without
 // one, every call fails with the same driver error and is still recorded; with one, each
 // injected failure returns its own code and the program carries on.
+#include "ledger/ledger.h"
 #include "harness_run.h"
 
 using namespace correctness;
@@ -22,7 +23,7 @@ TEST_P(ErrorsWorkload, EveryCallRecordedWithItsCode) {
   EXPECT_EQ(ledger["records"], 12);
 
   // Read the ledger itself: the codes, call by call.
-  cudatrace::EventStream s = cudatrace::read_events(r.root / "runs" / ("errors." + linkage + ".none.r1") / "target" / "ledger.jsonl");
+  cudatrace::EventStream s = cudatrace::read_events(r.root / "runs" / ("errors." + linkage + ".none.r1") / "target" / ::ledger::kFileName);
   std::map<std::string, std::vector<int64_t>> rets;
   for (const auto& e : s.events) rets[e.name].push_back(e.ret.value_or(-1));
   ASSERT_EQ(rets["cudaMalloc"].size(), 3u);

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ledger/ledger.h"
 #include "common/event_io.h"
 #include "harness/run/host.h"
 #include "test_support.h"
@@ -24,7 +25,7 @@ struct HarnessRun {
   }
   // The workload's ledger of that run (runtime calls, without the meta record).
   std::vector<cudatrace::Event> ledger(const std::string& combo_label, int rep = 1) const {
-    return cudatrace::read_events(root / "runs" / (combo_label + ".r" + std::to_string(rep)) / "target" / "ledger.jsonl").events;
+    return cudatrace::read_events(root / "runs" / (combo_label + ".r" + std::to_string(rep)) / "target" / ::ledger::kFileName).events;
   }
 };
 

@@ -1,5 +1,6 @@
 // The strace method, end to end through the harness, on the errors workload (no GPU
 // needed): every ledger call is scored for syscall visibility, nothing is unreadable.
+#include "ledger/ledger.h"
 #include "common/event_store.h"
 #include "harness_run.h"
 
@@ -34,7 +35,7 @@ TEST_P(StraceErrors, ScoredAgainstTheLedgerWithNothingLost) {
 
   // Every syscall event lies on one of the workload's own threads.
   cudatrace::EventStream ev = cudatrace::read_events(r.root / "runs" / ("errors." + linkage + ".strace.r1") / cudatrace::kEventsFile);
-  cudatrace::EventStream ledger = cudatrace::read_events(r.root / "runs" / ("errors." + linkage + ".strace.r1") / "target" / "ledger.jsonl");
+  cudatrace::EventStream ledger = cudatrace::read_events(r.root / "runs" / ("errors." + linkage + ".strace.r1") / "target" / ::ledger::kFileName);
   ASSERT_FALSE(ev.events.empty());
   EXPECT_EQ(ev.events.front().name, "execve");
   EXPECT_EQ(ev.events.front().pid, ledger.meta.at(0).pid);

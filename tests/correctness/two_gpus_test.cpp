@@ -4,6 +4,7 @@
 // and device. Skips with the reason on a host with fewer than two GPUs (CI has none).
 #include <set>
 
+#include "ledger/ledger.h"
 #include "common/device_id.h"
 #include "harness/catalog.h"
 #include "harness/score/per_device.h"
@@ -36,7 +37,7 @@ std::string cannot_run(const Case& c) {
 std::vector<cudatrace::Event> all_ledgers(const HarnessRun& r, const std::string& label) {
   std::vector<cudatrace::Event> out;
   for (const auto& entry : std::filesystem::directory_iterator(r.root / "runs" / (label + ".r1") / "target"))
-    if (entry.path().filename().string().rfind("ledger.jsonl", 0) == 0) {
+    if (entry.path().filename().string().rfind(::ledger::kFileName, 0) == 0) {
       auto s = cudatrace::read_events(entry.path());
       out.insert(out.end(), s.events.begin(), s.events.end());
     }

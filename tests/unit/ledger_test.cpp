@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "common/event_store.h"
 #include "harness/score/ledger_check.h"
 #include "ledger/ledger.h"
 #include "test_support.h"
@@ -196,4 +197,32 @@ TEST(Ledger, DeeplyNestedLineIsAProblemNotACrash) {
   ASSERT_FALSE(c.problems.empty());
   EXPECT_NE(c.problems[0].find("nested deeper than"), std::string::npos) << c.problems[0];
   EXPECT_NE(c.problems[0].find(":1:"), std::string::npos) << c.problems[0];
+}
+
+// What a workload writes now: the ledger in the store's format (ledger.msgpack.zst, and
+// .<pid> for a second process), read as the JSON-lines ledgers of older runs are.
+TEST(LedgerCheck, LedgersInTheStoreFormatAreRead) {
+  auto dir = testsupport::temp_dir("ledgers-store");
+  const nlohmann::json header = {{"records", 1}, {"intended", {{"cudaMalloc", 1}}}};
+  for (const auto& [file, pid] : {std::pair{std::string(ledger::kFileName), 10}, {std::string(ledger::kFileName) + ".11", 11}}) {
+    EventStream s = ledger_with(header, {{"cudaMalloc", 0}});
+    EventStoreWriter out(dir / file);
+    s.meta[0].pid = pid;
+    out.write(s.meta[0]);
+    for (auto& e : s.events) {
+      e.pid = pid;
+      out.write(e);
+    }
+    out.close();
+  }
+  int64_t calls = 0;
+  const LedgerCheck c = read_ledgers(dir, uint64_t(1) << 20, [&](const Event& e) { calls += !e.is_meta(); });
+  EXPECT_TRUE(c.consistent) << nlohmann::json(c.problems).dump();
+  EXPECT_EQ(c.processes, 2);
+  EXPECT_EQ(calls, 2);
+  // Past the run's bound (--max-trace-bytes), a ledger is not read, and says why.
+  const LedgerCheck small = read_ledgers(dir, 16, [](const Event&) {});
+  EXPECT_FALSE(small.consistent);
+  ASSERT_FALSE(small.problems.empty());
+  EXPECT_NE(small.problems[0].find("--max-trace-bytes"), std::string::npos) << small.problems[0];
 }

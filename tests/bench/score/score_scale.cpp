@@ -1,0 +1,114 @@
+// A workload's scoring at volume, without a GPU: writes a ledger of N calls over T threads
+// (as a workload would) and a method's store that saw every call and its driver launch, then
+// times score_workload() and checks that every call matched. Prints events per second and
+// the process's peak RSS. tests/bench/score/CMakeLists.txt runs it (label bench).
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "common/event_io.h"
+#include "common/event_store.h"
+#include "harness/score/workload_score.h"
+#include "ledger/ledger.h"
+
+using namespace cudatrace;
+namespace fs = std::filesystem;
+
+namespace {
+
+Event call_at(int64_t pid, int64_t tid, int64_t i, int64_t threads) {
+  Event e;
+  e.layer = layer::kRuntime;
+  const bool launch = i % 4 == 0;
+  e.name = launch ? "cudaLaunchKernel" : i % 4 == 1 ? "cudaMemsetAsync" : "cudaGetDevice";
+  e.ts = 1'000'000 + (i * threads + tid) * 1000;  // threads interleaved in time, as they run
+  e.dur = 500;
+  e.pid = pid;
+  e.tid = tid;
+  e.ret = 0;
+  e.device = 0;
+  if (launch) e.args = {{"kernel", "k"}, {"grid", {1, 1, 1}}, {"block", {32, 1, 1}}, {"stream", "0x0"}};
+  else if (i % 4 == 1) e.args = {{"ptr", "0x7f0000001000"}, {"value", 0}, {"bytes", 4096}, {"stream", "0x0"}};
+  return e;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: score_scale DIR CALLS [THREADS]\n");
+    return 2;
+  }
+  const fs::path dir = argv[1];
+  const int64_t calls = std::atoll(argv[2]);
+  const int64_t threads = argc > 3 ? std::atoll(argv[3]) : 8;
+  fs::remove_all(dir);
+  fs::create_directories(dir / "target");
+  const int64_t pid = 100;
+  auto t0 = std::chrono::steady_clock::now();
+  {
+    // The ledger as a workload writes it: its header, then each thread's calls in program order.
+    EventStoreWriter ledger(dir / "target" / ::ledger::kFileName);
+    Event header;
+    header.layer = layer::kMeta;
+    header.name = "ledger";
+    header.ts = 1;
+    header.pid = pid;
+    header.tid = pid;
+    header.args = {{"records", calls}, {"threads", threads}, {"injected", nlohmann::json::array()},
+                   {"intended", {{"cudaLaunchKernel", 0}, {"cudaMemsetAsync", 0}, {"cudaGetDevice", 0}}}};
+    int64_t per_name[3] = {0, 0, 0};
+    for (int64_t i = 0; i < calls; ++i) ++per_name[i % 4 == 0 ? 0 : i % 4 == 1 ? 1 : 2];
+    header.args["intended"] = {{"cudaLaunchKernel", per_name[0]}, {"cudaMemsetAsync", per_name[1]}, {"cudaGetDevice", per_name[2]}};
+    ledger.write(header);
+    for (int64_t t = 0; t < threads; ++t)
+      for (int64_t i = t; i < calls; i += threads) ledger.write(call_at(pid, 1000 + t, i / threads, threads));
+    ledger.close();
+    // The method's store, in time order: every call, and a driver launch inside each launch.
+    EventStoreWriter store(dir / "events.msgpack.zst");
+    for (int64_t i = 0; i < calls; ++i) {
+      Event e = call_at(pid, 1000 + i % threads, i / threads, threads);
+      e.ts += 10;
+      store.write(e);
+      if (e.name == "cudaLaunchKernel") {
+        Event d = e;
+        d.layer = layer::kDriver;
+        d.name = "cuLaunchKernel";
+        d.ts += 10;
+        d.args = nlohmann::json::object();
+        store.write(d);
+      }
+    }
+    store.close();
+  }
+  std::printf("written in %.1f s\n", seconds_since(t0));
+  t0 = std::chrono::steady_clock::now();
+  DeviceNames names;
+  const WorkloadScore s = score_workload({dir / "target", dir / "events.msgpack.zst", dir / "sort", uint64_t(1) << 40,
+                                          {layer::kRuntime, layer::kDriver}, 0, "block"},
+                                         names);
+  const double took = seconds_since(t0);
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  int64_t events = 0;
+  for (const auto& l : s.layers) events += l.seen;
+  std::printf("scored %lld ledger calls and %lld events in %.1f s: %.0f records/s; peak RSS %ld MiB; ledger %s\n",
+              (long long)calls, (long long)events, took, double(calls + events) / took, ru.ru_maxrss / 1024,
+              s.ledger.consistent ? "consistent" : s.ledger.problems.front().c_str());
+  bool whole = s.ledger.consistent && !s.layers.empty();
+  for (const auto& l : s.layers) {
+    std::printf("  %s: matched %lld of %lld, phantom %lld, args %lld/%lld\n", l.layer.c_str(), (long long)l.matched,
+                (long long)l.expected, (long long)l.phantom, (long long)l.args_equal, (long long)l.args_compared);
+    whole = whole && l.matched == l.expected && l.phantom == 0;
+  }
+  fs::remove_all(dir);
+  return whole ? 0 : 1;
+}
