@@ -171,6 +171,27 @@ INSTANTIATE_TEST_SUITE_P(Archs, DevhookRewrite,
                                   (std::get<1>(info.param) == ProbeMode::kBlock ? "_block" : "_thread");
                          });
 
+// Hand-written PTX for an older target (a driver-API program's sm_50 kernel): the probes'
+// nanosleep needs sm_70, so the module is raised to it, and assembles for the GPU.
+TEST(DevhookRewriteText, AnOlderTargetIsRaisedToWhatTheProbesNeed) {
+  const std::string ptx = ".version 7.0\n.target sm_50\n.address_size 64\n.visible .entry empty_kernel() { ret; }\n";
+  const RewrittenPtx r = rewrite_ptx(ptx, ProbeMode::kBlock);
+  ASSERT_EQ(r.kernels.size(), 1u);
+  EXPECT_TRUE(r.kernels[0].instrumented) << r.kernels[0].why_not;
+  EXPECT_NE(r.ptx.find(".target sm_70"), std::string::npos) << r.ptx.substr(0, 200);
+  EXPECT_EQ(r.ptx.find(".target sm_50"), std::string::npos);
+  const fs::path dir = testsupport::temp_dir("devhook-old-target");
+  std::ofstream(dir / "rewritten.ptx") << r.ptx;
+  const auto res = testsupport::run_command(std::string(CUDATRACE_PTXAS) + " -arch=sm_90 " + (dir / "rewritten.ptx").string() +
+                                            " -o " + (dir / "out.cubin").string());
+  EXPECT_EQ(res.exit_code, 0) << res.output;
+  // A newer target stays as it is.
+  EXPECT_NE(rewrite_ptx(".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k() { ret; }\n", ProbeMode::kBlock)
+                .ptx.find(".target sm_90"),
+            std::string::npos);
+  fs::remove_all(dir);
+}
+
 TEST(DevhookRewriteText, EveryReturnPointBranchesToTheExitProbe) {
   const std::string ptx = R"(.version 9.0
 .target sm_90

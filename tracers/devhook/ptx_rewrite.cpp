@@ -329,6 +329,19 @@ RewrittenPtx rewrite_ptx(const std::string& ptx, ProbeMode mode, uint32_t subrin
   header = code.find('\n', header);
   edits.push_back({header == std::string::npos ? code.size() : header + 1, 0,
                    probe_functions(mode) + kExecutionFunction});
+  // The probes wait with nanosleep, which needs sm_70: a module written for an older target
+  // (a kernel in hand-written PTX for sm_50) is raised to sm_70, which every GPU that CUDA 13
+  // supports (sm_75 and later) is past. The driver JITs it for the device either way.
+  if (const size_t target = code.find(".target"); target != std::string::npos) {
+    size_t at = target + 7;
+    while (at < code.size() && (code[at] == ' ' || code[at] == '\t')) ++at;
+    if (code.compare(at, 3, "sm_") == 0) {
+      size_t digits = at + 3, end = digits;
+      while (end < code.size() && std::isdigit(static_cast<unsigned char>(code[end]))) ++end;
+      if (end > digits && end - digits <= 3 && std::stoi(code.substr(digits, end - digits)) < 70)
+        edits.push_back({digits, end - digits, "70"});
+    }
+  }
 
   int depth = 0;
   for (size_t i = 0; i < code.size(); ++i) {

@@ -91,7 +91,9 @@ using CooperativeFn = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, uns
 
 CUresult launch(LaunchFn fn, bool ptsz, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                 unsigned bz, unsigned smem, CUstream s, void** params, void** extra) {
-  if (extra || !params)
+  // No kernelParams and no extra: a kernel that takes no arguments (launch_instrumented
+  // checks that it takes none).
+  if (extra)
     count_uninstrumented("cuLaunchKernel with `extra` (a packed parameter buffer; not handled)");
   else if (launch_instrumented(request(f, gx, gy, gz, bx, by, bz, smem, s, params, ptsz)))
     return CUDA_SUCCESS;
@@ -101,7 +103,7 @@ CUresult launch(LaunchFn fn, bool ptsz, CUfunction f, unsigned gx, unsigned gy, 
 }
 
 CUresult launch_ex(LaunchExFn fn, bool ptsz, const CUlaunchConfig* c, CUfunction f, void** params, void** extra) {
-  if (c && (extra || !params)) {
+  if (c && extra) {
     count_uninstrumented("cuLaunchKernelEx with `extra` (a packed parameter buffer; not handled)");
   } else if (c) {
     LaunchRequest r = request(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY, c->blockDimZ,

@@ -700,6 +700,10 @@ bool launch_instrumented(const LaunchRequest& r) {
   if (!stream && r.per_thread_default_stream) stream = CU_STREAM_PER_THREAD;
   Instrumented in;
   if (!take_launch(r, false, stream, in)) return false;
+  if (!r.args && in.params > 0) {  // no arguments for a kernel that takes some: the original says why
+    undo_launch(in, "launch", CUDA_ERROR_INVALID_VALUE);
+    return false;
+  }
   Arguments args(r.args, in);
   CUresult res;
   if (r.config) {
@@ -722,6 +726,10 @@ bool add_kernel_node_instrumented(CUgraphNode* node, CUgraph graph, const CUgrap
   t_pending_failure.clear();
   Instrumented in;
   if (!take_launch(r, true, nullptr, in)) return false;
+  if (!r.args && in.params > 0) {
+    undo_launch(in, "graph kernel node", CUDA_ERROR_INVALID_VALUE);
+    return false;
+  }
   Arguments args(r.args, in);
   CUDA_KERNEL_NODE_PARAMS p{};
   p.func = in.fn;
