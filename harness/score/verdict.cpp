@@ -140,8 +140,16 @@ void FamilyCounter::add(const Event& e) {
     into_[kActivityBlocks][k] += blocks;
   } else if (e.layer == layer::kDevice) {
     const std::string k = kernel_family(kernel_symbol(e));
-    if (device_runs_.insert({e.pid, e.args.value("launch", int64_t(-1)), e.args.value("execution", int64_t(0)), k}).second)
+    if (device_runs_.insert({e.pid, e.args.value("launch", int64_t(-1)), e.args.value("execution", int64_t(0)), k}).second) {
       ++into_[e.layer][k];
+      // Once per launch: a method that writes an event per block repeats the grid in each.
+      const auto grid = e.args.find("grid");
+      if (grid != e.args.end() && grid->is_array()) {
+        int64_t blocks = 1;
+        for (const auto& d : *grid) blocks *= d.is_number_integer() ? d.get<int64_t>() : 0;
+        into_[kDeviceGridBlocks][k] += blocks;
+      }
+    }
     // Blocks: an event per block, or a launch's args.blocks counted on the GPU.
     const auto b = e.args.find("blocks");
     into_[kDeviceBlocks][k] += b != e.args.end() && b->is_number_integer() ? b->get<int64_t>() : 1;
@@ -200,6 +208,74 @@ json per_device_section(const std::vector<MethodView>& methods, const MethodView
 }
 
 }  // namespace
+
+namespace {
+
+// Per kernel, over a method's repetitions: (runs, blocks) in one counts table.
+std::map<std::string, std::pair<int64_t, int64_t>> runs_and_blocks(const MethodView& v, const char* runs_layer,
+                                                                   const char* blocks_layer) {
+  std::map<std::string, std::pair<int64_t, int64_t>> out;
+  const int reps = std::max(1, v.reps);
+  if (auto r = v.counts.find(runs_layer); r != v.counts.end())
+    for (const auto& [k, n] : r->second) out[k].first += n / reps;
+  if (auto b = v.counts.find(blocks_layer); b != v.counts.end())
+    for (const auto& [k, n] : b->second) out[k].second += n / reps;
+  return out;
+}
+
+}  // namespace
+
+// The device layer's blocks, kernel by kernel, against CUPTI's run (a separate run, whose
+// kernels and grids may be chosen anew: an autotuner, an input-dependent grid) and, where the
+// method's records carry their grids, against what its own launches asked for (the same run:
+// a shortfall there is the method's own).
+nlohmann::json compare_blocks(const MethodView& cupti, const MethodView& m) {
+  const auto ref = runs_and_blocks(cupti, layer::kGpuActivity, kActivityBlocks);
+  const auto seen = runs_and_blocks(m, layer::kDevice, kDeviceBlocks);
+  const auto asked = runs_and_blocks(m, layer::kDevice, kDeviceGridBlocks);
+  int64_t ref_blocks = 0, seen_blocks = 0, asked_blocks = 0;
+  for (const auto& [k, rb] : ref) ref_blocks += rb.second;
+  for (const auto& [k, rb] : seen) seen_blocks += rb.second;
+  for (const auto& [k, rb] : asked) asked_blocks += rb.second;
+  nlohmann::json out = {{"reference", ref_blocks}, {"seen", seen_blocks}};
+  const bool has_grids = m.counts.count(kDeviceGridBlocks) > 0;
+  if (has_grids) out["launched"] = asked_blocks;  // the grids of the method's own launches
+  std::set<std::string> kernels;
+  for (const auto& [k, rb] : ref) kernels.insert(k);
+  for (const auto& [k, rb] : seen) kernels.insert(k);
+  nlohmann::json differing = nlohmann::json::array();
+  int64_t other_grids = 0, other_kernels = 0, own_short = 0;
+  for (const auto& k : kernels) {
+    const auto r = ref.count(k) ? ref.at(k) : std::pair<int64_t, int64_t>{0, 0};
+    const auto s = seen.count(k) ? seen.at(k) : std::pair<int64_t, int64_t>{0, 0};
+    const int64_t launched = asked.count(k) ? asked.at(k).second : 0;
+    if (has_grids && s.second < launched) ++own_short;
+    if (r.second == s.second) continue;
+    const bool both_ran = r.first > 0 && s.first > 0;
+    (both_ran ? other_grids : other_kernels) += 1;
+    if (differing.size() < 8)
+      differing.push_back({{"kernel", k}, {"runs_reference", r.first}, {"runs_seen", s.first},
+                           {"blocks_reference", r.second}, {"blocks_seen", s.second},
+                           {"blocks_launched", has_grids ? nlohmann::json(launched) : nlohmann::json(nullptr)}});
+  }
+  out["kernels_differing"] = differing;
+  out["own_short_kernels"] = own_short;
+  if (ref_blocks == seen_blocks && own_short == 0) return out;
+  std::string why;
+  if (has_grids && seen_blocks == asked_blocks && own_short == 0)
+    why = "the method counted every block its own launches asked for; ";
+  else if (has_grids)
+    why = "the method counted fewer blocks than its own launches asked for in " + std::to_string(own_short) +
+          " kernel(s): its own loss; ";
+  if (other_grids) why += std::to_string(other_grids) + " kernel(s) ran in both runs with other block totals";
+  if (other_grids && other_kernels) why += ", and ";
+  if (other_kernels) why += std::to_string(other_kernels) + " kernel(s) ran in one run only";
+  if (other_grids || other_kernels)
+    why += " (CUPTI's is a separate run: an autotuner, or grids chosen from the input, may pick other kernels "
+           "and grids in each)";
+  out["why"] = why;
+  return out;
+}
 
 json command_verdict(const std::vector<MethodView>& methods) {
   std::set<std::string> layers;
@@ -280,12 +356,8 @@ json command_verdict(const std::vector<MethodView>& methods) {
       row["matched"] = covered;
       row["reference"] = total;
       // The device layer's blocks against the grids of CUPTI's kernel records, where both exist.
-      if (l == layer::kDevice && cupti && cupti->counts.count(kActivityBlocks) && m.counts.count(kDeviceBlocks)) {
-        int64_t ref_blocks = 0, seen_blocks = 0;
-        for (const auto& [f, n] : cupti->counts.at(kActivityBlocks)) ref_blocks += n / std::max(1, cupti->reps);
-        for (const auto& [f, n] : m.counts.at(kDeviceBlocks)) seen_blocks += n / std::max(1, m.reps);
-        row["blocks"] = {{"reference", ref_blocks}, {"seen", seen_blocks}};
-      }
+      if (l == layer::kDevice && cupti && cupti->counts.count(kActivityBlocks) && m.counts.count(kDeviceBlocks))
+        row["blocks"] = compare_blocks(*cupti, m);
       row["only_it_saw"] = extra;
       row["missed_families"] = missed;
       if (total == 0) {
@@ -305,6 +377,11 @@ json command_verdict(const std::vector<MethodView>& methods) {
       if (lost > 0 && (row["status"] == "complete" || row["status"] == "nothing to see" ||
                        row["status"] == "nothing in the reference"))
         row["status"] = "lost events";
+      // Every launch seen, yet fewer blocks than those launches asked for: not complete.
+      if (row["status"] == "complete" && row.contains("blocks") && row["blocks"].value("own_short_kernels", 0) > 0) {
+        row["status"] = "partial";
+        row["why"] = "fewer blocks counted than its own launches' grids asked for (blocks.kernels_differing)";
+      }
       // Less than all of it: the reason travels with the number.
       if (m.partly_unobserved.count(l) || (total > 0 && covered < total) || lost > 0) {
         const std::string why = partial_reason(m.partly_unobserved, m.loss, m.limits, l);
@@ -359,9 +436,11 @@ std::string verdict_text(const json& verdict) {
                       static_cast<long long>(row["reference"].get<int64_t>()),
                       share_text(row["matched"].get<int64_t>(), row["reference"].get<int64_t>()).c_str());
       detail = buf;
-      if (row.contains("blocks"))
+      if (row.contains("blocks")) {
         detail += "; blocks " + std::to_string(row["blocks"]["seen"].get<int64_t>()) + " of " +
                   std::to_string(row["blocks"]["reference"].get<int64_t>()) + " in CUPTI's kernel records";
+        if (row["blocks"].contains("why")) detail += " (" + row["blocks"]["why"].get<std::string>() + ")";
+      }
       if (const int64_t lost = row.value("lost", int64_t(0)); lost > 0) detail += "; LOST " + std::to_string(lost) + " events";
       if (const int64_t only = row.value("only_it_saw", int64_t(0)); only > 0)
         detail += "; besides, " + std::to_string(only) + " only it saw";

@@ -30,6 +30,9 @@ nlohmann::json unobserved_layers(const Method& m, const TracerReport& report);
 using FamilyCounts = std::map<std::string, std::map<std::string, int64_t>>;
 inline constexpr const char* kDeviceBlocks = "device.blocks";
 inline constexpr const char* kActivityBlocks = "gpu-activity.blocks";
+// The blocks the device layer's launches asked for (their grids), where its records carry
+// them: what the method should have counted in its own run.
+inline constexpr const char* kDeviceGridBlocks = "device.grid-blocks";
 void count_families(const std::vector<Event>& events, FamilyCounts& into);
 // The same, one event at a time (a run's events are streamed, never held): what it keeps
 // besides the counts is one entry per device-layer launch, to count each launch once.
@@ -64,6 +67,11 @@ struct MethodView {
   nlohmann::json loss = nlohmann::json::object();         // its loss counters, summed over repetitions
   const ProcessTallies* processes = nullptr;  // its events per process and device (per_device.h)
 };
+
+// The device layer's blocks per kernel against CUPTI's kernel records (verdict's "blocks"):
+// {reference, seen, launched (the grids of the method's own launches, where its records carry
+// them), kernels_differing: [...], why (only where the totals differ)}.
+nlohmann::json compare_blocks(const MethodView& cupti, const MethodView& m);
 
 // Why a method saw less than all of `layer`: the tracer's own account of this run, else the
 // events it lost (its loss counters), else what the method cannot see whatever the program

@@ -248,3 +248,45 @@ TEST(Verdict, SharesNeverRoundAShortfallUp) {
   EXPECT_EQ(share_text(0, 5), "0.0%");
   EXPECT_EQ(share_text(0, 0), "100.0%") << "nothing expected, nothing missing";
 }
+
+// Blocks that differ between the method's run and CUPTI's: compared kernel by kernel, and
+// told apart from the method's own shortfall, which its launches' grids show in its own run
+// (jax_step under sanitizer read "complete" with 6,277,682 blocks against 6,282,402).
+TEST(CommandVerdict, BlocksAreComparedPerKernelAndTheirDifferenceExplained) {
+  MethodView cupti = view("cupti", {"gpu-activity"}, {"gpu-activity"}, {});
+  cupti.counts[layer::kGpuActivity] = {{"k1", 2}, {"k2", 1}};
+  cupti.counts[kActivityBlocks] = {{"k1", 200}, {"k2", 50}};
+  MethodView san = view("sanitizer", {"device"}, {"device"}, {});
+  san.counts[layer::kDevice] = {{"k1", 2}, {"k3", 1}};
+  san.counts[kDeviceBlocks] = {{"k1", 180}, {"k3", 60}};
+  san.counts[kDeviceGridBlocks] = {{"k1", 180}, {"k3", 60}};
+  nlohmann::json b = compare_blocks(cupti, san);
+  EXPECT_EQ(b["reference"], 250);
+  EXPECT_EQ(b["seen"], 240);
+  EXPECT_EQ(b["launched"], 240);
+  EXPECT_EQ(b["kernels_differing"].size(), 3u);
+  const std::string why = b["why"].get<std::string>();
+  EXPECT_NE(why.find("counted every block its own launches asked for"), std::string::npos) << why;
+  EXPECT_NE(why.find("1 kernel(s) ran in both runs with other block totals"), std::string::npos) << why;
+  EXPECT_NE(why.find("2 kernel(s) ran in one run only"), std::string::npos) << why;
+  // Short of its own launches' grids: the method's own loss, whatever CUPTI's run did.
+  san.counts[kDeviceBlocks]["k1"] = 170;
+  b = compare_blocks(cupti, san);
+  EXPECT_EQ(b["own_short_kernels"], 1);
+  EXPECT_NE(b["why"].get<std::string>().find("fewer blocks than its own launches asked for in 1 kernel(s)"),
+            std::string::npos)
+      << b.dump();
+  // The same blocks everywhere: nothing to explain.
+  san.counts[layer::kDevice] = cupti.counts[layer::kGpuActivity];
+  san.counts[kDeviceBlocks] = cupti.counts[kActivityBlocks];
+  san.counts[kDeviceGridBlocks] = cupti.counts[kActivityBlocks];
+  b = compare_blocks(cupti, san);
+  EXPECT_FALSE(b.contains("why")) << b.dump();
+  EXPECT_TRUE(b["kernels_differing"].empty());
+  EXPECT_EQ(row(command_verdict({cupti, san}), "sanitizer", "device")["status"], "complete");
+  // Every launch seen, fewer blocks than they asked for: partial, with the reason.
+  san.counts[kDeviceBlocks]["k1"] = 199;
+  const json short_row = row(command_verdict({cupti, san}), "sanitizer", "device");
+  EXPECT_EQ(short_row["status"], "partial") << short_row.dump();
+  EXPECT_NE(short_row["why"].get<std::string>().find("fewer blocks counted"), std::string::npos) << short_row.dump();
+}
