@@ -53,7 +53,9 @@ harness=$prefix/bin/harness
 results=${MAIN_RESULTS:-results}
 report=${MAIN_REPORT:-reports/overhead.html}
 bench_reps=${MAIN_BENCH_REPS:-2}
-rounds=${MAIN_COST_ROUNDS:-3}
+# 6 paired rounds are the fewest that give a 95% interval (schema/README.md, "Intervals");
+# the time budgets stop the rounds earlier on a slow machine, and the summary says where.
+rounds=${MAIN_COST_ROUNDS:-6}
 budget=${MAIN_BUDGET_S:-570}
 workload_cost_s=${MAIN_WORKLOAD_COST_S:-90}
 status=0

@@ -281,7 +281,7 @@ Options parse_cli(const std::vector<std::string>& args, const std::vector<std::s
   if (o.cost && !o.baseline)
     throw UsageError("--cost compares every method with none in the same round: --no-baseline does not apply");
   if (o.time_budget_s && !o.cost) throw UsageError("--time-budget bounds the rounds of --cost, which was not given");
-  if (o.cost && !o.reps_given) o.reps = 5;
+  if (o.cost && !o.reps_given) o.reps = 6;  // the fewest paired rounds that give a 95% interval
   if (!o.command.empty() && (workload_given || linkage_given))
     throw UsageError("--workload and --linkage do not apply when tracing a command after '--'");
   o.workloads = o.command.empty() ? name_list("workload", workload_arg, workload_names) : std::vector<std::string>{};
@@ -354,11 +354,12 @@ options:
                                outcome goes into bench_summary.json and the report, not the
                                exit status
   --cost                       the slowdown each method causes, for the workloads or a command:
-                               --reps N rounds (default 5), each running every program under
+                               --reps N rounds (default 6), each running every program under
                                every method, round k starting at method k mod M, none (added
                                when not named) in every round. Per method: the median wall
                                time, the median of its ratios to none's run of the same
-                               round, with a 95% interval from resampling the rounds (3+),
+                               round, with an interval of those ratios' order statistics that
+                               holds at least 95% (6 rounds or more; fewer: none, said so),
                                and start-up apart from the rest where a run tells it (the
                                ledger's first kernel launch; a command's mark, see below).
                                Every run is checked as in the matrix: one that failed, lost

@@ -576,7 +576,7 @@ def cost_section(runs):
         ax.set_xlim(-0.6, len(row) - 0.4)
     handles = [matplotlib.patches.Patch(color=colours[m], label=m) for m in methods]
     axes[0, 0].legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    axes[0, 0].set_title("slowdown against none, 95% interval from paired rounds "
+    axes[0, 0].set_title("slowdown against none, ≥95% interval from paired rounds (6 or more) "
                          "(red edge: runs marked; hatched: only marked runs; x: no figure)")
     fig.tight_layout(h_pad=2.5)
     chart = f'<img id="cost-chart" alt="slowdown per program and method" src="{png(fig)}">'
@@ -590,7 +590,12 @@ def cost_section(runs):
         text = f'{r["value"]:.2f}×'
         if interval:
             ci = r.get("ci95")
-            text += f' [{ci[0]:.2f}, {ci[1]:.2f}]' if ci else f' (no interval: {r["pairs"]} round(s))'
+            # The harness's interval (order statistics of the paired rounds, at least 95%)
+            # or its reason for none; and its anomaly flag: the report decides nothing.
+            text += (f' [{ci[0]:.2f}, {ci[1]:.2f}]' if ci else
+                     f' ({esc(r.get("why_no_interval", "no interval: %d round(s)" % r["pairs"]))})')
+            if r.get("anomaly"):
+                text += f' <b class="bad" title="{esc(r["anomaly"])}">ANOMALY</b>'
         return text
 
     rows, notes = [], []

@@ -55,7 +55,17 @@ std::string last_stderr_line(const fs::path& run_dir) {
 json ratio_json(const std::optional<Ratio>& r) {
   if (!r) return nullptr;
   json j = {{"value", r->value}, {"pairs", r->pairs}, {"ci95", nullptr}};
-  if (r->ci95) j["ci95"] = {r->ci95->first, r->ci95->second};
+  if (r->ci95) {
+    j["ci95"] = {r->ci95->first, r->ci95->second};
+    j["interval"] = {{"method", kIntervalMethod}, {"coverage", r->coverage}, {"rank", r->rank}};
+    // Faster traced than untraced beyond the interval: not tracing's doing (schema/README.md).
+    if (r->anomaly())
+      j["anomaly"] = "faster traced than untraced, with the whole interval under 1: not what tracing does; likely "
+                     "warm-up (caches, the GPU's clocks, the page cache), the order of the runs, or a cold first run";
+  } else {
+    j["why_no_interval"] = "too few rounds for an interval: " + std::to_string(r->pairs) + " paired round(s), " +
+                           std::to_string(kMinPairsForInterval) + " needed for 95%";
+  }
   return j;
 }
 
@@ -86,10 +96,16 @@ std::string ratio_text(const json& r, bool with_interval = true, bool narrow = f
     std::snprintf(buf, sizeof buf, narrow ? "%.2f[%.2f,%.2f]" : "%.2f [%.2f, %.2f]", r["value"].get<double>(),
                   r["ci95"][0].get<double>(), r["ci95"][1].get<double>());
   } else {
-    std::snprintf(buf, sizeof buf, narrow ? "%.2f(%d round%s)" : "%.2f (%d round%s)", r["value"].get<double>(),
-                  r["pairs"].get<int>(), r["pairs"].get<int>() == 1 ? "" : "s");
+    const int pairs = r["pairs"].get<int>();
+    if (narrow)
+      std::snprintf(buf, sizeof buf, "%.2f(%d<%zu rnd)", r["value"].get<double>(), pairs, kMinPairsForInterval);
+    else
+      std::snprintf(buf, sizeof buf, "%.2f (%d round%s: too few for an interval)", r["value"].get<double>(), pairs,
+                    pairs == 1 ? "" : "s");
   }
-  return buf;
+  std::string text = buf;
+  if (with_interval && r.contains("anomaly")) text += narrow ? "!" : " ANOMALY";
+  return text;
 }
 
 // Letters for what marked a method's runs: F failed, L lost events, U a layer not
@@ -355,7 +371,8 @@ std::string CostRecorder::table(const json& summary) const {
                 summary["stopped"].is_null() ? "" : ("; " + summary["stopped"].get<std::string>()).c_str());
   out += line;
   out += "slowdown = the median over rounds of wall time / none's in the same round, from the rounds in which both "
-         "ran usably; [95% interval] from resampling those rounds (3 or more)\n";
+         "ran usably; [interval] the order statistics of those rounds' ratios, holding their median at least 95% "
+         "whatever their distribution (6 rounds or more; below, none); ANOMALY: faster traced, interval under 1\n";
   if (programs.size() <= 2) {
     for (const auto& p : programs) {
       out += "\n" + p["program"].get<std::string>() +

@@ -1,6 +1,7 @@
 #include "harness/stats/cost_stats.h"
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 
 #include "harness/stats/bench_stats.h"
@@ -53,7 +54,7 @@ const char* basis_name(Basis b) {
   return "?";
 }
 
-Ratio paired_median_ratio(const std::vector<std::pair<double, double>>& pairs, int resamples, uint64_t seed) {
+Ratio paired_median_ratio(const std::vector<std::pair<double, double>>& pairs) {
   Ratio r;
   std::vector<double> ratios;
   for (const auto& [none, method] : pairs)
@@ -61,17 +62,25 @@ Ratio paired_median_ratio(const std::vector<std::pair<double, double>>& pairs, i
   r.pairs = ratios.size();
   if (ratios.empty()) return r;
   r.value = median_of(ratios);
-  if (ratios.size() < kMinPairsForInterval) return r;
-  std::mt19937_64 rng(seed);
-  std::uniform_int_distribution<size_t> pick(0, ratios.size() - 1);
-  std::vector<double> values, resampled(ratios.size());
-  values.reserve(size_t(resamples));
-  for (int i = 0; i < resamples; ++i) {
-    for (auto& x : resampled) x = ratios[pick(rng)];
-    values.push_back(median_of(resampled));
+  const size_t n = ratios.size();
+  if (n < kMinPairsForInterval) return r;
+  std::sort(ratios.begin(), ratios.end());
+  // P(Binomial(n, 1/2) <= j), summed term by term (n is a number of rounds: small).
+  double below = 0, term = std::pow(0.5, double(n));  // P(X = 0)
+  size_t k = 0;
+  double coverage = 0;
+  for (size_t j = 0; j < n / 2; ++j) {
+    below += term;  // P(X <= j)
+    const double c = 1 - 2 * below;  // coverage of [x(j+1), x(n-j)]
+    if (c < 0.95) break;
+    k = j + 1;
+    coverage = c;
+    term = term * double(n - j) / double(j + 1);  // P(X = j + 1)
   }
-  std::sort(values.begin(), values.end());
-  r.ci95 = std::make_pair(values[size_t(0.025 * (resamples - 1))], values[size_t(0.975 * (resamples - 1))]);
+  if (k == 0) return r;
+  r.rank = k;
+  r.coverage = coverage;
+  r.ci95 = std::make_pair(ratios[k - 1], ratios[n - k]);
   return r;
 }
 

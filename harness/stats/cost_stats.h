@@ -66,17 +66,27 @@ struct CostSample {
 };
 
 // A method's slowdown: the median over rounds of its run's wall time over none's run's in
-// the same round, and a 95% interval of that median from resampling the rounds (the
-// percentile bootstrap, seeded: the same rounds give the same interval).
+// the same round, and an interval for that median that holds at least 95% whatever the
+// ratios' distribution: the k-th smallest and k-th largest of the n paired ratios, with the
+// largest k for which 1 - 2 P(Binomial(n, 1/2) < k) >= 0.95 (the order statistics of a
+// sample bracket its population's median so; rounds are taken as exchangeable, which the
+// cost mode's rotating order is there for). It needs 6 rounds; below, there is none, and
+// "too few rounds for an interval" says so.
 struct Ratio {
   double value = 0;
   std::optional<std::pair<double, double>> ci95;  // from kMinPairsForInterval rounds on
+  double coverage = 0;  // what the interval holds at least (0.969 at 6 rounds), where there is one
+  size_t rank = 0;      // k: the interval is the k-th smallest and k-th largest ratio
   size_t pairs = 0;
+  // Faster traced than untraced, and the interval says it is no accident: never tracing's
+  // doing; warm-up, the order of the runs or a cold first run, which the report names.
+  bool anomaly() const { return ci95 && ci95->second < 1.0; }
 };
-inline constexpr size_t kMinPairsForInterval = 3;
+inline constexpr size_t kMinPairsForInterval = 6;
+inline constexpr const char* kIntervalMethod =
+    "order statistics of the paired ratios (distribution-free interval for their median, at least 95%)";
 // `pairs`: (none, method) of each round.
-Ratio paired_median_ratio(const std::vector<std::pair<double, double>>& pairs, int resamples = 2000,
-                          uint64_t seed = 42);
+Ratio paired_median_ratio(const std::vector<std::pair<double, double>>& pairs);
 
 // Which runs a method's figures come from.
 enum class Basis {
