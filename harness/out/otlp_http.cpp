@@ -16,6 +16,7 @@
 #include <type_traits>
 
 #include "harness/out/otlp_export.h"
+#include "harness/run/runner.h"
 
 namespace cudatrace {
 
@@ -125,6 +126,10 @@ std::string otlp_traces_url(const std::string& endpoint) {
   return (endpoint.back() == '/' ? endpoint.substr(0, endpoint.size() - 1) : endpoint) + kPath;
 }
 
+namespace {
+int abort_when_interrupted(void*, curl_off_t, curl_off_t, curl_off_t, curl_off_t) { return g_interrupted ? 1 : 0; }
+}  // namespace
+
 OtlpHttpSender::OtlpHttpSender(const std::string& endpoint, OtlpHttpOptions options)
     : url_(otlp_traces_url(endpoint)), options_(options) {}
 
@@ -139,7 +144,16 @@ std::string OtlpHttpSender::send(const std::string& body) {
       if (!curl_->easy) return "libcurl could not make a handle";
       curl_->headers = api.slist_append(nullptr, "Content-Type: application/json");
     }
+    using Clock = std::chrono::steady_clock;
+    const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(options_.total_timeout_ms);
+    const auto left_ms = [&] {
+      return long(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count());
+    };
+    const std::string too_long = "no answer from " + url_ + " within the send's total of " +
+                                 std::to_string(options_.total_timeout_ms / 1000) + " s";
     for (int attempt = 1;; ++attempt) {
+      if (g_interrupted) return "interrupted (Ctrl-C) while sending to " + url_;
+      if (left_ms() <= 0) return too_long + " (" + std::to_string(attempt - 1) + " attempts)";
       Response response;
       CURL* h = curl_->easy;
       api.easy_reset(h);
@@ -148,8 +162,11 @@ std::string OtlpHttpSender::send(const std::string& body) {
         api.easy_setopt(h, CURLOPT_PROTOCOLS, long(CURLPROTO_HTTP | CURLPROTO_HTTPS));
       api.easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
       api.easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-      api.easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, options_.connect_timeout_ms);
-      api.easy_setopt(h, CURLOPT_TIMEOUT_MS, options_.request_timeout_ms);
+      api.easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, std::max(1L, std::min(options_.connect_timeout_ms, left_ms())));
+      api.easy_setopt(h, CURLOPT_TIMEOUT_MS, std::max(1L, std::min(options_.request_timeout_ms, left_ms())));
+      // A Ctrl-C ends a transfer in flight, not only the next one.
+      api.easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+      api.easy_setopt(h, CURLOPT_XFERINFOFUNCTION, &abort_when_interrupted);
       api.easy_setopt(h, CURLOPT_HTTPHEADER, curl_->headers);
       api.easy_setopt(h, CURLOPT_POST, 1L);
       api.easy_setopt(h, CURLOPT_POSTFIELDS, body.data());
@@ -160,6 +177,8 @@ std::string OtlpHttpSender::send(const std::string& body) {
       api.easy_setopt(h, CURLOPT_HEADERDATA, &response);
       ++requests_;
       const CURLcode rc = api.easy_perform(h);
+      if (rc == CURLE_ABORTED_BY_CALLBACK) return "interrupted (Ctrl-C) while sending to " + url_;
+      if (rc == CURLE_OPERATION_TIMEDOUT && left_ms() <= 0) return too_long + " (" + std::to_string(attempt) + " attempts)";
       if (rc != CURLE_OK) return "cannot reach " + url_ + ": " + api.easy_strerror(rc);
       long status = 0;
       api.easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
@@ -172,7 +191,12 @@ std::string OtlpHttpSender::send(const std::string& body) {
       ++retries_;
       const auto wait = response.retry_after_s >= 0 ? std::chrono::milliseconds(response.retry_after_s * 1000)
                                                      : std::chrono::milliseconds(250 << std::min(attempt - 1, 3));
-      std::this_thread::sleep_for(wait);
+      if (wait.count() >= left_ms())
+        return "HTTP " + std::to_string(status) + " from " + url_ + ": it asked to wait " +
+               std::to_string(wait.count() / 1000) + " s, past the send's total of " +
+               std::to_string(options_.total_timeout_ms / 1000) + " s (after " + std::to_string(attempt) + " attempts)";
+      for (const Clock::time_point until = Clock::now() + wait; Clock::now() < until && !g_interrupted;)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   } catch (const std::exception& e) {
     return e.what();

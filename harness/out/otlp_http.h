@@ -24,6 +24,9 @@ struct OtlpHttpOptions {
   int attempts = 5;
   long connect_timeout_ms = 5000;
   long request_timeout_ms = 30000;
+  // One body's whole send, its retries and their waits (a collector answering 429 with a
+  // long Retry-After) included: past it the send gives up, and so does a Ctrl-C at once.
+  long total_timeout_ms = 60000;
 };
 
 class OtlpHttpSender {

@@ -1,7 +1,15 @@
 // The OTLP export's pieces; the whole export is decoded with OpenTelemetry's definitions
 // by tests/otlp/check_otlp.py.
 #include <gtest/gtest.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
 
 #include "harness/cli.h"
 #include "harness/out/cuda_error_names.h"
@@ -74,4 +82,66 @@ TEST(OtlpExport, AFolderWithoutRunsIsRefused) {
   ASSERT_NE(mkdtemp(empty), nullptr);
   EXPECT_THROW(otlp_run_folders(empty), std::runtime_error);  // neither run.json nor runs/
   std::filesystem::remove(empty);
+}
+
+namespace {
+
+// A collector on 127.0.0.1 that answers every request "429, come back in 30 s".
+class BusyCollector {
+ public:
+  BusyCollector() {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    listen(fd_, 8);
+    socklen_t len = sizeof a;
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] {
+      for (;;) {
+        const int c = accept(fd_, nullptr, nullptr);
+        if (c < 0) return;
+        char buf[65536];
+        (void)!read(c, buf, sizeof buf);
+        const char reply[] = "HTTP/1.1 429 Too Many Requests\r\nRetry-After: 30\r\nContent-Length: 0\r\n\r\n";
+        (void)!write(c, reply, sizeof reply - 1);
+        ::close(c);
+        ++requests;
+      }
+    });
+  }
+  ~BusyCollector() {
+    shutdown(fd_, SHUT_RDWR);
+    ::close(fd_);
+    thread_.join();
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  std::atomic<int> requests{0};
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace
+
+// A collector that keeps answering 429 with a long Retry-After cost 2 minutes per run: the
+// send now has a total deadline, and says what happened. (libcurl is loaded when first
+// needed; without it the send says so, which this test accepts as a skip.)
+TEST(OtlpHttp, ASendGivesUpAtItsTotalDeadline) {
+  BusyCollector collector;
+  OtlpHttpOptions options;
+  options.total_timeout_ms = 1500;
+  OtlpHttpSender sender(collector.url(), options);
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string error = sender.send("{}");
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (error.find("needs libcurl") != std::string::npos) GTEST_SKIP() << error;
+  EXPECT_LT(took, 5.0) << error;
+  EXPECT_NE(error.find("HTTP 429"), std::string::npos) << error;
+  EXPECT_NE(error.find("past the send's total of 1 s"), std::string::npos) << error;
+  EXPECT_GE(collector.requests.load(), 1);
 }
