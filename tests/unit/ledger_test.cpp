@@ -226,3 +226,32 @@ TEST(LedgerCheck, LedgersInTheStoreFormatAreRead) {
   ASSERT_FALSE(small.problems.empty());
   EXPECT_NE(small.problems[0].find("--max-trace-bytes"), std::string::npos) << small.problems[0];
 }
+
+// A ledger in target/ made to inflate without end (the program's user can write there): read
+// up to 64 times its size, then refused with the reason, before the matcher's sort could
+// fill the disk with it.
+TEST(LedgerCheck, ALedgerThatInflatesFarPastItsSizeIsRefused) {
+  auto dir = testsupport::temp_dir("ledger-bomb");
+  {
+    EventStoreWriter out(dir / ledger::kFileName, 3);
+    EventStream s = ledger_with({{"records", 2000}, {"intended", {{"cudaMalloc", 2000}}}}, {});
+    out.write(s.meta[0]);
+    Event e;
+    e.layer = layer::kRuntime;
+    e.name = std::string(size_t(1) << 20, 'x');  // 1 MiB names that compress to almost nothing
+    e.ts = 10;
+    e.dur = 1;
+    e.pid = s.meta[0].pid;
+    e.tid = 1;
+    for (int i = 0; i < 2000; ++i) out.write(e);
+    out.close();
+  }
+  const auto size = std::filesystem::file_size(dir / ledger::kFileName);
+  ASSERT_LT(size * 64, uint64_t(2000) << 20) << "the file must be a bomb for this test";
+  int64_t seen = 0;
+  const LedgerCheck c = read_ledgers(dir, uint64_t(1) << 30, [&](const Event&) { ++seen; });
+  EXPECT_FALSE(c.consistent);
+  ASSERT_FALSE(c.problems.empty());
+  EXPECT_NE(c.problems.back().find("inflates past"), std::string::npos) << nlohmann::json(c.problems).dump();
+  EXPECT_LT(seen, 2000);
+}
