@@ -292,7 +292,7 @@ void check_result(RunState& r, RunContext& ctx) {
 
 // Stage 6, a workload: its ledgers and the method's store, scored as streams; each layer
 // short of its ledger says why.
-void score_against_ledger(RunState& r, const RunContext& ctx, const Method& method, DeviceNames& names,
+void score_against_ledger(RunState& r, RunContext& ctx, const Method& method, DeviceNames& names,
                           bool tally_whole, ComboOutcome& outcome) {
   const TracerReport& report = r.report;
   // The ground truth: one ledger per process (ledger.msgpack.zst, ledger.msgpack.zst.<pid>), each
@@ -309,6 +309,12 @@ void score_against_ledger(RunState& r, const RunContext& ctx, const Method& meth
   }
   if (!scored.store_error.empty() && tally_whole)  // else its read said so already
     r.failures.push_back("tracer output: " + scored.store_error);
+  // The harness's own sort could not be done (a full disk under --out): no score, said so;
+  // out of space, the matrix stops after this run as for any write.
+  if (!scored.scoring_error.empty()) {
+    r.failures.push_back("scoring: " + scored.scoring_error);
+    if (out_of_space(scored.scoring_error) && ctx.write_error.empty()) ctx.write_error = scored.scoring_error;
+  }
   r.first_launch = scored.first_launch;
   json scores = json::array();  // empty when the tracer observed no layer of this target
   json shown = json::object();
@@ -329,7 +335,7 @@ void score_against_ledger(RunState& r, const RunContext& ctx, const Method& meth
 
 // Stage 6: what the tracer saw, which layers it could not see (each with its reason), and
 // for a workload, its events scored against the ledger.
-void score_events(RunState& r, const RunContext& ctx, const Method& method, ComboOutcome& outcome) {
+void score_events(RunState& r, RunContext& ctx, const Method& method, ComboOutcome& outcome) {
   const TracerReport& report = r.report;
   r.run["tracer"] = {{"layers", report.layers}, {"loss", report.loss}, {"notes", report.notes}, {"error", report.error}};
   if (!report.error.empty()) r.failures.push_back("tracer: " + report.error);

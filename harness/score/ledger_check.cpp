@@ -165,9 +165,10 @@ LedgerCheck read_ledgers(const std::filesystem::path& run_dir, uint64_t max_byte
       left -= size;
       StoreLimits limits;
       limits.max_file_bytes = size;
-      // A ledger's records inflate about tenfold; a file made to inflate far more (a zstd
-      // bomb in target/) would fill the disk through the matcher's sort: refused past 64x.
-      limits.max_inflated_bytes = std::max<uint64_t>(size, uint64_t(1) << 20) * 64;
+      // A ledger's records inflate ten to a hundredfold (long kernel names compress well);
+      // a file made to inflate without end (a zstd bomb in target/) is read up to the run's
+      // bound, or 256 times its size where that is more, then refused.
+      limits.max_inflated_bytes = std::max<uint64_t>(max_bytes, std::max<uint64_t>(size, uint64_t(1) << 20) * 256);
       EventReader in(f, limits);
       Event e;
       while (in.next(e)) {

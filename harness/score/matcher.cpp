@@ -169,7 +169,6 @@ struct CountLayer {
 struct Matcher::Impl {
   std::vector<std::string> layers;
   MatchOptions opts;
-  bool own_spill_dir = false;
   std::unique_ptr<CallLayer> runtime, driver;
   std::unique_ptr<SortedEvents> launch_truth;  // runtime launches: the driver layer's truth without driver calls
   std::set<std::string> driver_families;       // families of the ledger's own driver calls
@@ -191,14 +190,13 @@ struct Matcher::Impl {
 };
 
 Matcher::Matcher(std::vector<std::string> layers, MatchOptions opts) : impl_(std::make_unique<Impl>()) {
-  static std::atomic<uint64_t> made{0};
   Impl& m = *impl_;
   m.layers = std::move(layers);
   m.opts = std::move(opts);
-  if (m.opts.spill_dir.empty()) {
-    m.opts.spill_dir = std::filesystem::temp_directory_path() /
-                       ("cudatrace-match." + std::to_string(getpid()) + "." + std::to_string(made++));
-    m.own_spill_dir = true;
+  if (m.opts.spill_dir.empty()) {  // a fresh folder of its own (mkdtemp: 0700, a name nobody chose before)
+    std::string tmpl = (std::filesystem::temp_directory_path() / "cudatrace-match.XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) throw std::runtime_error("cannot make a folder to sort events in: " + tmpl);
+    m.opts.spill_dir = tmpl;
   }
   for (const auto& l : m.layers) {
     if (l == layer::kRuntime) {

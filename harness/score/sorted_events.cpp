@@ -20,6 +20,15 @@ auto key_of(const Event& e, const std::string& family) {
   return std::tie(e.tid, family, e.ts, *e.corr);
 }
 
+// Its own files hold what it was given, which was read within its source's bounds already.
+StoreLimits own_files() {
+  StoreLimits l;
+  l.max_depth = 1024;
+  l.max_string = UINT32_MAX;
+  l.max_items = UINT32_MAX;
+  return l;
+}
+
 }  // namespace
 
 struct SortedEvents::Source {
@@ -74,10 +83,10 @@ void SortedEvents::sort_held() {
 void SortedEvents::spill() {
   sort_held();
   const fs::path file = new_file();
+  runs_.push_back(file);  // removed by the destructor even if the write fails
   EventStoreWriter out(file, 1, EventStoreWriter::Durability::kScratch);
   for (const auto& item : held_) out.write(item.e);
   out.close();
-  runs_.push_back(file);
   held_.clear();
 }
 
@@ -85,11 +94,12 @@ fs::path SortedEvents::merge(const std::vector<fs::path>& files) {
   std::vector<std::unique_ptr<Source>> heap;
   for (const auto& f : files) {
     auto s = std::make_unique<Source>();
-    s->in = std::make_unique<EventReader>(f);
+    s->in = std::make_unique<EventReader>(f, own_files());
     if (s->advance(family_)) heap.push_back(std::move(s));
   }
   std::make_heap(heap.begin(), heap.end(), later);
   const fs::path file = new_file();
+  runs_.push_back(file);  // removed with the others, whatever happens below
   EventStoreWriter out(file, 1, EventStoreWriter::Durability::kScratch);
   while (!heap.empty()) {
     std::pop_heap(heap.begin(), heap.end(), later);
@@ -103,6 +113,7 @@ fs::path SortedEvents::merge(const std::vector<fs::path>& files) {
   out.close();
   std::error_code ec;
   for (const auto& f : files) fs::remove(f, ec);
+  runs_.pop_back();
   return file;
 }
 
@@ -116,12 +127,13 @@ void SortedEvents::start_reading() {
   // Merged kFanIn at a time until one stream of all of them can be read.
   while (runs_.size() > kFanIn) {
     std::vector<fs::path> group(runs_.begin(), runs_.begin() + kFanIn);
+    const fs::path merged = merge(group);  // on a throw, every file is still in runs_
     runs_.erase(runs_.begin(), runs_.begin() + kFanIn);
-    runs_.push_back(merge(group));
+    runs_.push_back(merged);
   }
   for (const auto& f : runs_) {
     auto s = std::make_unique<Source>();
-    s->in = std::make_unique<EventReader>(f);
+    s->in = std::make_unique<EventReader>(f, own_files());
     if (s->advance(family_)) heap_.push_back(std::move(s));
   }
   std::make_heap(heap_.begin(), heap_.end(), later);

@@ -244,12 +244,13 @@ nlohmann::json compare_blocks(const MethodView& cupti, const MethodView& m) {
   for (const auto& [k, rb] : ref) kernels.insert(k);
   for (const auto& [k, rb] : seen) kernels.insert(k);
   nlohmann::json differing = nlohmann::json::array();
-  int64_t other_grids = 0, other_kernels = 0, own_short = 0;
+  int64_t other_grids = 0, other_kernels = 0, own_short = 0, own_over = 0;
   for (const auto& k : kernels) {
     const auto r = ref.count(k) ? ref.at(k) : std::pair<int64_t, int64_t>{0, 0};
     const auto s = seen.count(k) ? seen.at(k) : std::pair<int64_t, int64_t>{0, 0};
     const int64_t launched = asked.count(k) ? asked.at(k).second : 0;
     if (has_grids && s.second < launched) ++own_short;
+    if (has_grids && s.second > launched) ++own_over;
     if (r.second == s.second) continue;
     const bool both_ran = r.first > 0 && s.first > 0;
     (both_ran ? other_grids : other_kernels) += 1;
@@ -260,13 +261,16 @@ nlohmann::json compare_blocks(const MethodView& cupti, const MethodView& m) {
   }
   out["kernels_differing"] = differing;
   out["own_short_kernels"] = own_short;
-  if (ref_blocks == seen_blocks && own_short == 0) return out;
+  if (ref_blocks == seen_blocks && own_short == 0 && own_over == 0) return out;
   std::string why;
-  if (has_grids && seen_blocks == asked_blocks && own_short == 0)
+  if (has_grids && own_short == 0 && own_over == 0)
     why = "the method counted every block its own launches asked for; ";
-  else if (has_grids)
-    why = "the method counted fewer blocks than its own launches asked for in " + std::to_string(own_short) +
-          " kernel(s): its own loss; ";
+  if (own_short > 0)
+    why += "the method counted fewer blocks than its own launches asked for in " + std::to_string(own_short) +
+           " kernel(s): its own loss; ";
+  if (own_over > 0)
+    why += "the method counted more blocks than its own launches asked for in " + std::to_string(own_over) +
+           " kernel(s); ";
   if (other_grids) why += std::to_string(other_grids) + " kernel(s) ran in both runs with other block totals";
   if (other_grids && other_kernels) why += ", and ";
   if (other_kernels) why += std::to_string(other_kernels) + " kernel(s) ran in one run only";

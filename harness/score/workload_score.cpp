@@ -1,5 +1,7 @@
 #include "harness/score/workload_score.h"
 
+#include <optional>
+
 #include "common/event_store.h"
 #include "harness/score/verdict.h"
 
@@ -14,13 +16,28 @@ WorkloadScore score_workload(const WorkloadScoreInput& in, DeviceNames& names) {
   opts.device_mode = in.device_mode;
   opts.buckets = {&out.labels, &names};  // the labels are complete once the ledgers are read
   opts.spill_dir = in.sort_dir;
-  Matcher matcher(in.layers, opts);
+  // The matcher's own failures (its sort files) are told apart from the ledger's and the
+  // store's: they say nothing of the program or the method.
+  std::optional<Matcher> matcher;
+  try {
+    matcher.emplace(in.layers, opts);
+  } catch (const std::exception& e) {
+    out.scoring_error = e.what();
+  }
+  const auto scoring = [&](auto&& step) {
+    if (!matcher || !out.scoring_error.empty()) return;
+    try {
+      step();
+    } catch (const std::exception& e) {
+      out.scoring_error = e.what();
+    }
+  };
   ProcessLabeler labeler;
   out.ledger = read_ledgers(in.target_dir, in.max_ledger_bytes, [&](const Event& e) {
     labeler.add(e);
     out.first_launch.add(e);
     if (!e.is_meta()) names.learn(e);
-    matcher.add_truth(e);
+    scoring([&] { matcher->add_truth(e); });
   });
   out.labels = labeler.finish();
   if (in.layers.empty()) return out;
@@ -29,12 +46,13 @@ WorkloadScore score_workload(const WorkloadScoreInput& in, DeviceNames& names) {
     try {
       EventReader store(in.events_file);
       Event e;
-      while (store.next(e)) matcher.add_seen(e);
+      while (out.scoring_error.empty() && store.next(e)) scoring([&] { matcher->add_seen(e); });
     } catch (const std::exception& e) {
       out.store_error = e.what();  // scored on what was read: a prefix
     }
   }
-  out.layers = matcher.finish();
+  scoring([&] { out.layers = matcher->finish(); });
+  if (!out.scoring_error.empty()) out.layers.clear();  // a score of part of the calls is no score
   return out;
 }
 

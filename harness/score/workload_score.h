@@ -22,6 +22,7 @@ struct WorkloadScore {
   FirstLaunch first_launch;        // the end of the start-up (run.json's "startup")
   std::vector<LayerScore> layers;  // the layers the method observed, scored
   std::string store_error;         // the method's store could not be read to its end: why
+  std::string scoring_error;       // the matcher's own work failed (its sort files: a full disk): why
 };
 
 struct WorkloadScoreInput {

@@ -270,6 +270,21 @@ TEST(SortedEvents, SpilledChunksComeBackInOrderAndLeaveNoFile) {
     EXPECT_GT(sorter.spill_files(), SortedEvents::kFanIn);
   }
   EXPECT_TRUE(!std::filesystem::exists(dir) || std::filesystem::is_empty(dir));
+  // What it was given comes back whole from its own files, past the bounds a reader of
+  // outside files applies (a 2 MiB argument).
+  {
+    SortedEvents sorter(dir, "big", [](const Event&) { return std::string(); }, 1);
+    for (int i = 0; i < 2; ++i) {
+      Event e = call("runtime", "cudaMalloc", 1, i, 1, 0, {{"blob", std::string(size_t(2) << 20, 'b')}});
+      e.corr = uint64_t(i);
+      sorter.add(e);
+    }
+    Event e;
+    std::string family;
+    int n = 0;
+    while (sorter.next(e, family)) n += e.args["blob"].get<std::string>().size() == (size_t(2) << 20);
+    EXPECT_EQ(n, 2);
+  }
   std::filesystem::remove_all(dir);
 }
 

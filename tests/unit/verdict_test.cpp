@@ -276,6 +276,13 @@ TEST(CommandVerdict, BlocksAreComparedPerKernelAndTheirDifferenceExplained) {
   EXPECT_NE(b["why"].get<std::string>().find("fewer blocks than its own launches asked for in 1 kernel(s)"),
             std::string::npos)
       << b.dump();
+  // More blocks than its own launches asked for: said as such, never as a loss.
+  san.counts[kDeviceBlocks]["k1"] = 190;
+  b = compare_blocks(cupti, san);
+  EXPECT_NE(b["why"].get<std::string>().find("more blocks than its own launches asked for in 1 kernel(s)"),
+            std::string::npos)
+      << b.dump();
+  EXPECT_EQ(b["why"].get<std::string>().find("fewer"), std::string::npos) << b.dump();
   // The same blocks everywhere: nothing to explain.
   san.counts[layer::kDevice] = cupti.counts[layer::kGpuActivity];
   san.counts[kDeviceBlocks] = cupti.counts[kActivityBlocks];
