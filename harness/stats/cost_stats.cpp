@@ -65,17 +65,21 @@ Ratio paired_median_ratio(const std::vector<std::pair<double, double>>& pairs) {
   const size_t n = ratios.size();
   if (n < kMinPairsForInterval) return r;
   std::sort(ratios.begin(), ratios.end());
-  // P(Binomial(n, 1/2) <= j), summed term by term (n is a number of rounds: small).
-  double below = 0, term = std::pow(0.5, double(n));  // P(X = 0)
+  // P(Binomial(n, 1/2) <= j), summed term by term; each term from logarithms, so that a
+  // long series of rounds does not underflow 0.5^n to 0.
+  const auto term = [n](size_t j) {
+    return std::exp(std::lgamma(double(n) + 1) - std::lgamma(double(j) + 1) - std::lgamma(double(n - j) + 1) +
+                    double(n) * std::log(0.5));
+  };
+  double below = 0;
   size_t k = 0;
   double coverage = 0;
   for (size_t j = 0; j < n / 2; ++j) {
-    below += term;  // P(X <= j)
+    below += term(j);                // P(X <= j)
     const double c = 1 - 2 * below;  // coverage of [x(j+1), x(n-j)]
     if (c < 0.95) break;
     k = j + 1;
     coverage = c;
-    term = term * double(n - j) / double(j + 1);  // P(X = j + 1)
   }
   if (k == 0) return r;
   r.rank = k;

@@ -130,6 +130,16 @@ TEST(CostStats, AnIntervalOnlyWhereTheRoundsCanHold95Percent) {
   EXPECT_NEAR(nine.coverage, 1 - 2 * 10.0 / 512, 1e-12);
   EXPECT_NEAR(nine.ci95->first, 1.02, 1e-12);
   EXPECT_NEAR(nine.ci95->second, 1.08, 1e-12);
+  // A long series (0.5^2000 underflows a double): k near n/2 - 0.98 sqrt(n), as the normal
+  // approximation has it, and still at least 95%.
+  std::vector<std::pair<double, double>> many;
+  for (int i = 0; i < 2000; ++i) many.emplace_back(100, 100 + i % 97);
+  const Ratio long_series = paired_median_ratio(many);
+  ASSERT_TRUE(long_series.ci95);
+  EXPECT_GT(long_series.rank, 950u);
+  EXPECT_LT(long_series.rank, 960u);
+  EXPECT_GE(long_series.coverage, 0.95);
+  EXPECT_LT(long_series.coverage, 0.96);
 }
 
 // Faster traced than untraced with an interval under 1: flagged, never read as a gain.
