@@ -76,7 +76,7 @@ struct RunContext {
   std::map<std::string, ChildResult> untraced;
   // --result: the pattern, and what each untraced run computed (nullopt: printed nothing it matches).
   std::optional<std::regex> result_re;
-  std::map<std::string, std::optional<std::string>> untraced_results;
+  std::map<std::string, ProgramResult> untraced_results;
   SpaceReserve* reserve = nullptr;  // freed for the summary when the disk is full
 };
 
@@ -261,31 +261,41 @@ void judge_ending(RunState& r, RunContext& ctx) {
 // Stage 4b (--result): what the program computed, traced against untraced (the same
 // repetition's untraced run, else the first's). A difference is named; --strict-result fails it.
 void check_result(RunState& r, RunContext& ctx) {
-  const std::optional<std::string> got = program_result(r.dir / "stdout.txt", *ctx.result_re);
+  ProgramResult got = program_result(r.dir / "stdout.txt", *ctx.result_re, kProgramOutputCap);
+  // Output past the runner's cap is gone: its last lines may have held the result.
+  if (got.cut.empty() && !r.child.stdout_kept.cut_reason.empty())
+    got.cut = "stdout was cut (" + r.child.stdout_kept.cut_reason + "): its last lines are not kept";
   const auto as_json = [](const std::optional<std::string>& v) { return v ? json(*v) : json(nullptr); };
   const auto as_text = [](const std::optional<std::string>& v) { return v ? "'" + shown(*v, 80) + "'" : std::string("nothing"); };
   const std::string key = r.combo.workload + "|" + r.combo.linkage + "|";
   if (r.combo.method == "none") {
     ctx.untraced_results[key + std::to_string(r.rep)] = got;
-    r.run["result"] = as_json(got);
+    r.run["result"] = as_json(got.value);
+    if (!got.cut.empty()) r.run["result_cut"] = got.cut;
     return;
   }
-  const std::optional<std::string>* untraced = nullptr;
+  const ProgramResult* untraced = nullptr;
   for (const int rep : {r.rep, 1})
     if (auto it = ctx.untraced_results.find(key + std::to_string(rep)); it != ctx.untraced_results.end() && !untraced)
       untraced = &it->second;
-  if (!untraced || !*untraced) {
-    r.run["result_check"] = {{"traced", as_json(got)},
-                             {"untraced", nullptr},
-                             {"why", !untraced ? "no untraced run to compare with"
-                                               : "the untraced run printed no line --result matches: nothing to compare"}};
+  // A result read from a cut output is not the program's word: not compared, and said so
+  // on the run's line (a bound reached is never a silent "same").
+  const std::string cut = !got.cut.empty() ? "traced: " + got.cut
+                          : untraced && !untraced->cut.empty() ? "untraced: " + untraced->cut : "";
+  if (!untraced || !untraced->value || !cut.empty()) {
+    r.run["result_check"] = {{"traced", as_json(got.value)},
+                             {"untraced", untraced ? as_json(untraced->value) : json(nullptr)},
+                             {"why", !untraced          ? "no untraced run to compare with"
+                                     : !cut.empty()     ? "not compared: " + cut
+                                                        : "the untraced run printed no line --result matches: nothing to compare"}};
+    if (!cut.empty()) r.run["result_unchecked"] = "not compared: " + cut;
     return;
   }
-  const bool same = *untraced == got;
-  r.run["result_check"] = {{"traced", as_json(got)}, {"untraced", as_json(*untraced)}, {"same", same}};
+  const bool same = untraced->value == got.value;
+  r.run["result_check"] = {{"traced", as_json(got.value)}, {"untraced", as_json(untraced->value)}, {"same", same}};
   if (same) return;
   const std::string what = "traced, the program computed otherwise than untraced: its result (--result) read " +
-                           as_text(got) + " where the untraced run's read " + as_text(*untraced);
+                           as_text(got.value) + " where the untraced run's read " + as_text(untraced->value);
   r.run["result_changed"] = what;
   if (ctx.opts.strict_result) r.failures.insert(r.failures.begin(), what);
 }

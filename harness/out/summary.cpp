@@ -130,6 +130,7 @@ void print_progress(size_t index, size_t total, const Combo& c, int rep, int rep
   // A result that tracing changed always shows, failed or not (--strict-result).
   if (run.contains("result_changed") && run["ok"].get<bool>())
     extra += "  RESULT CHANGED (" + run["result_changed"].get<std::string>() + ")";
+  if (run.contains("result_unchecked")) extra += "  RESULT " + run["result_unchecked"].get<std::string>();
   // Lost events always show, whatever the shares read.
   if (const json loss = run.value("tracer", json::object()).value("loss", json::object()); lost_events(loss) > 0)
     extra += "  LOST " + std::to_string(lost_events(loss)) + " events (" + lost_text(loss) + ")";

@@ -78,6 +78,23 @@ TEST(UntracedCheck, AResultThatTracingChangedIsNamed) {
   EXPECT_NE(r.output.find("1 run(s) whose result tracing CHANGED"), std::string::npos) << r.output;
 }
 
+// A result read where a bound cut the output (here its matching line, 70,000 bytes, past the
+// 1 KiB a result line is matched on) is not the program's word: not compared, and the run's
+// line says so, where a silent "same" would have passed. (Matched whole, that line crashed
+// the harness: std::regex recurses per character.)
+TEST(UntracedCheck, AResultFromACutOutputIsNamedNotCompared) {
+  HarnessRun r = run_harness("--method preload --strict-result --result 'final loss ([0-9x]+)' -- /bin/sh -c "
+                             "'printf \"final loss 1\"; head -c 70000 /dev/zero | tr \"\\\\0\" x; echo'");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.run_json("cmd.none")["result_cut"].get<std::string>().find("its end was cut"), std::string::npos)
+      << r.run_json("cmd.none").dump();
+  const nlohmann::json traced = r.run_json("cmd.preload");
+  EXPECT_FALSE(traced["result_check"].contains("same")) << traced["result_check"].dump();
+  EXPECT_NE(traced.value("result_unchecked", "").find("not compared"), std::string::npos) << traced.dump();
+  EXPECT_NE(r.output.find("RESULT not compared: traced: the matching line is longer than"), std::string::npos)
+      << r.output;
+}
+
 TEST(UntracedCheck, StrictResultFailsTheRunThatComputedOtherwise) {
   HarnessRun r = run_harness(std::string("--method preload --strict-result --result 'final loss ([0-9.]+)' ") +
                              kComputesOtherwise);
