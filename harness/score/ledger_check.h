@@ -56,8 +56,6 @@ LedgerCheck check_ledger(const EventStream& ledger);
 // --max-trace-bytes): one past it is not read, and the run's ledger is inconsistent.
 LedgerCheck read_ledgers(const std::filesystem::path& run_dir, uint64_t max_bytes,
                          const std::function<void(const Event&)>& visit);
-// The same, every record kept in `merged` (tests, small ledgers).
-LedgerCheck read_ledgers(const std::filesystem::path& run_dir, EventStream& merged);
 nlohmann::json to_json(const LedgerCheck& c);
 
 }  // namespace cudatrace

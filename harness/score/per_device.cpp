@@ -11,6 +11,8 @@ using json = nlohmann::json;
 
 void DeviceNames::learn(const Event& e) {
   if (!e.device || e.device_id.empty()) return;
+  // Every record of a run passes here (10^7 and more): a (process, ordinal) known once is known.
+  if (seen_.count({e.pid, *e.device})) return;
   const std::string id = normalize_pci_bus_id(e.device_id);
   if (!id.empty()) seen_.emplace(std::pair{e.pid, *e.device}, id);
 }

@@ -151,31 +151,46 @@ TEST(LedgerCheck, TaggedInjectedCallsAreFoundAmongSuccessfulOnesOfTheSameName) {
   EXPECT_FALSE(check_ledger(s).consistent);
 }
 
+namespace {
+
+// One process's ledger file as a workload writes it (its header, then its records, all of
+// pid `pid`), in the store's format or as the JSON lines of older runs.
+template <class Writer>
+void write_ledger(const std::filesystem::path& file, int64_t pid, EventStream s) {
+  Writer out(file);
+  s.meta[0].pid = pid;
+  out.write(s.meta[0]);
+  for (auto& e : s.events) {
+    e.pid = pid;
+    out.write(e);
+  }
+  out.close();
+}
+
+// Every ledger of `dir`, checked, its records kept in `merged`.
+LedgerCheck read_all(const std::filesystem::path& dir, EventStream& merged) {
+  merged = {};
+  return read_ledgers(dir, uint64_t(1) << 30, [&](const Event& e) { (e.is_meta() ? merged.meta : merged.events).push_back(e); });
+}
+
+}  // namespace
+
 // multiproc: one ledger per process, each checked on its own, their calls merged.
 TEST(LedgerCheck, EveryProcessLedgerIsReadAndCheckedOnItsOwn) {
   auto dir = testsupport::temp_dir("ledgers");
-  auto write = [&](const std::string& file, int64_t pid, EventStream s) {
-    EventWriter out(dir / file);
-    s.meta[0].pid = pid;
-    out.write(s.meta[0]);
-    for (auto& e : s.events) {
-      e.pid = pid;
-      out.write(e);
-    }
-    out.close();
-  };
+  auto write = [&](const std::string& file, int64_t pid, EventStream s) { write_ledger<EventWriter>(dir / file, pid, s); };
   const nlohmann::json header = {{"records", 1}, {"intended", {{"cudaMalloc", 1}}}};
   write("ledger.jsonl", 10, ledger_with(header, {{"cudaMalloc", 0}}));
   write("ledger.jsonl.11", 11, ledger_with(header, {{"cudaMalloc", 0}}));
   EventStream merged;
-  LedgerCheck c = read_ledgers(dir, merged);
+  LedgerCheck c = read_all(dir, merged);
   EXPECT_TRUE(c.consistent) << nlohmann::json(c.problems).dump();
   EXPECT_EQ(c.processes, 2);
   EXPECT_EQ(c.records, 2);
   EXPECT_EQ(merged.events.size(), 2u);
   // One process short of its intent makes the whole run inconsistent, and says which.
   write("ledger.jsonl.12", 12, ledger_with({{"records", 0}, {"intended", {{"cudaMalloc", 1}}}}, {}));
-  c = read_ledgers(dir, merged);
+  c = read_all(dir, merged);
   EXPECT_FALSE(c.consistent);
   ASSERT_FALSE(c.problems.empty());
   EXPECT_NE(c.problems[0].find("ledger.jsonl.12"), std::string::npos) << c.problems[0];
@@ -192,7 +207,7 @@ TEST(Ledger, DeeplyNestedLineIsAProblemNotACrash) {
   line += "}}\n";
   std::ofstream(dir / "ledger.jsonl") << line;
   EventStream merged;
-  const LedgerCheck c = read_ledgers(dir, merged);
+  const LedgerCheck c = read_all(dir, merged);
   EXPECT_FALSE(c.consistent);
   ASSERT_FALSE(c.problems.empty());
   EXPECT_NE(c.problems[0].find("nested deeper than"), std::string::npos) << c.problems[0];
@@ -204,17 +219,8 @@ TEST(Ledger, DeeplyNestedLineIsAProblemNotACrash) {
 TEST(LedgerCheck, LedgersInTheStoreFormatAreRead) {
   auto dir = testsupport::temp_dir("ledgers-store");
   const nlohmann::json header = {{"records", 1}, {"intended", {{"cudaMalloc", 1}}}};
-  for (const auto& [file, pid] : {std::pair{std::string(ledger::kFileName), 10}, {std::string(ledger::kFileName) + ".11", 11}}) {
-    EventStream s = ledger_with(header, {{"cudaMalloc", 0}});
-    EventStoreWriter out(dir / file);
-    s.meta[0].pid = pid;
-    out.write(s.meta[0]);
-    for (auto& e : s.events) {
-      e.pid = pid;
-      out.write(e);
-    }
-    out.close();
-  }
+  for (const auto& [file, pid] : {std::pair{std::string(ledger::kFileName), 10}, {std::string(ledger::kFileName) + ".11", 11}})
+    write_ledger<EventStoreWriter>(dir / file, pid, ledger_with(header, {{"cudaMalloc", 0}}));
   int64_t calls = 0;
   const LedgerCheck c = read_ledgers(dir, uint64_t(1) << 20, [&](const Event& e) { calls += !e.is_meta(); });
   EXPECT_TRUE(c.consistent) << nlohmann::json(c.problems).dump();
