@@ -24,6 +24,7 @@
 
 #include "common/event.h"
 #include "common/event_io.h"
+#include "common/packed_args.h"
 
 namespace cudatrace {
 
@@ -53,26 +54,6 @@ class ScopedEventTap {
   ScopedEventTap(const ScopedEventTap&) = delete;
   ScopedEventTap& operator=(const ScopedEventTap&) = delete;
 };
-
-// An event's args as the store holds them (a MessagePack map), built by a converter's hot
-// path without JSON: at 10^8 events, a JSON object per event, its map node and its
-// destruction were a third of the conversion. Entries: key(), then one value.
-class PackedArgs {
- public:
-  void start(size_t entries);  // clears, then opens a map of `entries` keys
-  void key(std::string_view k) { text(k); }
-  void integer(int64_t v);
-  void text(std::string_view v);
-  void dim3(uint32_t x, uint32_t y, uint32_t z);
-  std::string_view bytes() const { return std::string_view(bytes_.data(), size_); }
-
- private:
-  std::string bytes_;
-  size_t size_ = 0;
-};
-
-// The JSON object of packed args (what a reader of the store makes of them).
-nlohmann::json unpack_args(std::string_view packed);
 
 // Appends events to a new store file; the same contract as EventWriter (exclusive create,
 // never through a link, a failed write or close removes the partial file and throws).
@@ -129,6 +110,10 @@ class EventReader {
   EventReader& operator=(const EventReader&) = delete;
   // The next event (meta records included); false at the end.
   bool next(Event& e);
+  // The same, but the args of every record other than meta come as the store holds them
+  // (packed_args.h), checked against the bounds, and e.args is left empty: the scoring
+  // reads 10^8 records, and building JSON for each was most of its time.
+  bool next(Event& e, std::string* packed_args);
   // Events of the layers `of_layer` names come with empty args: a reader that only counts
   // calls steps over them (in a store, still checked against the bounds) instead of
   // building them. A JSON-lines file is parsed whole regardless.

@@ -22,7 +22,9 @@ void LedgerChecker::problem(std::string p) {
   if (c_.problems.size() < 20) c_.problems.push_back(std::move(p));
 }
 
-void LedgerChecker::add(const Event& e) {
+void LedgerChecker::add(const Event& e) { add(e, e.is_meta() ? std::string() : pack_json_args(e.args)); }
+
+void LedgerChecker::add(const Event& e, std::string_view packed_args) {
   if (e.is_meta()) {
     if (e.name != "ledger" || header_) return;
     header_ = e;
@@ -56,17 +58,17 @@ void LedgerChecker::add(const Event& e) {
   if (e.layer != layer::kRuntime && e.layer != layer::kDriver)
     problem("record of layer " + e.layer + " in a ledger: " + e.name);
   if (e.ts <= 0 || !e.dur || *e.dur < 0) problem("bad timestamps on " + e.name + " at ts " + std::to_string(e.ts));
-  check_injected(e);
+  check_injected(e, packed_args);
 }
 
 // Injected failures are checked in program order per call name, against the recorded calls
 // of that name on the thread that made them (the errors workload is single-threaded). A
 // workload whose other calls of that name succeed tags the injected ones with args.step.
-void LedgerChecker::check_injected(const Event& e) {
+void LedgerChecker::check_injected(const Event& e, std::string_view packed_args) {
   const auto n = injected_per_name_.find(e.name);
   if (n == injected_per_name_.end()) return;
   if (auto& all = first_rets_[e.name]; all.size() < n->second) all.push_back(e.ret);
-  if (e.args.contains("step"))
+  if (PackedArgsView(packed_args).contains("step"))
     if (auto& tagged = tagged_rets_[e.name]; tagged.size() < n->second) tagged.push_back(e.ret);
 }
 
@@ -135,6 +137,17 @@ LedgerCheck check_ledger(const EventStream& ledger) {
 
 LedgerCheck read_ledgers(const std::filesystem::path& run_dir, uint64_t max_bytes,
                          const std::function<void(const Event&)>& visit) {
+  Event with_args;
+  return read_ledgers(run_dir, max_bytes, [&](const Event& e, std::string_view packed) {
+    if (e.is_meta()) return visit(e);
+    with_args = e;
+    with_args.args = unpack_args(packed);
+    visit(with_args);
+  });
+}
+
+LedgerCheck read_ledgers(const std::filesystem::path& run_dir, uint64_t max_bytes,
+                         const std::function<void(const Event&, std::string_view packed_args)>& visit) {
   std::vector<std::filesystem::path> files;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(run_dir, ec)) {
@@ -172,9 +185,10 @@ LedgerCheck read_ledgers(const std::filesystem::path& run_dir, uint64_t max_byte
       limits.max_inflated_bytes = std::max<uint64_t>(max_bytes, std::max<uint64_t>(size, uint64_t(1) << 20) * 256);
       EventReader in(f, limits);
       Event e;
-      while (in.next(e)) {
-        checker.add(e);
-        visit(e);
+      std::string packed;
+      while (in.next(e, &packed)) {
+        checker.add(e, packed);
+        visit(e, packed);
       }
       one = checker.finish();
     } catch (const std::exception& e) {

@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -33,11 +34,14 @@ struct LedgerCheck {
 class LedgerChecker {
  public:
   void add(const Event& e);
+  // A record whose args come packed (EventReader's packed mode: e.args is not read, but a
+  // meta record's are).
+  void add(const Event& e, std::string_view packed_args);
   LedgerCheck finish();
 
  private:
   void problem(std::string p);
-  void check_injected(const Event& e);
+  void check_injected(const Event& e, std::string_view packed_args);
   LedgerCheck c_;
   std::optional<Event> header_;
   std::set<int64_t> tids_;
@@ -51,11 +55,16 @@ class LedgerChecker {
 LedgerCheck check_ledger(const EventStream& ledger);
 
 // Reads and checks every ledger a run's processes wrote in `run_dir` (ledger.msgpack.zst and
-// ledger.msgpack.zst.<pid>; ledger.jsonl[.<pid>] of older runs), each in a stream, handing each record (meta included) to `visit`.
+// ledger.msgpack.zst.<pid>; ledger.jsonl[.<pid>] of older runs), each in a stream, handing
+// each record (meta included) to `visit`.
 // Consistent only if each one is. At most `max_bytes` are read over all of them (a run's
 // --max-trace-bytes): one past it is not read, and the run's ledger is inconsistent.
 LedgerCheck read_ledgers(const std::filesystem::path& run_dir, uint64_t max_bytes,
                          const std::function<void(const Event&)>& visit);
+// The same, each record other than meta with its args packed and e.args empty (the scoring's
+// way: EventReader::next(Event&, std::string*)).
+LedgerCheck read_ledgers(const std::filesystem::path& run_dir, uint64_t max_bytes,
+                         const std::function<void(const Event&, std::string_view packed_args)>& visit);
 nlohmann::json to_json(const LedgerCheck& c);
 
 }  // namespace cudatrace

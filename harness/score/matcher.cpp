@@ -8,8 +8,10 @@
 #include <deque>
 #include <set>
 #include <tuple>
+#include <unordered_map>
 
 #include "common/cuda_names.h"
+#include "common/packed_args.h"
 #include "harness/score/sorted_events.h"
 
 namespace cudatrace {
@@ -47,16 +49,6 @@ void LayerScore::add(const LayerScore& o) {
 
 namespace {
 
-// Pointers are hex strings; compare them without regard to case.
-bool same_value(const nlohmann::json& a, const nlohmann::json& b) {
-  if (a.is_string() && b.is_string()) {
-    const auto &x = a.get_ref<const std::string&>(), &y = b.get_ref<const std::string&>();
-    return std::equal(x.begin(), x.end(), y.begin(), y.end(),
-                      [](char p, char q) { return std::tolower(uint8_t(p)) == std::tolower(uint8_t(q)); });
-  }
-  return a == b;
-}
-
 std::string describe(const Event& e) {
   std::string s = e.name + " tid " + std::to_string(e.tid) + " ts " + std::to_string(e.ts);
   if (e.ret) s += " ret " + std::to_string(*e.ret);
@@ -67,27 +59,34 @@ struct Scorer {
   LayerScore& score;
   const MatchOptions& opts;
 
+  // Only the first few are kept: the rest are not built (at 10^8 calls, a run that lost
+  // most of them would build a string per loss).
+  bool wants_example() const { return score.examples.size() < opts.max_examples; }
   void example(const std::string& what) {
     if (score.examples.size() < opts.max_examples) score.examples.push_back(what);
   }
 
-  void compare(const Event& truth, const Event& seen) {
-    for (const auto& [key, value] : truth.args.items()) {
+  // Ledger args first: what the method's record says of each (hex pointers without regard
+  // to case, see same_value).
+  void compare(const Event& truth, std::string_view truth_args, const Event& seen, std::string_view seen_args) {
+    const PackedArgsView got(seen_args);
+    PackedArgsView(truth_args).each([&](std::string_view key, const PackedValue& value) {
       // How the workload launched, what it expects, which injected step and which library
       // made the call: the ledger's notes, not arguments.
-      if (key == "via" || key == "expect" || key == "step" || key == "by") continue;
-      auto it = seen.args.find(key);
-      if (it == seen.args.end()) {
+      if (key == "via" || key == "expect" || key == "step" || key == "by") return;
+      const auto it = got.find(key);
+      if (!it) {
         ++score.args_undecoded;
-        continue;
+        return;
       }
       ++score.args_compared;
       if (same_value(value, *it)) {
         ++score.args_equal;
       } else {
-        example("argument " + key + " of " + describe(truth) + ": ledger " + value.dump() + ", tracer " + it->dump());
+        example("argument " + std::string(key) + " of " + describe(truth) + ": ledger " + value.to_json().dump() +
+                ", tracer " + it->to_json().dump());
       }
-    }
+    });
     if (DeviceNames::names_a_device(truth)) {
       if (!DeviceNames::names_a_device(seen)) {
         ++score.device_unnamed;
@@ -118,24 +117,35 @@ struct Scorer {
 
 // A ledger launch whose kernel runs on the GPU now: not one the workload made to fail, nor
 // one captured into a graph (the graph's replays run it: "execution" records say how often).
-bool kernel_runs(const Event& t) {
+bool kernel_runs(const Event& t, const PackedArgsView& args) {
   const std::string c = canonical_name(t.name);
   if (!(t.layer == layer::kRuntime ? is_runtime_launch(c) : t.layer == layer::kDriver && is_driver_launch(c)))
     return false;
-  const std::string expect = t.args.value("expect", "");
-  return t.args.contains("kernel") && expect != "launch error" && expect != "captured" && (!t.ret || *t.ret == 0);
+  const auto expect = args.find("expect");
+  const std::string_view e = expect && expect->kind == PackedValue::Kind::kText ? expect->text : "";
+  return args.contains("kernel") && e != "launch error" && e != "captured" && (!t.ret || *t.ret == 0);
 }
 
-int64_t dim_product(const nlohmann::json& d) {
+int64_t dim_product(const std::optional<PackedValue>& v) {
+  if (!v) return 0;
+  const nlohmann::json d = v->to_json();
   if (!d.is_array()) return 0;
   int64_t p = 1;
   for (const auto& x : d) p *= x.is_number_integer() ? x.get<int64_t>() : 0;
   return p;
 }
 
-std::string family_by_name(const Event& e) { return canonical_name(e.name); }
-std::string one_family(const Event&) { return "launch"; }
-std::string no_family(const Event&) { return ""; }
+int64_t integer_or(const std::optional<PackedValue>& v, int64_t fallback) {
+  return v && v->kind == PackedValue::Kind::kInt ? v->integer : fallback;
+}
+
+// A kernel's name as the layers count it: its "kernel" argument, or `otherwise`.
+std::string kernel_of(const PackedArgsView& args, const std::string& otherwise, bool any_value) {
+  const auto k = args.find("kernel");
+  if (!k) return otherwise;
+  if (k->kind == PackedValue::Kind::kText) return std::string(k->text);
+  return any_value ? k->to_json().dump() : otherwise;
+}
 
 // Where a record is, for the per-(process, device) breakdown, before the device names are
 // complete: (pid, ordinal, bus id), given its bucket at the end.
@@ -149,11 +159,42 @@ Event event_at(const DeviceRef& r) {
   return e;
 }
 
+// Numbers for call families ("" and "launch" among them), shared by every sorter so that
+// the ledger's lanes and the method's come in one order. A call's name is looked up as it
+// is: canonical_name() runs once per distinct name, not once per call.
+class Families {
+ public:
+  uint32_t of(std::string_view family) {
+    if (auto it = ids_.find(family); it != ids_.end()) return it->second;
+    names_.emplace_back(family);
+    return ids_.emplace(names_.back(), uint32_t(names_.size() - 1)).first->second;
+  }
+  uint32_t of_call(std::string_view name) {
+    if (auto it = by_call_.find(name); it != by_call_.end()) return it->second;
+    const uint32_t id = of(canonical_name(name));
+    by_call_.emplace(std::string(name), id);
+    return id;
+  }
+  const std::string& name(uint32_t id) const { return names_.at(id); }
+
+ private:
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>> ids_, by_call_;
+  std::deque<std::string> names_;  // a deque: the map's keys stay where they are
+};
+
+// How a sorter's calls are grouped within their thread.
+enum class Grouping { kByName, kOneFamily, kNone };
+
 // Runtime or driver: the ledger's calls and the method's, each sorted by (thread, family,
 // entry time), paired lane by lane.
 struct CallLayer {
   LayerScore score;
   std::unique_ptr<SortedEvents> truth, seen;
+  Grouping seen_grouping = Grouping::kByName;
   bool attributing = false;  // the method names a device on some record of this layer
 };
 
@@ -164,11 +205,36 @@ struct CountLayer {
   bool attributing = false;
 };
 
+// The per-(process, device) tally of a ledger record, looked up once per run of records
+// from one (process, device): std::map keys of two strings, built per call, were a tenth
+// of the pairing.
+class BucketMemo {
+ public:
+  explicit BucketMemo(const BucketContext& bc, Buckets& buckets) : bc_(bc), buckets_(buckets) {}
+  BucketTally* of(const Event& t) {
+    if (!bc_.labels) return nullptr;
+    if (!tally_ || t.pid != pid_ || t.device != device_ || t.device_id != device_id_) {
+      tally_ = &buckets_[bc_.truth(t)];
+      pid_ = t.pid, device_ = t.device, device_id_ = t.device_id;
+    }
+    return tally_;
+  }
+
+ private:
+  const BucketContext& bc_;
+  Buckets& buckets_;
+  BucketTally* tally_ = nullptr;
+  int64_t pid_ = 0;
+  std::optional<int64_t> device_;
+  std::string device_id_;
+};
+
 }  // namespace
 
 struct Matcher::Impl {
   std::vector<std::string> layers;
   MatchOptions opts;
+  Families families;
   std::unique_ptr<CallLayer> runtime, driver;
   std::unique_ptr<SortedEvents> launch_truth;  // runtime launches: the driver layer's truth without driver calls
   std::set<std::string> driver_families;       // families of the ledger's own driver calls
@@ -177,13 +243,17 @@ struct Matcher::Impl {
   uint64_t truth_seq = 0, seen_seq = 0;
   bool seen_begun = false;
 
-  std::unique_ptr<SortedEvents> sorter(const std::string& tag, SortedEvents::Family f) const {
-    return std::make_unique<SortedEvents>(opts.spill_dir, tag, std::move(f), opts.sort_chunk);
+  std::unique_ptr<SortedEvents> sorter(const std::string& tag) const {
+    return std::make_unique<SortedEvents>(opts.spill_dir, tag, opts.sort_chunk);
+  }
+  uint32_t family(Grouping g, const Event& e) {
+    return g == Grouping::kByName ? families.of_call(e.name) : families.of(g == Grouping::kOneFamily ? "launch" : "");
   }
   bool per_thread_device() const { return opts.device_mode == "thread" || opts.device_mode == "launch-thread"; }
   void begin_seen();
-  void seen_call(CallLayer& l, const Event& e, bool unscored);
-  void seen_count(CountLayer& l, const Event& e, const char* weight_arg);
+  void truth_runs(const Event& t, std::string_view packed);
+  void seen_call(CallLayer& l, const Event& e, std::string_view packed, bool unscored);
+  void seen_count(CountLayer& l, const Event& e, std::string_view packed, const char* weight_arg);
   void join(LayerScore& score, bool attributing, SortedEvents& truth, SortedEvents& seen);
   void finish_counts(CountLayer& l, const std::string& expectation);
   void sweep_syscalls();
@@ -201,18 +271,19 @@ Matcher::Matcher(std::vector<std::string> layers, MatchOptions opts) : impl_(std
   for (const auto& l : m.layers) {
     if (l == layer::kRuntime) {
       m.runtime = std::make_unique<CallLayer>();
-      m.runtime->truth = m.sorter("runtime.truth", family_by_name);
+      m.runtime->truth = m.sorter("runtime.truth");
     } else if (l == layer::kDriver) {
       m.driver = std::make_unique<CallLayer>();
-      m.driver->truth = m.sorter("driver.truth", family_by_name);
-      m.launch_truth = m.sorter("launch.truth", one_family);
+      m.driver->truth = m.sorter("driver.truth");
+      m.launch_truth = m.sorter("launch.truth");
     } else if (l == layer::kGpuActivity) {
       m.gpu = std::make_unique<CountLayer>();
     } else if (l == layer::kDevice) {
       m.device = std::make_unique<CountLayer>();
     } else if (l == layer::kSyscall) {
       m.syscall = std::make_unique<CallLayer>();
-      m.syscall->truth = m.sorter("syscall.truth", no_family);
+      m.syscall->truth = m.sorter("syscall.truth");
+      m.syscall->seen_grouping = Grouping::kNone;
     }
   }
 }
@@ -226,89 +297,106 @@ Matcher::~Matcher() {
 }
 
 void Matcher::add_truth(const Event& t) {
+  if (t.is_meta()) return;
+  add_truth(t, pack_json_args(t.args));
+}
+
+void Matcher::add_truth(const Event& t, std::string_view packed) {
   Impl& m = *impl_;
   if (t.is_meta()) return;
   if (m.seen_begun) throw std::logic_error("Matcher::add_truth after add_seen");
-  Event e = t;
-  e.corr = m.truth_seq++;  // its place in the ledger: program order within a thread
+  const uint64_t seq = m.truth_seq++;  // its place in the ledger: program order within a thread
   const bool call = t.layer == layer::kRuntime || t.layer == layer::kDriver;
-  if (m.runtime && t.layer == layer::kRuntime) m.runtime->truth->add(e);
+  if (m.runtime && t.layer == layer::kRuntime) m.runtime->truth->add(t, packed, m.family(Grouping::kByName, t), seq);
   if (m.driver && t.layer == layer::kDriver) {
-    m.driver_families.insert(canonical_name(t.name));
-    m.driver->truth->add(e);
+    const uint32_t f = m.family(Grouping::kByName, t);
+    m.driver_families.insert(m.families.name(f));
+    m.driver->truth->add(t, packed, f, seq);
   }
-  if (m.driver && t.layer == layer::kRuntime && is_runtime_launch(canonical_name(t.name))) m.launch_truth->add(e);
-  if (m.syscall && call) m.syscall->truth->add(e);
-  // Kernel runs: launches that run now, and the executions graph replays cause.
+  if (m.driver && t.layer == layer::kRuntime && is_runtime_launch(m.families.name(m.family(Grouping::kByName, t))))
+    m.launch_truth->add(t, packed, m.family(Grouping::kOneFamily, t), seq);
+  if (m.syscall && call) m.syscall->truth->add(t, packed, m.family(Grouping::kNone, t), seq);
+  if (m.gpu || m.device) m.truth_runs(t, packed);
+}
+
+// Kernel runs: launches that run now, and the executions graph replays cause.
+void Matcher::Impl::truth_runs(const Event& t, std::string_view packed) {
+  const PackedArgsView args(packed);
   const bool execution = t.layer == layer::kExecution;
-  if ((m.gpu || m.device) && (execution || kernel_runs(t))) {
-    const int64_t times = execution ? t.args.value("times", int64_t(1)) : 1;
-    const auto k = t.args.find("kernel");
-    const std::string kernel = execution ? t.name : k->is_string() ? k->get<std::string>() : k->dump();
-    if (m.gpu) m.gpu->expected[ref_of(t)][kernel] += times;
-    if (m.device) {
-      const int64_t units = times * dim_product(t.args.value("grid", nlohmann::json())) *
-                            (m.per_thread_device() ? dim_product(t.args.value("block", nlohmann::json())) : 1);
-      m.device->expected[ref_of(t)][kernel] += units;
-    }
+  if (!execution && !kernel_runs(t, args)) return;
+  const int64_t times = execution ? integer_or(args.find("times"), 1) : 1;
+  const std::string kernel = execution ? t.name : kernel_of(args, t.name, true);
+  if (gpu) gpu->expected[ref_of(t)][kernel] += times;
+  if (device) {
+    const int64_t units =
+        times * dim_product(args.find("grid")) * (per_thread_device() ? dim_product(args.find("block")) : 1);
+    device->expected[ref_of(t)][kernel] += units;
   }
 }
 
 void Matcher::Impl::begin_seen() {
   seen_begun = true;
-  if (runtime) runtime->seen = sorter("runtime.seen", family_by_name);
+  if (runtime) runtime->seen = sorter("runtime.seen");
   // A program that calls the driver itself (driverapi): its calls are the truth, per family.
   // Otherwise one driver launch is expected inside each runtime launch, whatever its family.
-  if (driver) driver->seen = sorter("driver.seen", driver_families.empty() ? one_family : family_by_name);
-  if (syscall) syscall->seen = sorter("syscall.seen", no_family);
+  if (driver) {
+    driver->seen = sorter("driver.seen");
+    driver->seen_grouping = driver_families.empty() ? Grouping::kOneFamily : Grouping::kByName;
+  }
+  if (syscall) syscall->seen = sorter("syscall.seen");
 }
 
-void Matcher::Impl::seen_call(CallLayer& l, const Event& e, bool unscored) {
+void Matcher::Impl::seen_call(CallLayer& l, const Event& e, std::string_view packed, bool unscored) {
   ++l.score.seen;
   l.attributing |= DeviceNames::names_a_device(e);
   if (unscored) {
     ++l.score.unscored;
     return;
   }
-  Event copy = e;
-  copy.corr = seen_seq;
-  l.seen->add(std::move(copy));
+  l.seen->add(e, packed, family(l.seen_grouping, e), seen_seq);
 }
 
-void Matcher::Impl::seen_count(CountLayer& l, const Event& e, const char* weight_arg) {
+void Matcher::Impl::seen_count(CountLayer& l, const Event& e, std::string_view packed, const char* weight_arg) {
   // An event may stand for several units (the device layer in thread mode: one event per
   // block, args.threads threads seen in it).
-  const auto w = weight_arg ? e.args.find(weight_arg) : e.args.end();
-  const int64_t units = w != e.args.end() && w->is_number_integer() ? w->get<int64_t>() : 1;
+  const PackedArgsView args(packed);
+  const int64_t units = weight_arg ? integer_or(args.find(weight_arg), 1) : 1;
   l.score.seen += units;
   l.attributing |= DeviceNames::names_a_device(e);
-  const auto k = e.args.find("kernel");
-  const std::string kernel = k != e.args.end() && k->is_string() ? k->get<std::string>() : e.name;
+  const std::string kernel = kernel_of(args, e.name, false);
   l.score.by_name[kernel].seen += units;
   if (opts.buckets.labels) l.seen[ref_of(e)][kernel] += units;
 }
 
 void Matcher::add_seen(const Event& e) {
+  if (e.is_meta()) {
+    add_seen(e, "");
+    return;
+  }
+  add_seen(e, pack_json_args(e.args));
+}
+
+void Matcher::add_seen(const Event& e, std::string_view packed) {
   Impl& m = *impl_;
   if (!m.seen_begun) m.begin_seen();
   if (e.is_meta()) return;
   if (m.runtime && e.layer == layer::kRuntime) {
     const bool internal = is_runtime_internal(e.name);
-    if (!internal) ++m.runtime->score.by_name[canonical_name(e.name)].seen;
-    m.seen_call(*m.runtime, e, internal);
+    if (!internal) ++m.runtime->score.by_name[m.families.name(m.families.of_call(e.name))].seen;
+    m.seen_call(*m.runtime, e, packed, internal);
   } else if (m.driver && e.layer == layer::kDriver) {
     // Driver calls of families the program never makes itself are counted, not scored.
-    const std::string family = canonical_name(e.name);
+    const std::string& family = m.families.name(m.families.of_call(e.name));
     const bool unscored = m.driver_families.empty() ? !is_driver_launch(family) : !m.driver_families.count(family);
     if (!unscored) ++m.driver->score.by_name[m.driver_families.empty() ? "launch" : family].seen;
-    m.seen_call(*m.driver, e, unscored);
+    m.seen_call(*m.driver, e, packed, unscored);
   } else if (m.gpu && e.layer == layer::kGpuActivity) {
-    m.seen_count(*m.gpu, e, nullptr);
+    m.seen_count(*m.gpu, e, packed, nullptr);
   } else if (m.device && e.layer == layer::kDevice) {
     const char* weight = m.per_thread_device() ? "threads" : m.opts.device_mode == "launch" ? "blocks" : nullptr;
-    m.seen_count(*m.device, e, weight);
+    m.seen_count(*m.device, e, packed, weight);
   } else if (m.syscall && e.layer == layer::kSyscall) {
-    m.seen_call(*m.syscall, e, false);
+    m.seen_call(*m.syscall, e, packed, false);
   }
   ++m.seen_seq;
 }
@@ -323,30 +411,34 @@ void Matcher::Impl::join(LayerScore& score, bool attributing, SortedEvents& trut
   Scorer scorer{score, opts};
   const BucketContext& bc = opts.buckets;
   const bool breakdown = bc.labels != nullptr;
-  SortedEvents pairs(opts.spill_dir, score.layer + ".pairs", no_family, opts.sort_chunk);
-  Event t, e;
-  std::string tf, ef;
-  bool has_t = truth.next(t, tf), has_e = seen.next(e, ef);
+  BucketMemo buckets(bc, score.buckets);
+  SortedEvents pairs(opts.spill_dir, score.layer + ".pairs", opts.sort_chunk);
+  SortedCall t, e;
+  NameScore* by_name = nullptr;  // t's family's
+  uint32_t by_name_of = UINT32_MAX;
+  bool has_t = truth.next(t), has_e = seen.next(e);
   const auto expected = [&] {
     ++score.expected;
-    ++score.by_name[tf].expected;
-    if (breakdown) ++score.buckets[bc.truth(t)].expected;
+    if (t.family != by_name_of) by_name = &score.by_name[families.name(t.family)], by_name_of = t.family;
+    ++by_name->expected;
+    if (breakdown) ++buckets.of(t.e)->expected;
   };
   const auto missing = [&] {
     expected();
     ++score.missing;
-    if (breakdown) ++score.buckets[bc.truth(t)].missing;
-    scorer.example("missing: " + describe(t));
-    has_t = truth.next(t, tf);
+    if (breakdown) ++buckets.of(t.e)->missing;
+    if (scorer.wants_example()) scorer.example("missing: " + describe(t.e));
+    has_t = truth.next(t);
   };
   const auto phantom = [&] {
     ++score.phantom;
-    if (breakdown) ++score.buckets[bc.seen(e, attributing)].phantom;
-    scorer.example("phantom: " + describe(e));
-    has_e = seen.next(e, ef);
+    if (breakdown) ++score.buckets[bc.seen(e.e, attributing)].phantom;
+    if (scorer.wants_example()) scorer.example("phantom: " + describe(e.e));
+    has_e = seen.next(e);
   };
+  Event pair;  // (thread, place in the ledger) and the place in the method's store as its seq
   while (has_t && has_e) {
-    const auto lane_t = std::tie(t.tid, tf), lane_e = std::tie(e.tid, ef);
+    const auto lane_t = std::tie(t.e.tid, t.family), lane_e = std::tie(e.e.tid, e.family);
     if (lane_t < lane_e) {
       missing();
       continue;
@@ -355,46 +447,43 @@ void Matcher::Impl::join(LayerScore& score, bool attributing, SortedEvents& trut
       phantom();
       continue;
     }
-    if (t.ts != 0 && e.ts != 0) {
-      const int64_t lo = t.ts - opts.slack_ns, hi = t.ts + t.dur.value_or(0) + opts.slack_ns;
-      if (e.ts < lo) {
+    if (t.e.ts != 0 && e.e.ts != 0) {
+      const int64_t lo = t.e.ts - opts.slack_ns, hi = t.e.ts + t.e.dur.value_or(0) + opts.slack_ns;
+      if (e.e.ts < lo) {
         phantom();
         continue;
       }
-      if (e.ts > hi) {
+      if (e.e.ts > hi) {
         missing();
         continue;
       }
     }
     expected();
     ++score.matched;
-    ++score.by_name[tf].matched;
-    if (breakdown) ++score.buckets[bc.truth(t)].matched;
-    scorer.compare(t, e);
-    Event pair;  // (thread, place in the ledger, place in the method's store)
-    pair.tid = t.tid;
-    pair.ts = int64_t(*t.corr);
-    pair.corr = *e.corr;
-    pairs.add(std::move(pair));
-    has_t = truth.next(t, tf);
-    has_e = seen.next(e, ef);
+    ++by_name->matched;
+    if (breakdown) ++buckets.of(t.e)->matched;
+    scorer.compare(t.e, t.args, e.e, e.args);
+    pair.tid = t.e.tid;
+    pair.ts = int64_t(t.seq);
+    pairs.add(pair, "", 0, e.seq);
+    has_t = truth.next(t);
+    has_e = seen.next(e);
   }
   while (has_t) missing();
   while (has_e) phantom();
-  Event p;
-  std::string none;
+  SortedCall p;
   int64_t tid = 0;
   uint64_t latest = 0;
   bool any = false;
-  while (pairs.next(p, none)) {
-    if (!any || p.tid != tid) {
-      tid = p.tid;
-      latest = *p.corr;
+  while (pairs.next(p)) {
+    if (!any || p.e.tid != tid) {
+      tid = p.e.tid;
+      latest = p.seq;
       any = true;
       continue;
     }
-    if (*p.corr < latest) ++score.order_violations;
-    latest = std::max(latest, *p.corr);
+    if (p.seq < latest) ++score.order_violations;
+    latest = std::max(latest, p.seq);
   }
 }
 
@@ -428,26 +517,26 @@ void Matcher::Impl::finish_counts(CountLayer& l, const std::string& expectation)
 void Matcher::Impl::sweep_syscalls() {
   LayerScore& score = syscall->score;
   score.expectation = "ledger calls during which their thread made at least one syscall";
-  Event t, s;
-  std::string none;
-  bool has_s = syscall->seen->next(s, none);
+  SortedCall t, s;
+  bool has_s = syscall->seen->next(s);
   std::deque<std::pair<int64_t, std::string>> window;  // (entry time, label); ioctls by request name
   int64_t window_tid = 0;
   bool window_open = false;
-  while (syscall->truth->next(t, none)) {
-    const std::string name = canonical_name(t.name);
+  while (syscall->truth->next(t)) {
+    const std::string name = canonical_name(t.e.name);
     ++score.expected;
     ++score.by_name[name].expected;
-    BucketTally* bucket = opts.buckets.labels ? &score.buckets[opts.buckets.truth(t)] : nullptr;
+    BucketTally* bucket = opts.buckets.labels ? &score.buckets[opts.buckets.truth(t.e)] : nullptr;
     if (bucket) ++bucket->expected;
-    if (!window_open || t.tid != window_tid) window.clear(), window_tid = t.tid, window_open = true;
-    const int64_t lo = t.ts - opts.slack_ns, hi = t.ts + t.dur.value_or(0) + opts.slack_ns;
-    while (has_s && s.tid < t.tid) has_s = syscall->seen->next(s, none);
-    while (has_s && s.tid == t.tid && s.ts <= hi) {
-      std::string label = s.name;
-      if (auto r = s.args.find("request"); r != s.args.end() && r->is_string()) label += ":" + r->get<std::string>();
-      window.push_back({s.ts, std::move(label)});
-      has_s = syscall->seen->next(s, none);
+    if (!window_open || t.e.tid != window_tid) window.clear(), window_tid = t.e.tid, window_open = true;
+    const int64_t lo = t.e.ts - opts.slack_ns, hi = t.e.ts + t.e.dur.value_or(0) + opts.slack_ns;
+    while (has_s && s.e.tid < t.e.tid) has_s = syscall->seen->next(s);
+    while (has_s && s.e.tid == t.e.tid && s.e.ts <= hi) {
+      std::string label = s.e.name;
+      if (const auto r = PackedArgsView(s.args).find("request"); r && r->kind == PackedValue::Kind::kText)
+        label += ":" + std::string(r->text);
+      window.push_back({s.e.ts, std::move(label)});
+      has_s = syscall->seen->next(s);
     }
     while (!window.empty() && window.front().first < lo) window.pop_front();
     bool visible = false;

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -76,6 +77,10 @@ class Matcher {
   Matcher& operator=(const Matcher&) = delete;
   void add_truth(const Event& t);  // every ledger record; meta records are passed over
   void add_seen(const Event& e);   // every event of the method, after the last add_truth
+  // The same, with the args as the store holds them (EventReader's packed mode; t.args
+  // and e.args are not read): the way a run is scored, with no JSON per record.
+  void add_truth(const Event& t, std::string_view packed_args);
+  void add_seen(const Event& e, std::string_view packed_args);
   std::vector<LayerScore> finish();  // once
 
  private:

@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <tuple>
 
-#include "common/event_store.h"
+#include "harness/score/scratch_file.h"
 
 namespace cudatrace {
 
@@ -16,28 +16,84 @@ namespace fs = std::filesystem;
 
 namespace {
 
-auto key_of(const Event& e, const std::string& family) {
-  return std::tie(e.tid, family, e.ts, *e.corr);
+// A record: the key's fields first (so that a merge reads them without the rest), then the
+// event's other fields, then its strings, each after its length. Native byte order: the
+// files are read back by the process that wrote them.
+constexpr size_t kKeyBytes = 8 + 8 + 8 + 4;
+enum : uint8_t { kHasDur = 1, kHasRet = 2, kHasDevice = 4 };
+
+template <class T>
+void put(std::string& out, T v) {
+  out.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+void put_text(std::string& out, std::string_view s) {
+  put(out, uint32_t(s.size()));
+  out.append(s);
 }
 
-// Its own files hold what it was given, which was read within its source's bounds already.
-StoreLimits own_files() {
-  StoreLimits l;
-  l.max_depth = 1024;
-  l.max_string = UINT32_MAX;
-  l.max_items = UINT32_MAX;
-  return l;
+struct RecordReader {
+  const char* p;
+  const char* end;
+  template <class T>
+  T get() {
+    if (size_t(end - p) < sizeof(T)) throw std::runtime_error("a sort record cut short");
+    T v;
+    std::memcpy(&v, p, sizeof v);
+    p += sizeof v;
+    return v;
+  }
+  void text(std::string& out) {
+    const uint32_t n = get<uint32_t>();
+    if (size_t(end - p) < n) throw std::runtime_error("a sort record cut short");
+    out.assign(p, n);
+    p += n;
+  }
+};
+
+SortedEvents::Key key_of(std::string_view record) {
+  RecordReader r{record.data(), record.data() + record.size()};
+  SortedEvents::Key k{};
+  k.tid = r.get<int64_t>();
+  k.ts = r.get<int64_t>();
+  k.seq = r.get<uint64_t>();
+  k.family = r.get<uint32_t>();
+  k.size = uint32_t(record.size());
+  return k;
+}
+
+void decode(std::string_view record, SortedCall& out) {
+  RecordReader r{record.data(), record.data() + record.size()};
+  Event& e = out.e;
+  e.tid = r.get<int64_t>();
+  e.ts = r.get<int64_t>();
+  out.seq = r.get<uint64_t>();
+  out.family = r.get<uint32_t>();
+  e.pid = r.get<int64_t>();
+  const uint8_t has = r.get<uint8_t>();
+  const int64_t dur = r.get<int64_t>(), ret = r.get<int64_t>(), device = r.get<int64_t>();
+  e.dur = has & kHasDur ? std::optional<int64_t>(dur) : std::nullopt;
+  e.ret = has & kHasRet ? std::optional<int64_t>(ret) : std::nullopt;
+  e.device = has & kHasDevice ? std::optional<int64_t>(device) : std::nullopt;
+  e.corr.reset();
+  r.text(e.layer);
+  r.text(e.name);
+  r.text(e.device_id);
+  r.text(out.args);
+}
+
+bool before(const SortedEvents::Key& a, const SortedEvents::Key& b) {
+  return std::tie(a.tid, a.family, a.ts, a.seq) < std::tie(b.tid, b.family, b.ts, b.seq);
 }
 
 }  // namespace
 
 struct SortedEvents::Source {
-  std::unique_ptr<EventReader> in;
-  Item head;
-  bool advance(const Family& family) {
-    if (!in->next(head.e)) return false;
-    if (!head.e.corr) head.e.corr = 0;
-    head.family = family(head.e);
+  std::unique_ptr<ScratchReader> in;
+  std::string_view head;  // valid until the next advance
+  Key key{};
+  bool advance() {
+    if (!in->next(head)) return false;
+    key = key_of(head);
     return true;
   }
 };
@@ -46,13 +102,13 @@ namespace {
 
 // A min-heap's order: std::*_heap keep the greatest first, so "greater" puts the least there.
 bool later(const std::unique_ptr<SortedEvents::Source>& a, const std::unique_ptr<SortedEvents::Source>& b) {
-  return key_of(b->head.e, b->head.family) < key_of(a->head.e, a->head.family);
+  return before(b->key, a->key);
 }
 
 }  // namespace
 
-SortedEvents::SortedEvents(fs::path spill_dir, std::string tag, Family family, size_t chunk)
-    : dir_(std::move(spill_dir)), tag_(std::move(tag)), family_(std::move(family)), chunk_(std::max<size_t>(chunk, 1)) {}
+SortedEvents::SortedEvents(fs::path spill_dir, std::string tag, size_t chunk)
+    : dir_(std::move(spill_dir)), tag_(std::move(tag)), chunk_(std::max<size_t>(chunk, 1)) {}
 
 SortedEvents::~SortedEvents() {
   heap_.clear();  // closes the files before they go
@@ -60,51 +116,66 @@ SortedEvents::~SortedEvents() {
   for (const auto& f : runs_) fs::remove(f, ec);
 }
 
-void SortedEvents::add(Event e) {
+void SortedEvents::add(const Event& e, std::string_view packed_args, uint32_t family, uint64_t seq) {
   if (reading_) throw std::logic_error("SortedEvents::add after reading began");
-  if (!e.corr) e.corr = 0;
-  std::string family = family_(e);
-  held_.push_back({std::move(family), std::move(e)});
+  const size_t at = held_.size();
+  put(held_, e.tid);
+  put(held_, e.ts);
+  put(held_, seq);
+  put(held_, family);
+  put(held_, e.pid);
+  put(held_, uint8_t((e.dur ? kHasDur : 0) | (e.ret ? kHasRet : 0) | (e.device ? kHasDevice : 0)));
+  put(held_, e.dur.value_or(0));
+  put(held_, e.ret.value_or(0));
+  put(held_, e.device.value_or(0));
+  put_text(held_, e.layer);
+  put_text(held_, e.name);
+  put_text(held_, e.device_id);
+  put_text(held_, packed_args);
+  keys_.push_back({e.tid, e.ts, seq, family, uint32_t(held_.size() - at), at});
   ++added_;
-  if (held_.size() >= chunk_) spill();
+  if (keys_.size() >= chunk_ || held_.size() >= kChunkBytes) spill();
 }
 
 fs::path SortedEvents::new_file() {
   if (files_made_ == 0 && ::mkdir(dir_.c_str(), 0700) != 0 && errno != EEXIST)
     throw std::runtime_error("cannot make " + dir_.string() + " for sorting events: " + std::strerror(errno));
-  return dir_ / (tag_ + "." + std::to_string(files_made_++) + ".msgpack.zst");
+  return dir_ / (tag_ + "." + std::to_string(files_made_++) + ".sort.zst");
 }
 
-void SortedEvents::sort_held() {
-  std::sort(held_.begin(), held_.end(),
-            [](const Item& a, const Item& b) { return key_of(a.e, a.family) < key_of(b.e, b.family); });
-}
+void SortedEvents::sort_held() { std::sort(keys_.begin(), keys_.end(), before); }
 
 void SortedEvents::spill() {
   sort_held();
   const fs::path file = new_file();
   runs_.push_back(file);  // removed by the destructor even if the write fails
-  EventStoreWriter out(file, 1, EventStoreWriter::Durability::kScratch);
-  for (const auto& item : held_) out.write(item.e);
+  ScratchWriter out(file);
+  for (const auto& k : keys_) out.put(std::string_view(held_.data() + k.at, k.size));
   out.close();
   held_.clear();
+  keys_.clear();
 }
 
-fs::path SortedEvents::merge(const std::vector<fs::path>& files) {
+std::vector<std::unique_ptr<SortedEvents::Source>> SortedEvents::open_all(const std::vector<fs::path>& files) const {
   std::vector<std::unique_ptr<Source>> heap;
   for (const auto& f : files) {
     auto s = std::make_unique<Source>();
-    s->in = std::make_unique<EventReader>(f, own_files());
-    if (s->advance(family_)) heap.push_back(std::move(s));
+    s->in = std::make_unique<ScratchReader>(f);
+    if (s->advance()) heap.push_back(std::move(s));
   }
   std::make_heap(heap.begin(), heap.end(), later);
+  return heap;
+}
+
+fs::path SortedEvents::merge(const std::vector<fs::path>& files) {
+  auto heap = open_all(files);
   const fs::path file = new_file();
   runs_.push_back(file);  // removed with the others, whatever happens below
-  EventStoreWriter out(file, 1, EventStoreWriter::Durability::kScratch);
+  ScratchWriter out(file);
   while (!heap.empty()) {
     std::pop_heap(heap.begin(), heap.end(), later);
-    out.write(heap.back()->head.e);
-    if (heap.back()->advance(family_)) {
+    out.put(heap.back()->head);
+    if (heap.back()->advance()) {
       std::push_heap(heap.begin(), heap.end(), later);
     } else {
       heap.pop_back();
@@ -123,7 +194,7 @@ void SortedEvents::start_reading() {
     sort_held();
     return;
   }
-  if (!held_.empty()) spill();
+  if (!keys_.empty()) spill();
   // Merged kFanIn at a time until one stream of all of them can be read.
   while (runs_.size() > kFanIn) {
     std::vector<fs::path> group(runs_.begin(), runs_.begin() + kFanIn);
@@ -131,33 +202,26 @@ void SortedEvents::start_reading() {
     runs_.erase(runs_.begin(), runs_.begin() + kFanIn);
     runs_.push_back(merged);
   }
-  for (const auto& f : runs_) {
-    auto s = std::make_unique<Source>();
-    s->in = std::make_unique<EventReader>(f, own_files());
-    if (s->advance(family_)) heap_.push_back(std::move(s));
-  }
-  std::make_heap(heap_.begin(), heap_.end(), later);
+  heap_ = open_all(runs_);
 }
 
-bool SortedEvents::next(Event& e, std::string& family) {
+bool SortedEvents::next(SortedCall& out) {
   if (!reading_) start_reading();
   if (runs_.empty()) {
-    if (next_held_ >= held_.size()) {
-      held_.clear();
-      held_.shrink_to_fit();
+    if (next_held_ >= keys_.size()) {
+      std::string().swap(held_);
+      std::vector<Key>().swap(keys_);
       return false;
     }
-    Item& item = held_[next_held_++];
-    e = std::move(item.e);
-    family = std::move(item.family);
+    const Key& k = keys_[next_held_++];
+    decode(std::string_view(held_.data() + k.at, k.size), out);
     return true;
   }
   if (heap_.empty()) return false;
   std::pop_heap(heap_.begin(), heap_.end(), later);
   Source& s = *heap_.back();
-  e = std::move(s.head.e);
-  family = std::move(s.head.family);
-  if (s.advance(family_)) {
+  decode(s.head, out);
+  if (s.advance()) {
     std::push_heap(heap_.begin(), heap_.end(), later);
   } else {
     heap_.pop_back();

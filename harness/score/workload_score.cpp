@@ -33,11 +33,11 @@ WorkloadScore score_workload(const WorkloadScoreInput& in, DeviceNames& names) {
     }
   };
   ProcessLabeler labeler;
-  out.ledger = read_ledgers(in.target_dir, in.max_ledger_bytes, [&](const Event& e) {
+  out.ledger = read_ledgers(in.target_dir, in.max_ledger_bytes, [&](const Event& e, std::string_view packed) {
     labeler.add(e);
     out.first_launch.add(e);
     if (!e.is_meta()) names.learn(e);
-    scoring([&] { matcher->add_truth(e); });
+    scoring([&] { matcher->add_truth(e, packed); });
   });
   out.labels = labeler.finish();
   if (in.layers.empty()) return out;
@@ -46,7 +46,8 @@ WorkloadScore score_workload(const WorkloadScoreInput& in, DeviceNames& names) {
     try {
       EventReader store(in.events_file);
       Event e;
-      while (out.scoring_error.empty() && store.next(e)) scoring([&] { matcher->add_seen(e); });
+      std::string packed;
+      while (out.scoring_error.empty() && store.next(e, &packed)) scoring([&] { matcher->add_seen(e, packed); });
     } catch (const std::exception& e) {
       out.store_error = e.what();  // scored on what was read: a prefix
     }

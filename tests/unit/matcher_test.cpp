@@ -246,24 +246,34 @@ TEST(Matcher, ScoresAddUpAcrossRepetitions) {
 TEST(SortedEvents, SpilledChunksComeBackInOrderAndLeaveNoFile) {
   const auto dir = std::filesystem::temp_directory_path() / ("sorted-events-test." + std::to_string(getpid()));
   std::filesystem::remove_all(dir);
-  std::vector<std::tuple<int64_t, std::string, int64_t, uint64_t>> want;
+  std::vector<std::tuple<int64_t, uint32_t, int64_t, uint64_t>> want;
   {
-    SortedEvents sorter(dir, "t", [](const Event& e) { return e.name; }, 3);
+    SortedEvents sorter(dir, "t", 3);
     uint64_t seq = 0;
     for (int i = 0; i < 500; ++i) {  // 167 chunks of 3: more than kFanIn, so merged twice
-      Event e = call("runtime", i % 3 ? "cudaMalloc" : "cudaFree", (i * 7) % 5, (i * 7919) % 1000, 1, 0);
-      e.corr = seq++;
-      want.push_back({e.tid, e.name, e.ts, *e.corr});
-      sorter.add(e);
+      Event e = call("runtime", i % 3 ? "cudaMalloc" : "cudaFree", (i * 7) % 5, (i * 7919) % 1000, 1, i % 2 ? std::optional<int64_t>(i) : std::nullopt);
+      e.device = i % 4 ? std::optional<int64_t>(i % 4) : std::nullopt;
+      e.device_id = i % 4 ? "0000:18:00.0" : "";
+      const uint32_t family = i % 3 ? 1 : 0;
+      want.push_back({e.tid, family, e.ts, seq});
+      sorter.add(e, "args" + std::to_string(i), family, seq++);
     }
     std::sort(want.begin(), want.end());
-    Event e;
-    std::string family;
+    SortedCall c;
     size_t i = 0;
-    while (sorter.next(e, family)) {
+    while (sorter.next(c)) {
       ASSERT_LT(i, want.size());
-      EXPECT_EQ(std::make_tuple(e.tid, family, e.ts, *e.corr), want[i]) << "at " << i;
-      EXPECT_EQ(e.name, family);
+      EXPECT_EQ(std::make_tuple(c.e.tid, c.family, c.e.ts, c.seq), want[i]) << "at " << i;
+      // Every field comes back as given.
+      const int n = std::stoi(c.args.substr(4));
+      EXPECT_EQ(uint64_t(n), c.seq);
+      EXPECT_EQ(c.e.name, n % 3 ? "cudaMalloc" : "cudaFree");
+      EXPECT_EQ(c.e.layer, "runtime");
+      EXPECT_EQ(c.e.pid, 1);
+      EXPECT_EQ(c.e.dur, 1);
+      EXPECT_EQ(c.e.ret, n % 2 ? std::optional<int64_t>(n) : std::nullopt);
+      EXPECT_EQ(c.e.device, n % 4 ? std::optional<int64_t>(n % 4) : std::nullopt);
+      EXPECT_EQ(c.e.device_id, n % 4 ? "0000:18:00.0" : "");
       ++i;
     }
     EXPECT_EQ(i, want.size());
@@ -273,16 +283,14 @@ TEST(SortedEvents, SpilledChunksComeBackInOrderAndLeaveNoFile) {
   // What it was given comes back whole from its own files, past the bounds a reader of
   // outside files applies (a 2 MiB argument).
   {
-    SortedEvents sorter(dir, "big", [](const Event&) { return std::string(); }, 1);
+    SortedEvents sorter(dir, "big", 1);
     for (int i = 0; i < 2; ++i) {
-      Event e = call("runtime", "cudaMalloc", 1, i, 1, 0, {{"blob", std::string(size_t(2) << 20, 'b')}});
-      e.corr = uint64_t(i);
-      sorter.add(e);
+      const Event e = call("runtime", "cudaMalloc", 1, i, 1, 0);
+      sorter.add(e, std::string(size_t(2) << 20, 'b'), 0, uint64_t(i));
     }
-    Event e;
-    std::string family;
+    SortedCall c;
     int n = 0;
-    while (sorter.next(e, family)) n += e.args["blob"].get<std::string>().size() == (size_t(2) << 20);
+    while (sorter.next(c)) n += c.args.size() == (size_t(2) << 20);
     EXPECT_EQ(n, 2);
   }
   std::filesystem::remove_all(dir);
