@@ -1,0 +1,132 @@
+// Packed args read in place (the scoring's path): the same values, the same comparison as
+// the JSON the store's reader builds, and a damaged buffer is an error, never a read past
+// its end.
+#include <gtest/gtest.h>
+
+#include "common/event_store.h"
+#include "test_support.h"
+
+using namespace cudatrace;
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+// The matcher's rule on JSON, as it was before args were packed: hex strings without regard
+// to case, anything else JSON's ==.
+bool json_same(const json& a, const json& b) {
+  if (a.is_string() && b.is_string()) {
+    const auto &x = a.get_ref<const std::string&>(), &y = b.get_ref<const std::string&>();
+    return std::equal(x.begin(), x.end(), y.begin(), y.end(),
+                      [](char p, char q) { return std::tolower(uint8_t(p)) == std::tolower(uint8_t(q)); });
+  }
+  return a == b;
+}
+
+PackedValue value_of(const std::string& packed) { return *PackedArgsView(packed).find("v"); }
+
+}  // namespace
+
+TEST(PackedArgs, ViewFindsEveryEntryWithItsValue) {
+  const json args = {{"grid", {1, 2, 3}}, {"kernel", "k\xff\x01"}, {"big", UINT64_MAX}, {"neg", -123456789012},
+                     {"f", 0.5},          {"ok", true},            {"none", nullptr},   {"nested", {{"a", {{"b", 1}}}}},
+                     {"long", std::string(300, 'x')}};
+  const std::string packed = pack_json_args(args);
+  const PackedArgsView view(packed);
+  EXPECT_EQ(view.size(), args.size());
+  size_t n = 0;
+  view.each([&](std::string_view key, const PackedValue& v) {
+    ++n;
+    ASSERT_TRUE(args.contains(std::string(key))) << key;
+    EXPECT_EQ(v.to_json(), args[std::string(key)]) << key;
+  });
+  EXPECT_EQ(n, args.size());
+  EXPECT_EQ(view.find("neg")->kind, PackedValue::Kind::kInt);
+  EXPECT_EQ(view.find("neg")->integer, -123456789012);
+  EXPECT_EQ(view.find("kernel")->text, "k\xff\x01");
+  EXPECT_EQ(view.find("big")->kind, PackedValue::Kind::kOther);  // past INT64_MAX: compared as bytes
+  EXPECT_FALSE(view.find("absent"));
+  EXPECT_EQ(PackedArgsView("").size(), 0u);
+  EXPECT_EQ(unpack_args(packed), args);
+  EXPECT_EQ(pack_json_args(json::object()), "");
+}
+
+// Every pair of values compares as the JSON rule did.
+TEST(PackedArgs, SameValueAgreesWithTheJsonRule) {
+  const std::vector<json> values = {0,    1,     -1,   128,  1.0,  0.5,         "0x7F00", "0x7f00", "0x7f01", "",
+                                    true, false, nullptr, json::array({1, 2, 3}), json::array({1, 2, 4}),
+                                    json::array({1.0, 2, 3}), json{{"a", 1}}, uint64_t(UINT64_MAX), int64_t(INT64_MIN)};
+  for (const auto& a : values)
+    for (const auto& b : values) {
+      // JSON's == casts an unsigned past INT64_MAX to a signed integer (UINT64_MAX == -1):
+      // the packed comparison keeps them apart, as the values are.
+      const bool wrapped = (a.is_number_unsigned() && b.is_number_integer() && !b.is_number_unsigned()) ||
+                           (b.is_number_unsigned() && a.is_number_integer() && !a.is_number_unsigned());
+      const bool want = json_same(a, b) && !(wrapped && a.dump() != b.dump());
+      // Arrays holding a float equal to an integer: JSON's == says equal, the bytes differ.
+      // No writer of ours puts a float in a dim3; such a pair is counted unequal.
+      if (a.is_array() && b.is_array() && a == b && a.dump() != b.dump()) continue;
+      EXPECT_EQ(same_value(value_of(pack_json_args({{"v", a}})), value_of(pack_json_args({{"v", b}}))), want)
+          << a.dump() << " vs " << b.dump();
+    }
+}
+
+TEST(PackedArgs, ADamagedBufferIsAnErrorNotAReadPastItsEnd) {
+  const std::string packed = pack_json_args({{"kernel", std::string(100, 'k')}, {"grid", {1, 2, 3}}});
+  for (size_t cut = 1; cut < packed.size(); ++cut) {
+    const std::string part = packed.substr(0, cut);
+    EXPECT_THROW(
+        {
+          const PackedArgsView v(part);
+          v.each([](std::string_view, const PackedValue&) {});
+        },
+        EventFormatError)
+        << "cut at " << cut;
+  }
+  EXPECT_THROW(PackedArgsView("\x91\x01"), EventFormatError);  // an array, not a map
+}
+
+// The reader's packed mode gives the bytes whose JSON the plain mode gives, and meta records
+// whole (a ledger's header is read as JSON).
+TEST(PackedArgs, ReaderPackedModeMatchesItsJsonMode) {
+  const fs::path dir = testsupport::temp_dir("packed-reader");
+  for (const bool store : {true, false}) {
+    const fs::path file = dir / (store ? "e.msgpack.zst" : "e.jsonl");
+    std::vector<Event> written;
+    for (int i = 0; i < 50; ++i) {
+      Event e;
+      e.layer = i == 0 ? layer::kMeta : layer::kRuntime;
+      e.name = "call" + std::to_string(i % 3);
+      e.pid = e.tid = 1;
+      e.ts = 1000 + i;
+      if (i % 2) e.args = {{"i", i}, {"ptr", "0xABC"}, {"grid", {i, 1, 1}}};
+      written.push_back(e);
+    }
+    if (store) {
+      EventStoreWriter w(file);
+      for (const auto& e : written) w.write(e);
+      w.close();
+    } else {
+      EventWriter w(file);
+      for (const auto& e : written) w.write(e);
+      w.close();
+    }
+    EventReader plain(file), packed(file);
+    Event a, b;
+    std::string bytes;
+    size_t n = 0;
+    while (plain.next(a)) {
+      ASSERT_TRUE(packed.next(b, &bytes));
+      EXPECT_EQ(b.name, a.name);
+      if (a.is_meta()) {
+        EXPECT_EQ(b.args, a.args);
+      } else {
+        EXPECT_TRUE(b.args.empty());
+        EXPECT_EQ(unpack_args(bytes), a.args) << (store ? "store" : "jsonl") << " record " << n;
+      }
+      ++n;
+    }
+    EXPECT_FALSE(packed.next(b, &bytes));
+    EXPECT_EQ(n, written.size());
+  }
+}
