@@ -46,16 +46,51 @@ def esc(x):
 
 
 def table(headers, rows, table_id, empty="Nothing to show."):
-    """A table, scrolling inside its own box where it is wider than the page; never one with
-    headers and no rows: `empty` says why there is none."""
+    """A table, scrolling inside its own box where it is wider or taller than a screen; never
+    one with headers and no rows: `empty` says why there is none. A long one can be sorted
+    (click a heading) and filtered (the box above it) in the page (SCRIPT, no server)."""
     if not rows:
         return f'<p id="{table_id}" class="empty">{esc(empty)}</p>'
-    out = [f'<div class="wide"><table id="{table_id}"><thead><tr>' + "".join(f"<th>{esc(h)}</th>" for h in headers)
-           + "</tr></thead><tbody>"]
+    long = len(rows) > 12
+    out = []
+    if long:
+        out.append(f'<input class="filter" type="search" data-table="{table_id}" '
+                   f'placeholder="filter these {len(rows)} rows (every word must match)">')
+    out.append(f'<div class="wide"><table id="{table_id}"{" class=sortable" if long else ""}><thead><tr>'
+               + "".join(f"<th>{esc(h)}</th>" for h in headers) + "</tr></thead><tbody>")
     for r in rows:
         out.append("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>")
     out.append("</tbody></table></div>")
     return "\n".join(out)
+
+
+def section(anchor, title, body, note=""):
+    """A section folded by default; opened, it scrolls inside one screen."""
+    return (f'<details id="{esc(anchor)}" class="sec"><summary><h2>{esc(title)}</h2>'
+            f'{" <span class=note>" + note + "</span>" if note else ""}</summary>'
+            f'<div class="body">{body}</div></details>')
+
+
+# Sorting, filtering and opening the section a link points to: inline, no external script.
+SCRIPT = """<script>
+(function(){
+function openTarget(){var id=decodeURIComponent(location.hash.slice(1));if(!id)return;var e=document.getElementById(id);
+ for(var d=e;d;d=d.parentElement){if(d.tagName==='DETAILS')d.open=true;}if(e)e.scrollIntoView();}
+window.addEventListener('hashchange',openTarget);openTarget();
+function key(td){var t=td?td.textContent.trim():'';var m=t.match(/^[+-]?[0-9][0-9,]*(\\.[0-9]+)?/);
+ return m?[0,parseFloat(m[0].replace(/,/g,''))]:[1,t.toLowerCase()];}
+document.querySelectorAll('table.sortable').forEach(function(t){
+ t.querySelectorAll('thead th').forEach(function(th,i){th.title='click to sort';th.style.cursor='pointer';
+  th.addEventListener('click',function(){var b=t.tBodies[0],rows=Array.prototype.slice.call(b.rows);
+   var dir=th.dataset.dir==='1'?-1:1;th.dataset.dir=dir===1?'1':'-1';
+   rows.sort(function(x,y){var a=key(x.cells[i]),c=key(y.cells[i]);if(a[0]!==c[0])return a[0]-c[0];
+    return (a[1]<c[1]?-1:a[1]>c[1]?1:0)*dir;});rows.forEach(function(r){b.appendChild(r);});});});});
+document.querySelectorAll('input.filter').forEach(function(f){f.addEventListener('input',function(){
+ var words=f.value.toLowerCase().split(/\\s+/).filter(Boolean);var t=document.getElementById(f.dataset.table);
+ Array.prototype.forEach.call(t.tBodies[0].rows,function(r){var x=r.textContent.toLowerCase();
+  r.style.display=words.every(function(w){return x.indexOf(w)>=0;})?'':'none';});});});
+})();
+</script>"""
 
 
 def reason_cell(full):
@@ -67,6 +102,58 @@ def reason_cell(full):
         return f'<span class="bad">{short}</span>'
     return (f'<details class="reason"><summary class="bad">{short}</summary>'
             f'<span class="full">{esc(full)}</span></details>')
+
+
+def _cell(cell, href):
+    """One first-screen cell: its text coloured by what the harness wrote, its one-line reason
+    on hover, a link to its evidence below; a blank cell says the method was not asked there."""
+    if not cell:
+        return '<td class="na" title="not run on this">·</td>'
+    tone = results.overview.TONE.get(cell["status"], cell["status"])
+    title = f' title="{esc(cell["title"])}"' if cell.get("title") else ""
+    return f'<td class="{esc(tone)}"{title}><a href="#{esc(href)}">{esc(cell["text"])}</a></td>'
+
+
+def overview_section(o):
+    """The first screen: one row per method (analysis/cudatrace_results/overview.py)."""
+    if not o["methods"]:
+        return '<p id="overview" class="empty">No tracing method ran in these results.</p>'
+    progs, slow = o["programs"], o["slowdown_programs"]
+    seen_cols = 1 + len(progs)
+    calls = [c for c in (o["launch_call"], o["cheap_call"]) if c]
+    head1 = (f'<tr><th rowspan="2">method</th><th colspan="{seen_cols}">what it observed</th>'
+             + (f'<th colspan="{len(calls)}">per-call Δ</th>' if calls else "")
+             + (f'<th colspan="{len(slow)}">slowdown vs none [≥95%]</th>' if slow else "")
+             + '<th rowspan="2">lost events</th></tr>')
+
+    def th(label, whole):
+        return f'<th title="{esc(whole)}">{esc(label)}</th>'
+
+    head2 = ("<tr>" + th("workloads", "every workload x linkage of the matrix")
+             + "".join(th(p["label"], p["command"]) for p in progs)
+             + "".join(th(c, f"{c}: the method's cost per call") for c in calls)
+             + "".join(th(p["label"], p["command"]) for p in slow) + "</tr>")
+    body = []
+    for m in o["methods"]:
+        r = o["rows"][m]
+        cells = [_cell(r["workloads"], "sec-completeness")]
+        cells += [_cell(r["programs"][p["anchor"]], p["anchor"]) for p in progs]
+        if o["launch_call"]:
+            cells.append(_cell(r["launch"], "sec-per-call"))
+        if o["cheap_call"]:
+            cells.append(_cell(r["cheap"], "sec-per-call"))
+        cells += [_cell(r["slowdown"][p["anchor"] + ":" + p["label"]], "sec-cost") for p in slow]
+        cells.append(_cell(r["loss"], "sec-loss"))
+        body.append(f"<tr><th>{esc(m)}</th>{''.join(cells)}</tr>")
+    f = o["facts"]
+    facts = (f'<p id="facts">GPU {esc(f["gpu"])} · driver {esc(f["driver"])} · harness {esc(f["revision"])} · '
+             f'{esc(f["when"])} · {len(f["runs"])} results folder(s)</p>')
+    legend = ('<p class="legend"><span class="good">complete</span> · <span class="part">partial</span> · '
+              '<span class="bad">not observed, failed, lost</span> · <span class="na">· not run</span>. '
+              'Hover a cell for its reason, click for its evidence; * marked (hover says why). Observed: the '
+              'worst of the programs (workloads) or of the layers (a program), as the harness judged them.</p>')
+    return (f'<table id="overview"><thead>{head1}{head2}</thead><tbody>{"".join(body)}</tbody></table>'
+            + facts + legend)
 
 
 def per_call_section(bench_rows):
@@ -342,16 +429,15 @@ def unobserved_table(combos):
             + table(["method", "layer not observed", "programs", "why"], rows, "unobserved"))
 
 
-def command_section(summaries):
-    """Command runs (no ledger): coverage per method and layer against a reference, and the
-    call families side by side (disagreements first, everything behind a toggle)."""
+def command_section(s, n):
+    """A command run (no ledger): coverage per method and layer against a reference, and the
+    call families side by side (disagreements first, everything behind a toggle). n: the
+    program's number, which makes its tables' ids unique in the page."""
     out = []
-    for s in summaries:
-        v = s.get("verdict")
-        if not v:
-            continue
+    v = s.get("verdict")
+    if v:
         cmd = " ".join(s.get("command_line", []))
-        out.append(f'<p>Command run {esc(s.get("run_id", ""))}: <code>{esc(cmd)}</code></p>')
+        out.append(f'<p>Harness command line: <code>{esc(cmd)}</code> (results folder {esc(s.get("run_id", ""))})</p>')
         out.append("<ul>" + "".join(
             f'<li>{esc(l)}: {r["total"]} from {esc(r["source"])}'
             + "".join(f'; not counted: {n["calls"]} {esc(f)} ({esc(n["why"])})'
@@ -379,7 +465,7 @@ def command_section(summaries):
             rows.append([esc(r["method"]), esc(r["layer"]), f'<b class="{cls}">{esc(status)}</b>',
                          f'<b class="{cls}">{cov}</b>', "—" if only is None else only, cell or "—"])
         out.append(table(["method", "layer", "verdict", "matched of the reference", "only it saw",
-                          "why it saw less / families missed entirely"], rows, "command-coverage",
+                          "why it saw less / families missed entirely"], rows, f"command-coverage-{n}",
                          empty="No method was asked to observe a layer of this command."))
         for layer, fams in sorted((v.get("families") or {}).items()):
             fams = fams or {}
@@ -390,13 +476,11 @@ def command_section(summaries):
                 row = [esc(fam), ref] + [counts.get(m, 0) for m in methods]
                 (agree if all(counts.get(m, 0) == ref for m in methods) else disagree).append(row)
             headers = ["family", "reference"] + methods
-            out.append(f"<h3>{esc(layer)}: families where methods disagree ({len(disagree)})</h3>"
-                       + table(headers, disagree, f"families-{esc(layer)}",
+            out.append(f"<details><summary>{esc(layer)}: families where methods disagree ({len(disagree)})</summary>"
+                       + table(headers, disagree, f"families-{n}-{esc(layer)}",
                                empty="Every method saw as many calls of each family as the reference.")
                        + f"<details><summary>all {len(disagree) + len(agree)} families</summary>"
-                       + table(headers, disagree + agree, f"families-all-{esc(layer)}") + "</details>")
-    if not out:
-        return '<p id="command-coverage">No command runs in these results.</p>'
+                       + table(headers, disagree + agree, f"families-all-{n}-{esc(layer)}") + "</details></details>")
     return "\n".join(out)
 
 
@@ -410,7 +494,7 @@ def per_device_section(runs):
     rows = []
     for r in results.devices.workload_rows(combos):
         cls = "bad" if r["short"] else "good"
-        rec = "—" if r["recall"] is None else f'{100 * r["recall"]:.1f}%'
+        rec = "—" if r["recall"] is None else results.overview.share_text(r["matched"], r["expected"])
         rows.append([esc(f'{r["workload"]}.{r["linkage"]}'), esc(r["method"]), esc(r["layer"]), esc(r["process"]),
                      esc(results.devices.device_label(r["device"], names)),
                      f'<b class="{cls}">{r["matched"]}/{r["expected"]} ({rec})</b>', r["phantom"]])
@@ -418,31 +502,6 @@ def per_device_section(runs):
                + table(["workload", "method", "layer", "process", "device", "matched/expected", "phantom"], rows,
                        "per-device-workloads",
                        empty="No workload here ran more than one process or GPU."))
-    for run in runs:
-        if not run.summary or not run.verdict:
-            continue
-        ref, why, processes = results.devices.command_reference(run.summary)
-        cmd = " ".join(run.summary.get("command_line", []))
-        out.append(f'<h3>Command {esc(run.run_id)}: per process and GPU</h3><p><code>{esc(cmd)}</code></p>')
-        if ref is None:
-            out.append(f'<p class="empty">{esc(why or "no per-process reference")}</p>')
-            continue
-        out.append("<p>Reference: " + esc(ref) + "'s processes: " + esc("; ".join(
-            f'{p["process"]} (pids {", ".join(map(str, p.get("pids", [])))})' for p in processes))
-            + ". A method's processes are matched to these by the GPUs both used where the method names them, "
-              "else by the calls both made, then the order of their first CUDA call (the matched_by column).</p>")
-        crow = []
-        for r in results.devices.command_rows(run.summary):
-            cls = "bad" if r["short"] else "good"
-            cov = "—" if r.get("coverage") is None else f'{100 * r["coverage"]:.1f}%'
-            crow.append([esc(r["method"]), esc(r["layer"]), esc(r["process"]),
-                         esc(", ".join(map(str, r.get("method_pids", []))) or "—"),
-                         esc(results.devices.device_label(r["device"], names)),
-                         f'<b class="{cls}">{r["matched"]} of {r["reference"]} ({cov})</b>', r.get("seen", 0),
-                         esc(r.get("matched_by", ""))])
-        out.append(table(["method", "layer", "process (reference)", "its pids in the method's run", "device",
-                          "matched of the reference", "seen", "matched by"], crow, "per-device-command",
-                         empty="No method observed a layer the reference has."))
     arows = []
     for r in results.devices.attribution_rows(combos):
         agree = f'{r["equal"]}/{r["compared"]}' if r["compared"] else "—"
@@ -460,6 +519,62 @@ def per_device_section(runs):
                         "matched calls without one", "how, or why not"], unique, "device-attribution",
                        empty="No workload was scored."))
     return "\n".join(out)
+
+
+def per_device_command(run, names, n):
+    """A command's processes against the CUPTI reference's, per process and GPU, with a chart
+    where there are several (a rank or a GPU that saw less is red in both)."""
+    out = []
+    ref, why, processes = results.devices.command_reference(run.summary)
+    if ref is None:
+        return f'<p class="empty">Per process and GPU: {esc(why or "no per-process reference")}</p>'
+    out.append("<p>Per process and GPU. Reference: " + esc(ref) + "'s processes: " + esc("; ".join(
+        f'{p["process"]} (pids {", ".join(map(str, p.get("pids", [])))})' for p in processes))
+        + ". A method's processes are matched to these by the GPUs both used where the method names them, "
+          "else by the calls both made, then the order of their first CUDA call (the matched_by column).</p>")
+    crow = []
+    rows = results.devices.command_rows(run.summary)
+    for r in rows:
+        cls = "bad" if r["short"] else "good"
+        cov = "—" if r.get("coverage") is None else results.overview.coverage_text(r["coverage"])
+        crow.append([esc(r["method"]), esc(r["layer"]), esc(r["process"]),
+                     esc(", ".join(map(str, r.get("method_pids", []))) or "—"),
+                     esc(results.devices.device_label(r["device"], names)),
+                     f'<b class="{cls}">{r["matched"]} of {r["reference"]} ({cov})</b>', r.get("seen", 0),
+                     esc(r.get("matched_by", ""))])
+    if len(processes) > 1 and rows:
+        out.append(per_device_chart(rows, f"per-device-chart-{n}"))
+    out.append(table(["method", "layer", "process (reference)", "its pids in the method's run", "device",
+                      "matched of the reference", "seen", "matched by"], crow, f"per-device-command-{n}",
+                     empty="No method observed a layer the reference has."))
+    return "\n".join(out)
+
+
+def per_device_chart(rows, chart_id):
+    """Per process and GPU of a multi-GPU program: each method and layer's coverage of each
+    reference process, as the harness wrote it; a short one (the harness's status) in red."""
+    keys = sorted({(r["method"], r["layer"]) for r in rows})
+    procs = sorted({r["process"] for r in rows})
+    fig, ax = plt.subplots(figsize=(11, 0.6 + 0.32 * len(keys) * len(procs)))
+    y, labels = 0, []
+    for method, layer in keys:
+        for proc in procs:
+            r = next((r for r in rows if (r["method"], r["layer"], r["process"]) == (method, layer, proc)), None)
+            if r is None or r.get("coverage") is None:
+                ax.text(0.01, y, "no figure", va="center", fontsize=7, color="#555")
+            else:
+                ax.barh([y], [r["coverage"]], color="#b00" if r["short"] else "#2a7", height=0.8)
+                ax.text(min(r["coverage"], 0.97) + 0.01, y, results.overview.coverage_text(r["coverage"]),
+                        va="center", fontsize=7)
+            labels.append(f"{method}:{layer}  {proc}")
+            y += 1
+    ax.set_yticks(range(len(labels)))
+    ax.set_yticklabels(labels, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1.08)
+    ax.set_xlabel("share of the reference's calls matched (red: short, as the harness judged)")
+    fig.tight_layout()
+    return f'<img id="{chart_id}" alt="coverage per process and GPU" src="{png(fig)}">'
 
 
 def fidelity_table(combos):
@@ -481,13 +596,16 @@ def loss_table(combos):
         if c["method"] == "none":
             continue
         loss = c.get("loss", {})
-        total = sum(v for v in loss.values() if isinstance(v, int))
-        detail = ", ".join(f"{esc(k)} {v}" for k, v in sorted(loss.items())) or "—"
+        # Counted as the harness counts a run's loss (verdict.cpp lost_events): positive integer
+        # counters; a flag is shown among the counters, never added.
+        total = results.overview.lost_events(loss)
+        detail = ", ".join(f"{esc(k)} {esc(v)}" for k, v in sorted(loss.items())) or "—"
         unobserved = [u["layer"] for u in c.get("unobserved", [])]
         # Zero loss of a layer never observed is no good news.
         cell = (f'<b class="bad">{total}; not observed: {esc(", ".join(unobserved))}</b>' if unobserved
                 else f'<b class="{"bad" if total else "good"}">{total}</b>')
         rows.append([esc(c.get("workload") or "command"), esc(c.get("linkage") or ""), esc(c["method"]), cell, detail])
+    rows.sort(key=lambda r: "class=\"bad\"" not in r[3])  # what lost something, or saw nothing, first
     return table(["workload", "cudart", "method", "lost (all counters)", "counters"], rows, "loss-table",
                  empty="No tracing method ran (only the baseline), so nothing could be lost.")
 
@@ -689,29 +807,49 @@ def main():
     bench_rows = [row for r in runs for row in r.bench_rows()]
     chart, per_call = per_call_section(bench_rows)
     failed = sum(s["counts"]["failed"] for s in summaries)
+    o = results.overview.build(runs)
+    names = results.devices.gpu_names(manifests)
+    by_id = {r.run_id: r for r in runs}
+    program_sections = []
+    for n, p in enumerate(o["programs"], 1):
+        body = [f'<p>Command: <code>{esc(p["command"])}</code></p>']
+        for rid in p["runs"]:
+            run = by_id.get(rid)
+            if run and run.verdict:
+                body.append(command_section(run.summary, n))
+                body.append(per_device_command(run, names, n))
+        if p["cost"]:
+            body.append('<p>Its slowdown: see <a href="#sec-cost">Slowdown per program</a>.</p>')
+        program_sections.append(section(p["anchor"], f'Program: {p["label"]}', "\n".join(body)))
     page = f"""<!doctype html>
-<html><head><meta charset="utf-8"><title>CUDA tracing methods: overhead and completeness</title>
-<style>body{{font-family:sans-serif;max-width:1240px;margin:2em auto;padding:0 12px;color:#222;box-sizing:border-box}}
-.wide{{max-width:100%;overflow-x:auto}}table{{border-collapse:collapse;margin:1em 0;font-size:13px}}
+<html><head><meta charset="utf-8"><title>CUDA tracing methods: what each one sees, and what it costs</title>
+<style>body{{font-family:sans-serif;max-width:1240px;margin:0 auto;padding:6px 12px;color:#222;box-sizing:border-box}}
+h1{{font-size:20px;margin:6px 0}}h2{{display:inline;font-size:17px}}h3{{font-size:15px}}
+.wide{{max-width:100%;overflow-x:auto}}table{{border-collapse:collapse;margin:0.6em 0;font-size:13px}}
 td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}th{{background:#eee}}td:first-child{{text-align:left}}
-img{{max-width:100%}}.good{{color:#070}}.bad{{color:#b00}}.empty{{color:#555;font-style:italic}}
-#unobserved td,#command-coverage td:last-child{{text-align:left;max-width:44em;overflow-wrap:anywhere}}
+img{{max-width:100%}}.good{{color:#070}}.bad{{color:#b00}}.part{{color:#a60}}.empty{{color:#555;font-style:italic}}
+#unobserved td,[id^=command-coverage] td:last-child{{text-align:left;max-width:44em;overflow-wrap:anywhere}}
 details.reason .full{{display:block;white-space:pre-wrap;font-size:12px;color:#444}}
-summary{{cursor:pointer}}</style></head><body>
+summary{{cursor:pointer}}details.sec{{border-top:1px solid #ccc;padding:4px 0}}
+details.sec>.body{{max-height:calc(100vh - 60px);overflow:auto}}.note{{color:#555;font-size:13px}}
+#overview{{font-size:12.5px;margin:4px 0;width:100%}}#overview td,#overview th{{padding:3px 5px;text-align:center;overflow-wrap:anywhere}}
+#overview tbody th{{text-align:left}}#overview a{{color:inherit;text-decoration:none}}#overview a:hover{{text-decoration:underline}}
+#overview td.good{{background:#e6f4ea}}#overview td.part{{background:#fdf1dc}}#overview td.bad{{background:#fbe3e3}}
+#overview td.none,#overview td.na{{background:#f4f4f4;color:#777}}#facts,.legend{{margin:2px 0;font-size:12.5px;color:#444}}
+input.filter{{width:30em;max-width:100%;margin-top:6px}}</style></head><body>
 <h1>CUDA tracing methods: what each one sees, and what it costs</h1>
-<p>Runs: {esc(", ".join(ids))}. {failed} failed run(s).</p>
-<h2>Per-call overhead</h2>{chart}{per_call}
-{untraced_section(benches)}
-{bench_derived_sections(benches)}
-<h2>Completeness</h2>{completeness_section(combos)}{unobserved_table(combos)}{fidelity_table(combos)}
-<h2>What each method saw of the command</h2>{command_section(summaries)}
-<h2>Per process and GPU</h2>{per_device_section(runs)}
-<h2>Loss</h2><p>Every counter a tracer reports about events it could not keep; 0 is the only good value.</p>{loss_table(combos)}
-<h2>Results changed by tracing</h2><p>A traced run whose result (<code>--result</code>) differs from the untraced run's: tracing changed what the program computed.</p>{results_changed_section(combos)}
-<h2>Slowdown (cost mode)</h2>{cost_section(runs)}
-<h2>Whole-workload slowdown</h2><p>From the repetitions of each combination, run one after another (the cost mode above pairs interleaved rounds instead).</p>{slowdown_section(combos)}
-<h2>Skipped, and why</h2>{skipped_section(summaries + benches)}
-<h2>Environment</h2>{environment_section(manifests)}
+{overview_section(o)}
+{section("sec-completeness", "Workloads: what each method saw", completeness_section(combos) + unobserved_table(combos) + fidelity_table(combos))}
+{"".join(program_sections)}
+{section("sec-per-call", "Per-call cost", chart + per_call + untraced_section(benches) + bench_derived_sections(benches))}
+{section("sec-cost", "Slowdown per program", cost_section(runs))}
+{section("sec-per-device", "Workloads per process and GPU", per_device_section(runs))}
+{section("sec-loss", "Loss", "<p>Every counter a tracer reports about events it could not keep; 0 is the only good value.</p>" + loss_table(combos))}
+{section("sec-results-changed", "Results changed by tracing", "<p>A traced run whose result (<code>--result</code>) differs from the untraced run's: tracing changed what the program computed.</p>" + results_changed_section(combos))}
+{section("sec-slowdown-matrix", "Whole-workload slowdown (matrix repetitions)", "<p>From the repetitions of each combination, run one after another (the cost mode pairs interleaved rounds instead).</p>" + slowdown_section(combos))}
+{section("sec-skipped", "Skipped, and why", skipped_section(summaries + benches))}
+{section("sec-environment", "Environment", f"<p>Results folders: {esc(', '.join(ids))}. {failed} failed run(s).</p>" + environment_section(manifests))}
+{SCRIPT}
 </body></html>
 """
     os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)

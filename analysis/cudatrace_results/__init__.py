@@ -12,12 +12,13 @@ from .bench import (Cost, cost_of, between_is_noise, in_process_is_noise, rows_b
 from .reasons import short_reason, reason_lines, grouped_reasons
 from .percall import load_percall_folder
 from . import devices
+from . import overview
 from .cost import cost_programs, program_label, mark_summary, from_marked_runs
 
 __all__ = [
     "SUPPORTED_VERSIONS", "SchemaError", "Run", "load_json", "load_result", "load_run", "load_runs", "schema_version",
     "Cost", "cost_of", "between_is_noise", "in_process_is_noise", "rows_by_key", "agreement", "estimators",
     "uprobe_split", "calls_skipped", "agreement_lines", "target_text",
-    "short_reason", "reason_lines", "grouped_reasons", "load_percall_folder", "devices",
+    "short_reason", "reason_lines", "grouped_reasons", "load_percall_folder", "devices", "overview",
     "cost_programs", "program_label", "mark_summary", "from_marked_runs",
 ]

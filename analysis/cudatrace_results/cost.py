@@ -4,6 +4,8 @@ interval, start-up apart from the rest, and every run that was marked. Nothing h
 computes a ratio or an interval again; this module only lays them out for readers.
 """
 
+from .overview import command_label
+
 # The harness's name for figures taken from marked runs (harness/stats/cost_stats.cpp, basis_name).
 MARKED_BASIS = "marked runs (no clean run)"
 
@@ -16,18 +18,12 @@ def cost_programs(run):
 
 
 def program_label(program):
-    """"vecadd.shared", or a command by its script's name ("torch_train_step.py"); an
-    interpreter given its code inline ("python3 -c") by the interpreter's name."""
+    """"vecadd.shared", or a command by its script and arguments ("jax_jit_loop.py 300"): the
+    interpreter dropped before a script; one given its code inline keeps "python3 -c" and the
+    code's start (overview.command_label)."""
     if program.get("workload"):
         return program["program"]
-    command = program.get("command") or []
-    if not command:
-        return "command"
-    interpreter = command[0].rsplit("/", 1)[-1]
-    if "-c" in command[1:2]:
-        return f"{interpreter} -c"
-    scripts = [a for a in command[1:] if not a.startswith("-")]
-    return scripts[0].rsplit("/", 1)[-1] if scripts else interpreter
+    return command_label(program.get("command") or [])[0]
 
 
 def mark_summary(method):

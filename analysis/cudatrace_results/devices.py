@@ -1,7 +1,8 @@
 """Coverage per process and GPU, as the harness wrote it: the buckets of each scored layer
 (workloads: summary.json combos[].layers[].per_device) and a command's verdict per process
-and device (summary.json verdict.per_device). The harness decides what fell short; this
-only reads it and names the GPUs the way the host does."""
+and device (summary.json verdict.per_device). The harness decides what fell short
+(combos[].per_device_short, verdict.per_device rows' status); this only reads it, finds the
+bucket each of its lines names, and names the GPUs the way the host does."""
 
 NO_DEVICE = "no device"
 UNATTRIBUTED = "device not attributable by this method"
@@ -45,7 +46,8 @@ def device_label(device, names):
 
 
 def _several(buckets):
-    """More than one process or device holds something: a breakdown worth a row."""
+    """More than one process or device holds something: a breakdown worth showing. A choice
+    of what to lay out only: whether a bucket fell short is the harness's (per_device_short)."""
     processes, devices = set(), set()
     for b in buckets:
         if b.get("expected", 0) == 0 and b.get("phantom", 0) == 0:
@@ -56,10 +58,27 @@ def _several(buckets):
     return len(processes) > 1 or len(devices) > 1
 
 
+def where(process, device):
+    """harness/score/per_device.cpp where(): how a shortfall line names its bucket."""
+    if device == UNATTRIBUTED:
+        return f"{process} ({UNATTRIBUTED})"
+    if device == NO_DEVICE:
+        return f"{process} (calls of no device)"
+    return device if not process else f"{process} on {device}"
+
+
+def _named_short(combo, layer, bucket):
+    """Whether the harness named this bucket in the combination's per_device_short
+    ("runtime: rank 1 on 0000:1a:00.0: 0 of 18 (0.0%)")."""
+    head = (f'{layer}: {where(bucket.get("process", ""), bucket.get("device", ""))}: '
+            f'{bucket.get("matched", 0)} of {bucket.get("expected", 0)} (')
+    return any(line.startswith(head) for line in combo.get("per_device_short") or [])
+
+
 def workload_rows(combos):
     """One row per workload x linkage x method x layer x (process, device), for the layers
-    whose runs had more than one process or GPU; `short` where it matched less than it
-    expected."""
+    whose runs had more than one process or GPU; `short` where the harness named the
+    (process, device) as short of its share (per_device_short), and nowhere else."""
     rows = []
     for c in combos:
         if not c.get("workload"):
@@ -74,7 +93,7 @@ def workload_rows(combos):
                              "layer": layer["layer"], "process": b.get("process", ""), "device": b.get("device", ""),
                              "expected": expected, "matched": matched, "phantom": b.get("phantom", 0),
                              "recall": matched / expected if expected else None,
-                             "short": expected > 0 and matched < expected})
+                             "short": _named_short(c, layer["layer"], b)})
     return rows
 
 
@@ -94,13 +113,10 @@ def attribution_rows(combos):
 
 def command_rows(summary):
     """A command's verdict per process and device: one row per method, layer, process and
-    device, with the reference's count and what the method matched of it."""
+    device, with the reference's count and what the method matched of it; `short` where the
+    harness's status for the row (harness/score/per_device.cpp) is partial or blind."""
     v = ((summary or {}).get("verdict") or {}).get("per_device") or {}
-    out = []
-    for r in v.get("rows") or []:
-        ref, matched = r.get("reference", 0), r.get("matched", 0)
-        out.append(dict(r, short=ref > 0 and matched < ref))
-    return out
+    return [dict(r, short=r.get("status") in ("partial", "blind")) for r in v.get("rows") or []]
 
 
 def command_reference(summary):
