@@ -47,6 +47,12 @@ struct SummaryInputs {
 // method; printed too where a person reads it (the verdict, the cost table).
 nlohmann::json build_summary(const SummaryInputs& in, const std::vector<ComboOutcome>& outcomes);
 
+// The end-of-run table: one row per method, what it observed on the workloads and on the
+// command (the worst program or layer, as the scoring wrote it), its slowdown per program
+// with its interval (--cost), and the events it lost; the report's first screen in plain
+// text, read from the same summary.json fields. Empty where no method but none ran.
+std::string method_table(const nlohmann::json& summary);
+
 // The last line, and the exit: 130 interrupted, 1 a run failed or results could not be
 // written, 3 nothing requested could run here, else 0.
 int final_status(const SummaryInputs& in, const nlohmann::json& summary, const std::vector<ComboOutcome>& outcomes,
