@@ -302,23 +302,22 @@ void check_result(RunState& r, RunContext& ctx) {
 
 // Stage 6, a workload: its ledgers and the method's store, scored as streams; each layer
 // short of its ledger says why.
-void score_against_ledger(RunState& r, RunContext& ctx, const Method& method, DeviceNames& names,
-                          bool tally_whole, ComboOutcome& outcome) {
+void score_against_ledger(RunState& r, RunContext& ctx, const Method& method, EventTally& tally, bool feed_tally,
+                          ComboOutcome& outcome) {
   const TracerReport& report = r.report;
   // The ground truth: one ledger per process (ledger.msgpack.zst, ledger.msgpack.zst.<pid>), each
   // checked on its own, their calls matched together with the store's, both streamed.
   const WorkloadScore scored = score_workload({r.target_dir, events_file_of(r.dir), r.dir / "match-sort",
                                                ctx.host.max_trace_bytes, report.layers, report.match_slack_ns,
-                                               report.device_mode},
-                                              names);
+                                               report.device_mode, feed_tally ? &tally : nullptr},
+                                              tally.names);
   r.run["ledger"] = to_json(scored.ledger);
   if (!scored.ledger.consistent) {
     outcome.ledger_consistent = false;
     r.failures.push_back("ledger: " + (scored.ledger.problems.empty() ? std::string("inconsistent")
                                                                        : scored.ledger.problems.front()));
   }
-  if (!scored.store_error.empty() && tally_whole)  // else its read said so already
-    r.failures.push_back("tracer output: " + scored.store_error);
+  if (!scored.store_error.empty()) r.failures.push_back("tracer output: " + scored.store_error);
   // The harness's own sort could not be done (a full disk under --out): no score, said so;
   // out of space, the matrix stops after this run as for any write.
   if (!scored.scoring_error.empty()) {
@@ -352,11 +351,13 @@ void score_events(RunState& r, RunContext& ctx, const Method& method, ComboOutco
   // One pass over the method's events, in file order: the one made as the tracer wrote
   // them, or, where that did not end with the store whole, a read of the store now. No
   // run's events are held (a real job makes 10^7 to 10^8 calls), but for OTLP's export.
-  const bool keep = bool(ctx.otlp);
+  // A workload's store is read with its scoring, once.
+  const bool keep = bool(ctx.otlp), workload = !r.combo.workload.empty();
   std::unique_ptr<EventTally> tally = std::move(r.tally);
-  if (!tally || !tally->whole()) {
-    tally = std::make_unique<EventTally>(keep, r.combo.workload.empty(), &ctx.host.devices);
-    if (const fs::path file = events_file_of(r.dir); fs::exists(file)) {
+  const bool reread = !tally || !tally->whole();
+  if (reread) {
+    tally = std::make_unique<EventTally>(keep, !workload, &ctx.host.devices);
+    if (const fs::path file = events_file_of(r.dir); !workload && fs::exists(file)) {
       try {
         EventReader in(file);
         // Counting a call needs its layer, name, process, device and time, never its arguments.
@@ -369,10 +370,6 @@ void score_events(RunState& r, RunContext& ctx, const Method& method, ComboOutco
       }
     }
   }
-  r.events_read = tally->records();
-  r.events = std::move(tally->events);
-  add_counts(outcome.event_counts, tally->by_name);
-  add_counts(outcome.families, tally->families);
   DeviceNames& names = tally->names;
   const json unobserved = unobserved_layers(method, report);
   r.run["unobserved"] = unobserved;
@@ -384,9 +381,14 @@ void score_events(RunState& r, RunContext& ctx, const Method& method, ComboOutco
   }
   r.run["partly_observed"] = partly;
   for (const auto& l : report.layers) outcome.observed.insert(l);
+  if (workload) score_against_ledger(r, ctx, method, *tally, reread, outcome);
+  r.events_read = tally->records();
+  r.events = std::move(tally->events);
+  add_counts(outcome.event_counts, tally->by_name);
+  add_counts(outcome.families, tally->families);
   // Which GPU each record is on, in the one identity every process shares (per_device.h):
   // the method's own word, the ledger's, and the host's table for a bare ordinal.
-  if (r.combo.workload.empty()) {
+  if (!workload) {
     r.run["event_counts"] = tally->per_layer;
     const std::vector<ProcessCounts> counted = tally->processes.finish(names);
     json shown = json::array();
@@ -397,8 +399,6 @@ void score_events(RunState& r, RunContext& ctx, const Method& method, ComboOutco
     }
     r.run["processes"] = shown;
     add_run(outcome.processes, counted);
-  } else {
-    score_against_ledger(r, ctx, method, names, tally->whole(), outcome);
   }
   json inferred = json::array();
   for (const auto& [pid, ordinal] : names.inferred_from_host()) inferred.push_back({{"pid", pid}, {"device", ordinal}});

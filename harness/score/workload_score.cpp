@@ -40,18 +40,29 @@ WorkloadScore score_workload(const WorkloadScoreInput& in, DeviceNames& names) {
     scoring([&] { matcher->add_truth(e, packed); });
   });
   out.labels = labeler.finish();
-  if (in.layers.empty()) return out;
+  const bool score = !in.layers.empty();
   std::error_code ec;
-  if (std::filesystem::exists(in.events_file, ec)) {
+  if ((score || in.tally) && std::filesystem::exists(in.events_file, ec)) {
     try {
       EventReader store(in.events_file);
-      Event e;
+      Event e, with_args;
       std::string packed;
-      while (out.scoring_error.empty() && store.next(e, &packed)) scoring([&] { matcher->add_seen(e, packed); });
+      while (store.next(e, &packed)) {
+        if (in.tally && in.tally->wants_args() && !e.is_meta()) {
+          with_args = e;
+          with_args.args = unpack_args(packed);
+          in.tally->add(with_args);
+        } else if (in.tally) {
+          in.tally->add(e);
+        }
+        if (score && out.scoring_error.empty()) scoring([&] { matcher->add_seen(e, packed); });
+        else if (!in.tally) break;
+      }
     } catch (const std::exception& e) {
       out.store_error = e.what();  // scored on what was read: a prefix
     }
   }
+  if (!score) return out;
   scoring([&] { out.layers = matcher->finish(); });
   if (!out.scoring_error.empty()) out.layers.clear();  // a score of part of the calls is no score
   return out;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/score/event_tally.h"
 #include "harness/score/ledger_check.h"
 #include "harness/score/matcher.h"
 #include "harness/score/per_device.h"
@@ -33,6 +34,9 @@ struct WorkloadScoreInput {
   std::vector<std::string> layers;    // the layers the method observed
   int64_t slack_ns = 0;
   std::string device_mode;
+  // Fed every record of the store as it is read, where nothing counted them while they were
+  // written (a converter in a process of its own): the store is read once, not twice.
+  EventTally* tally = nullptr;
 };
 
 // `names` has learnt the method's records; it learns the ledger's here.
