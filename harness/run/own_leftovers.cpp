@@ -22,8 +22,8 @@ bool ended(pid_t pid) {
 
 std::vector<pid_t> end_own_leftovers(const Tracer& tracer, std::chrono::milliseconds grace) {
   std::vector<pid_t> asked;
-  // Anything left is reparented to the harness: without a child, nothing to look at
-  // (a hint only; kill_leftovers() walks /proc whatever this finds).
+  // Anything left is reparented to the run's guardian, the harness's child: without a
+  // child, nothing to look at (a hint only; kill_leftovers() walks /proc whatever this finds).
   if (!has_children(getpid())) return asked;
   for (pid_t p : descendants(getpid())) {
     const auto stat = read_stat(p);

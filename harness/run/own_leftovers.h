@@ -1,6 +1,6 @@
 #pragma once
 // A method's tool may leave helpers of its own behind: nsys's agent and launcher outlive
-// `nsys profile`, the agent reparented to the harness (a subreaper) before the harness saw
+// `nsys profile`, the agent reparented to the run's guardian (a subreaper) before the harness saw
 // who started it, so that it read "origin unknown". The tracer knows its tool's helpers
 // (Tracer::owns_leftover); these two apply that to what process_tree finds.
 #include <sys/types.h>

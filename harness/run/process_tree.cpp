@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -144,15 +145,17 @@ bool has_children(pid_t pid) {
   return bool(f >> first);
 }
 
-std::vector<std::string> kill_leftovers(pid_t spare, const std::function<std::string(pid_t)>& describe) {
+std::vector<std::string> kill_leftovers(const std::vector<pid_t>& spare,
+                                        const std::function<std::string(pid_t)>& describe) {
   std::vector<std::string> killed;
   std::set<pid_t> done;
-  // Killing one may orphan its children onto us: repeat until nothing is left (bounded).
+  // Killing one may orphan its children onto us or the guardian: repeat until nothing is
+  // left (bounded).
   // Everything below a child of ours (a wrapper's tracees too) is below us.
   for (int round = 0; round < 50; ++round) {
     std::vector<pid_t> fresh;
     for (pid_t p : descendants(getpid()))
-      if (p != spare && !done.count(p)) fresh.push_back(p);
+      if (std::find(spare.begin(), spare.end(), p) == spare.end() && !done.count(p)) fresh.push_back(p);
     if (fresh.empty()) break;
     for (pid_t p : fresh) {
       const std::string who = describe_process(p).empty() ? "" : describe ? describe(p) : describe_process(p);
@@ -161,7 +164,8 @@ std::vector<std::string> kill_leftovers(pid_t spare, const std::function<std::st
     }
     usleep(2000);  // let the killed die, so that their orphans show under us next round
   }
-  // Reap those that are our children (pid by pid: never a child we did not kill).
+  // Reap those that are our children (pid by pid: never a child we did not kill). The
+  // guardian's children are its own to reap (ECHILD here).
   for (pid_t p : done) {
     int status;
     while (waitpid(p, &status, 0) < 0 && errno == EINTR) {
@@ -287,7 +291,7 @@ Leftover describe_leftover(pid_t pid, const ProcessWatch& watch, pid_t child, co
   state_of(pid, l.state, l.threads);
   const SeenProcess* self = watch.find(pid);
   if (self && l.exe.empty()) l.exe = self->exe;
-  if (self && self->parent != getpid()) {
+  if (self && !watch.adopted(self->parent)) {
     l.parent = self->parent;
     if (const SeenProcess* parent = watch.find(self->parent)) l.parent_name = parent->name;
   }

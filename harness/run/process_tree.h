@@ -1,9 +1,11 @@
 #pragma once
-// Containment of a run's processes. The harness is a child subreaper: whatever the target
-// leaves behind (a daemon, a double fork, a setsid()) is reparented to the harness instead
-// of init, so when the target ends the harness finds it, kills it and names it in the
-// results. Its direct child dies with it (PR_SET_PDEATHSIG).
+// Containment of a run's processes. The run's guardian (guardian.h), a child of the harness,
+// is a child subreaper, and so is the harness: whatever the target leaves behind (a daemon,
+// a double fork, a setsid()) is reparented to one of them instead of init, so when the
+// target ends the harness finds it, kills it and names it in the results; if the harness
+// itself is killed, the guardian kills it.
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <functional>
 #include <map>
@@ -18,7 +20,8 @@ void become_subreaper();
 // Starts the janitor: a small process outside our tree (started before become_subreaper)
 // that holds a pipe from the harness. Each run's process group is announced to it while
 // it runs; if the harness dies, even by SIGKILL, the pipe closes and the janitor kills
-// every group still announced. Without it, only the direct child would die with us.
+// every group still announced. The run's guardian kills the whole tree (guardian.h); the
+// janitor is the second line, for a guardian killed with the harness.
 void start_janitor();
 void janitor_watch(pid_t process_group);
 void janitor_forget(pid_t process_group);
@@ -38,10 +41,12 @@ std::string describe_process(pid_t pid);
 bool has_children(pid_t pid);
 
 // Kills (SIGKILL) and reaps every process below this harness (it is their parent or
-// subreaper) except `spare` (0: none), e.g. a wrapper that must see its tracees go.
-// Returns `describe(pid)` of each one killed, asked while it still runs ("pid name" by
-// default).
-std::vector<std::string> kill_leftovers(pid_t spare = 0, const std::function<std::string(pid_t)>& describe = {});
+// subreaper, or the run's guardian is: guardian.h) except those in `spare`, e.g. a wrapper
+// that must see its tracees go, or the guardian itself. Returns `describe(pid)` of each one
+// killed, asked while it still runs ("pid name" by default). One whose parent is the
+// guardian is reaped by the guardian when the run ends.
+std::vector<std::string> kill_leftovers(const std::vector<pid_t>& spare = {},
+                                        const std::function<std::string(pid_t)>& describe = {});
 
 // What a run's processes were while they ran: a process left behind is reparented to the
 // harness, which loses who started it; the runner snapshots the tree below its child every
@@ -60,9 +65,14 @@ class ProcessWatch {
   const SeenProcess* find(pid_t pid) const;
   size_t size() const { return seen_.size(); }
   void remember(const SeenProcess& p) { seen_.emplace(p.pid, p); }
+  // The process that adopts the run's orphans besides the harness (the run's guardian): a
+  // parent seen as this one is not who started the process.
+  void set_adopter(pid_t pid) { adopter_ = pid; }
+  bool adopted(pid_t parent) const { return parent == getpid() || (adopter_ > 0 && parent == adopter_); }
 
  private:
   std::map<pid_t, SeenProcess> seen_;
+  pid_t adopter_ = 0;
 };
 
 // A process found running after the program ended (or at its timeout), before it is

@@ -2,12 +2,10 @@
 
 #include <fcntl.h>
 #include <grp.h>
-#include <poll.h>
 #include <pwd.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,6 +18,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "harness/run/guardian.h"
 #include "harness/run/own_leftovers.h"
 #include "harness/run/process_tree.h"
 #include "harness/run/stall_watch.h"
@@ -36,15 +35,13 @@ void on_interrupt(int) { g_interrupted = true; }
 
 // Kill the child's process group: a polite SIGTERM, then SIGKILL after a grace period.
 // Members that ignore SIGTERM, or outlive the child, get SIGKILL at the end either way.
-void stop_group(pid_t pid, int& wstatus) {
+void stop_group(Guardian& guardian, int& wstatus) {
+  const pid_t pid = guardian.child();
   kill(-pid, SIGTERM);
-  bool reaped = false;
-  for (int i = 0; i < 200 && !reaped; ++i) {  // 2 s
-    reaped = waitpid(pid, &wstatus, WNOHANG) == pid;
-    if (!reaped) usleep(10000);
-  }
+  std::optional<int> status = guardian.wait_child(2000);
   kill(-pid, SIGKILL);
-  if (!reaped) waitpid(pid, &wstatus, 0);
+  if (!status) status = guardian.wait_child(-1);
+  wstatus = *status;
 }
 
 std::vector<std::string> child_environment(const Launch& launch) {
@@ -103,6 +100,45 @@ std::string given_seconds(double s) {
 [[noreturn]] void child_fail(int report_fd, int err) {
   (void)!write(report_fd, &err, sizeof err);
   _exit(127);
+}
+
+// What the run's process needs, all made before the fork: after it, only async-signal-safe
+// calls.
+struct ChildSetup {
+  int gate_read, gate_write, report_read, report_write;  // gate: "go" from the harness; report: exec's errno
+  int out, err;
+  char** argv;
+  char** envp;
+  const std::optional<Credentials>* run_as;
+  const std::vector<gid_t>* groups;
+};
+
+// The run's process, forked by its guardian (guardian.h): waits at the gate, becomes the
+// program's user, and execs the program.
+[[noreturn]] void child_main(void* arg, pid_t guardian) {
+  const ChildSetup& c = *static_cast<const ChildSetup*>(arg);
+  setpgid(0, 0);  // its own group: a timeout or ^C takes down its children too
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+  signal(SIGHUP, SIG_DFL);
+  close(c.gate_write);
+  close(c.report_read);
+  if (dup2(c.out, 1) < 0 || dup2(c.err, 2) < 0) child_fail(c.report_write, errno);
+  int devnull = open("/dev/null", O_RDONLY);
+  if (devnull >= 0) dup2(devnull, 0);
+  char go;
+  if (read(c.gate_read, &go, 1) != 1) _exit(126);  // the harness gave up before the gate opened
+  if (*c.run_as) {
+    const Credentials& who = **c.run_as;
+    if (setgroups(c.groups->size(), c.groups->data()) != 0 || setgid(who.gid) != 0 || setuid(who.uid) != 0)
+      child_fail(c.report_write, errno);
+  }
+  // Dies with its guardian (set after setuid, which clears it). A guardian that is already
+  // gone by now would never know: stop. (The guardian outlives the harness to kill the rest.)
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != guardian) _exit(126);
+  execve(c.argv[0], c.argv, c.envp);
+  child_fail(c.report_write, errno);
 }
 
 }  // namespace
@@ -182,38 +218,22 @@ ChildResult run_child_with(const ChildSpec& spec, Tracer& tracer, const Fd& out,
     groups.resize(size_t(n));
   }
 
-  const pid_t parent = getpid();
-  pid_t pid = fork();
-  if (pid < 0) {
+  // The run's process is the guardian's child: whatever the run starts stays below the
+  // guardian, which kills it all if the harness dies (guardian.h).
+  ChildSetup setup{gate[0], gate[1], report[0], report[1], out.fd, err.fd, argv.data(), envp.data(), &spec.run_as, &groups};
+  Guardian guardian;
+  if (!guardian.start(&child_main, &setup)) {
     res.detail = std::string("fork: ") + std::strerror(errno);
+    for (int fd : {gate[0], gate[1], report[0], report[1]}) close(fd);
     return res;
   }
-  if (pid == 0) {
-    setpgid(0, 0);  // its own group: a timeout or ^C takes down its children too
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    signal(SIGHUP, SIG_DFL);
-    close(gate[1]);
-    close(report[0]);
-    if (dup2(out.fd, 1) < 0 || dup2(err.fd, 2) < 0) child_fail(report[1], errno);
-    int devnull = open("/dev/null", O_RDONLY);
-    if (devnull >= 0) dup2(devnull, 0);
-    char go;
-    if (read(gate[0], &go, 1) != 1) _exit(126);  // the parent gave up before the gate opened
-    if (spec.run_as) {
-      if (setgroups(groups.size(), groups.data()) != 0 || setgid(spec.run_as->gid) != 0 ||
-          setuid(spec.run_as->uid) != 0)
-        child_fail(report[1], errno);
-    }
-    // Dies with the harness (set after setuid, which clears it). A harness that is already
-    // gone by now would never know: stop.
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(126);
-    execve(argv[0], argv.data(), envp.data());
-    child_fail(report[1], errno);
-  }
-  setpgid(pid, pid);  // also from here, so kill(-pid) works whoever runs first
-  janitor_watch(pid);  // if the harness dies, the janitor kills this group
+  const pid_t pid = guardian.child();
+  // The run's processes, the guardian not among them.
+  const auto run_processes = [&](std::vector<pid_t> pids) {
+    pids.erase(std::remove(pids.begin(), pids.end(), guardian.guardian()), pids.end());
+    return pids;
+  };
+  janitor_watch(pid);  // a second line: if the harness and the guardian both die, this group goes
   struct Forget {
     pid_t group;
     ~Forget() { janitor_forget(group); }
@@ -232,6 +252,7 @@ ChildResult run_child_with(const ChildSpec& spec, Tracer& tracer, const Fd& out,
   const std::string program_exe = spec.program.empty() ? launched : resolved(spec.program);
   const std::string tool_exe = program_exe == launched ? "" : launched;
   ProcessWatch watch;
+  watch.set_adopter(guardian.guardian());
   // A describer for kill_leftovers: the line it returns, and the same as an object in `*details`.
   const auto describe = [&](nlohmann::json* details) {
     return [&, details](pid_t p) {
@@ -256,7 +277,7 @@ ChildResult run_child_with(const ChildSpec& spec, Tracer& tracer, const Fd& out,
   } catch (const std::exception& e) {
     close(gate[1]);
     close(report[0]);
-    stop_group(pid, wstatus);
+    stop_group(guardian, wstatus);
     res.status = ChildStatus::TracerFailed;
     res.detail = std::string("tracer could not attach: ") + e.what();
     return res;
@@ -270,18 +291,17 @@ ChildResult run_child_with(const ChildSpec& spec, Tracer& tracer, const Fd& out,
   ssize_t got = read(report[0], &exec_errno, sizeof exec_errno);  // EOF = exec succeeded
   close(report[0]);
   if (got == ssize_t(sizeof exec_errno)) {
-    waitpid(pid, &wstatus, 0);
+    wstatus = *guardian.wait_child(-1);
     res.status = ChildStatus::ExecFailed;
     res.detail = "cannot run " + spec.launch.argv[0] + ": " + std::strerror(exec_errno);
     return res;
   }
 
-  // Wait for the exit with a pidfd where the kernel has one (exact wall time), else poll.
+  // Wait for the exit: the guardian passes it on the moment it happens (exact wall time).
   const int64_t deadline = start + int64_t(spec.timeout_s * 1e9);
-  int pidfd = int(syscall(SYS_pidfd_open, pid, 0));
   bool reaped = false, interrupted = false;
   // Under a wrapper (strace), the program is the wrapper's child. What the program leaves
-  // behind is reparented to us, not to the wrapper, so the program has ended once the
+  // behind is reparented to the guardian, not to the wrapper, so the program has ended once the
   // wrapper has no child left: then what it left running is killed, and the wrapper, which
   // follows those processes, ends too. (Before its first fork the wrapper has no child
   // either: a child seen, or half a second gone, tells the two apart.)
@@ -296,7 +316,7 @@ ChildResult run_child_with(const ChildSpec& spec, Tracer& tracer, const Fd& out,
   const auto sample = [&](bool with_threads) {
     trim_out.check();
     trim_err.check();
-    return read_tree_sample(tree_below(getpid()), monotonic_ns() - start, trim_out.end_seen + trim_err.end_seen,
+    return read_tree_sample(run_processes(tree_below(getpid())), monotonic_ns() - start, trim_out.end_seen + trim_err.end_seen,
                             with_threads);
   };
   int64_t next_stall_sample = start;
@@ -325,24 +345,19 @@ ChildResult run_child_with(const ChildSpec& spec, Tracer& tracer, const Fd& out,
       wrapper_had_child = wrapper_had_child || has_child;
       if (!has_child && (wrapper_had_child || now - start > 500000000)) {
         program_ended = true;
-        for (auto& who : kill_leftovers(pid, describe(&res.left_running_detail)))
+        for (auto& who : kill_leftovers({pid, guardian.guardian()}, describe(&res.left_running_detail)))
           res.left_running.push_back(who);
       }
     }
     trim_out.check();
     trim_err.check();
     int slice_ms = int(std::min<int64_t>((deadline - now) / 1000000 + 1, 100));
-    if (pidfd >= 0) {
-      pollfd p{pidfd, POLLIN, 0};
-      poll(&p, 1, slice_ms);
-      reaped = waitpid(pid, &wstatus, WNOHANG) == pid;
-    } else {
-      reaped = waitpid(pid, &wstatus, WNOHANG) == pid;
-      if (!reaped) usleep(1000);
+    if (const auto status = guardian.wait_child(slice_ms)) {
+      reaped = true;
+      wstatus = *status;
     }
   }
   res.wall_ns = monotonic_ns() - start;
-  if (pidfd >= 0) close(pidfd);
   if (!reaped) {
     // What every process of the run was doing when it was stopped: a hang names its waiters,
     // each thread's state and wait channel, and whether the run had stalled or was busy.
@@ -355,10 +370,10 @@ ChildResult run_child_with(const ChildSpec& spec, Tracer& tracer, const Fd& out,
     watch.snapshot(pid);
     const auto say = describe(&res.running_when_stopped);
     say(pid);
-    for (pid_t p : descendants(getpid()))
+    for (pid_t p : run_processes(descendants(getpid())))
       if (p != pid) say(p);
-    stop_group(pid, wstatus);
-    for (auto& who : kill_leftovers(0, describe(&res.left_running_detail)))
+    stop_group(guardian, wstatus);
+    for (auto& who : kill_leftovers({guardian.guardian()}, describe(&res.left_running_detail)))
       res.left_running.push_back(who);
     const std::string waiting = join_process_lines(verdict.processes);
     if (stalled) {
@@ -373,10 +388,10 @@ ChildResult run_child_with(const ChildSpec& spec, Tracer& tracer, const Fd& out,
     if (!waiting.empty()) res.detail += "; still running then: " + waiting;
     return res;
   }
-  // What the program left running (a daemon, a setsid() child) was reparented to us. The
-  // method's tool's own helpers are asked to end first.
+  // What the program left running (a daemon, a setsid() child) was reparented to the
+  // guardian. The method's tool's own helpers are asked to end first.
   end_own_leftovers(tracer, std::chrono::milliseconds(2000));
-  for (auto& who : kill_leftovers(0, describe(&res.left_running_detail)))
+  for (auto& who : kill_leftovers({guardian.guardian()}, describe(&res.left_running_detail)))
     res.left_running.push_back(who);
   if (WIFEXITED(wstatus)) {
     res.status = ChildStatus::Exited;

@@ -1,8 +1,9 @@
 #pragma once
-// Runs one child under one tracer: the child is forked and held at a gate until the
-// tracer has attached, then exec's the target with stdout/stderr to files. A timeout, a
-// stall (--stall-timeout) or ^C kills the child's whole process group; whatever happens,
-// the tracer is finished. While it runs, a stall watch (stall_watch.h) samples its
+// Runs one child under one tracer: the child is forked (by the run's guardian, guardian.h,
+// which kills whatever the run leaves even if the harness is killed) and held at a gate
+// until the tracer has attached, then exec's the target with stdout/stderr to files. A
+// timeout, a stall (--stall-timeout) or ^C kills the child's whole process group; whatever
+// happens, the tracer is finished. While it runs, a stall watch (stall_watch.h) samples its
 // processes, so that a run stopped before its end says what each process was waiting in.
 #include <sys/types.h>
 
