@@ -140,6 +140,57 @@ TEST(RootSafety, HarnessKilledLeavesNothingRunning) {
   for (pid_t p : processes_with(marker)) kill(p, SIGKILL);  // leave nothing for the next test
 }
 
+// #56 item 6: a descendant in a session of its own is in none of the run's process groups:
+// PDEATHSIG and kill(-group) never reach it. Killed outright (SIGKILL, the OOM killer), the
+// harness can do nothing itself; the run's whole tree must end all the same: a setsid'd
+// child of the program, a setsid'd grandchild whose parent left at once (a double fork,
+// reparented before the harness died), and the program itself. The program runs as another
+// user, as under sudo: what cleans up must be allowed to kill it.
+TEST(RootSafety, HarnessKilledLeavesNoSetsidDescendant) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root: the program runs as another user (SUDO_UID=65534), as under sudo";
+  if (access("/usr/bin/setsid", X_OK) != 0) GTEST_SKIP() << "needs /usr/bin/setsid (util-linux)";
+  const std::string marker = "cudatrace_setsid_" + std::to_string(getpid());
+  const fs::path out = testsupport::temp_dir("killed-setsid");
+  const std::string script = "(/usr/bin/setsid /bin/bash -c \"exec -a " + marker + "_a sleep 300\" &); "
+                             "/usr/bin/setsid /bin/bash -c \"exec -a " + marker + "_b sleep 301\" & "
+                             "exec -a " + marker + "_c sleep 302";
+  std::vector<std::string> args = {HARNESS_PATH, "--method", "none", "--timeout", "120", "--out", out.string(),
+                                   "--", "/bin/bash", "-c", script};
+  std::vector<std::string> env = {"SUDO_UID=65534", "SUDO_GID=65534", "PATH=/usr/bin:/bin"};
+  std::vector<char*> argv, envp;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  const pid_t harness = fork();
+  if (harness == 0) {
+    execve(argv[0], argv.data(), envp.data());
+    _exit(127);
+  }
+  for (int i = 0; i < 1000 && processes_with(marker).size() < 3; ++i) usleep(20000);
+  const auto victims = processes_with(marker);
+  if (victims.size() != 3u) {  // never leave the harness (and its sleeps) to ctest
+    kill(harness, SIGKILL);
+    waitpid(harness, nullptr, 0);
+    for (pid_t p : victims) kill(p, SIGKILL);
+  }
+  ASSERT_EQ(victims.size(), 3u) << "the run's three sleeps did not start within 20 s";
+  std::map<pid_t, uint64_t> started;
+  for (pid_t p : victims) started[p] = proc_state(p).start;
+  kill(harness, SIGKILL);
+  waitpid(harness, nullptr, 0);
+  const auto any_alive = [&] {
+    return std::any_of(victims.begin(), victims.end(), [&](pid_t p) { return alive(p, started[p]); });
+  };
+  for (int i = 0; i < 250 && any_alive(); ++i) usleep(20000);
+  for (pid_t p : victims) {
+    std::ifstream f("/proc/" + std::to_string(p) + "/cmdline");
+    std::string cmd((std::istreambuf_iterator<char>(f)), {});
+    EXPECT_FALSE(alive(p, started[p])) << "pid " << p << " (" << cmd.c_str() << ") outlived the harness by 5 s";
+  }
+  for (pid_t p : processes_with(marker)) kill(p, SIGKILL);  // leave nothing for the next test
+}
+
 // Links planted by the user the program runs as, from inside the run (deterministic: the
 // program plants them before root writes anything of that run), in its own folder and in
 // the folder above it: root follows none of them, and a root-owned file stays as it was.

@@ -1,11 +1,19 @@
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
 
 #include <fstream>
 #include <sstream>
 #include <thread>
 
 #include "harness/out/results_io.h"
+#include "harness/run/guardian.h"
 #include "harness/run/process_tree.h"
 #include "harness/run/runner.h"
 #include "test_support.h"
@@ -205,6 +213,116 @@ TEST(Runner, InterruptStopsTheChildPromptly) {
   g_interrupted = false;
   EXPECT_EQ(r.status, ChildStatus::Interrupted);
   EXPECT_LT(r.wall_ns, 5'000'000'000);
+}
+
+// The guardian (guardian.h) passes its child's wait status on exactly: an exit code, a
+// signal.
+namespace {
+[[noreturn]] void exit_42(void*, pid_t) { _exit(42); }
+[[noreturn]] void raise_usr1(void*, pid_t) {
+  signal(SIGUSR1, SIG_DFL);
+  raise(SIGUSR1);
+  _exit(1);
+}
+// A process tree that no process group and no PDEATHSIG holds: the child leaves the run's
+// session, and a grandchild double-forked into a session of its own is reparented before
+// anything ends. Both write their pids to `arg` (a pipe) and wait forever.
+[[noreturn]] void scatter(void* arg, pid_t) {
+  const int fd = *static_cast<int*>(arg);
+  setsid();
+  if (fork() == 0) {
+    if (fork() == 0) {
+      setsid();
+      const pid_t me = getpid();
+      (void)!write(fd, &me, sizeof me);
+      for (;;) pause();
+    }
+    _exit(0);
+  }
+  const pid_t me = getpid();
+  (void)!write(fd, &me, sizeof me);
+  for (;;) pause();
+}
+}  // namespace
+
+TEST(Guardian, PassesTheChildsWaitStatusOnExactly) {
+  Guardian g;
+  ASSERT_TRUE(g.start(&exit_42, nullptr)) << std::strerror(errno);
+  EXPECT_GT(g.child(), 0);
+  const auto status = g.wait_child(10000);
+  ASSERT_TRUE(status.has_value());
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 42) << *status;
+  g.finish();
+
+  Guardian s;
+  ASSERT_TRUE(s.start(&raise_usr1, nullptr));
+  const auto killed = s.wait_child(10000);
+  ASSERT_TRUE(killed.has_value());
+  EXPECT_TRUE(WIFSIGNALED(*killed) && WTERMSIG(*killed) == SIGUSR1) << *killed;
+}
+
+// #56 item 6: a harness killed outright (SIGKILL) leaves nothing of its run: the guardian
+// kills a child that left the session and a double-forked grandchild in a session of its
+// own, neither of which a kill(-group) or PDEATHSIG reaches.
+TEST(Guardian, AKilledOwnerLeavesNothingOfTheTree) {
+  int pids[2], guardian_pid[2];
+  ASSERT_EQ(pipe(pids), 0);
+  ASSERT_EQ(pipe(guardian_pid), 0);
+  const pid_t owner = fork();  // plays the harness
+  if (owner == 0) {
+    close(pids[0]);
+    close(guardian_pid[0]);
+    static int fd;
+    fd = pids[1];
+    Guardian g;
+    if (!g.start(&scatter, &fd)) _exit(1);
+    const pid_t gp = g.guardian();
+    (void)!write(guardian_pid[1], &gp, sizeof gp);
+    for (;;) pause();
+  }
+  close(pids[1]);
+  close(guardian_pid[1]);
+  pid_t guardian = 0;
+  if (read(guardian_pid[0], &guardian, sizeof guardian) != ssize_t(sizeof guardian)) guardian = 0;
+  close(guardian_pid[0]);
+  std::vector<int> alive;  // pidfds: readable once the process has ended
+  for (int i = 0; i < 2; ++i) {
+    pollfd p{pids[0], POLLIN, 0};
+    pid_t victim = 0;
+    if (poll(&p, 1, 10000) != 1 || read(pids[0], &victim, sizeof victim) != ssize_t(sizeof victim)) break;
+    const int fd = int(syscall(SYS_pidfd_open, victim, 0));
+    if (fd >= 0) alive.push_back(fd);
+  }
+  close(pids[0]);
+  kill(owner, SIGKILL);
+  waitpid(owner, nullptr, 0);
+  ASSERT_EQ(alive.size(), 2u) << "the tree did not start (or this kernel has no pidfd_open)";
+  for (int fd : alive) {
+    pollfd p{fd, POLLIN, 0};
+    EXPECT_EQ(poll(&p, 1, 5000), 1) << "a process of the tree outlived its harness by 5 s";
+    if (p.revents == 0) syscall(SYS_pidfd_send_signal, fd, SIGKILL, nullptr, 0);  // leave nothing running
+    close(fd);
+  }
+  // The orphaned guardian ends once its tree is gone; a subreaper test process (an earlier
+  // test made it one) is its parent now and reaps it, so that later tests find nothing.
+  for (int i = 0; guardian > 0 && i < 500; ++i) {
+    const pid_t r = waitpid(guardian, nullptr, WNOHANG);
+    if (r != 0) break;  // reaped, or not ours to reap
+    usleep(10000);
+  }
+}
+
+// After a run, nothing is left below the harness: not the run's processes, not its guardian.
+TEST(Guardian, NothingIsLeftBelowTheHarnessAfterARun) {
+  auto dir = testsupport::temp_dir("runner");
+  NoneTracer t;
+  const std::vector<pid_t> before = descendants(getpid());  // another test's, if any
+  ChildResult r = run_child(shell("setsid sleep 30 & (setsid sleep 31 &); sleep 0.5; exit 3", dir), t);
+  EXPECT_EQ(r.status, ChildStatus::Exited);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(r.left_running.size(), 2u) << r.left_running_detail.dump();
+  for (pid_t p : descendants(getpid()))
+    EXPECT_NE(std::find(before.begin(), before.end(), p), before.end()) << "left below the test: " << describe_process(p);
 }
 
 // The report's Python: the first python3 on PATH that imports matplotlib, never a relative
