@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <tuple>
 
-#include "harness/score/scratch_file.h"
+#include "common/zstd_file.h"
 
 namespace cudatrace {
 
@@ -85,14 +85,26 @@ bool before(const SortedEvents::Key& a, const SortedEvents::Key& b) {
   return std::tie(a.tid, a.family, a.ts, a.seq) < std::tie(b.tid, b.family, b.ts, b.seq);
 }
 
+// A sorted file: each record after its length (native order: the files are read back by
+// the process that wrote them).
+void put_record(ZstdFileWriter& out, std::string_view record) {
+  const uint32_t n = uint32_t(record.size());
+  out.write(&n, sizeof n);
+  out.write(record);
+}
+
 }  // namespace
 
 struct SortedEvents::Source {
-  std::unique_ptr<ScratchReader> in;
+  std::unique_ptr<ZstdFileReader> in;
   std::string_view head;  // valid until the next advance
   Key key{};
   bool advance() {
-    if (!in->next(head)) return false;
+    std::string_view size;
+    if (!in->take(sizeof(uint32_t), size)) return false;
+    uint32_t n;
+    std::memcpy(&n, size.data(), sizeof n);
+    if (!in->take(n, head)) throw std::runtime_error("a sort file cut short");
     key = key_of(head);
     return true;
   }
@@ -149,8 +161,8 @@ void SortedEvents::spill() {
   sort_held();
   const fs::path file = new_file();
   runs_.push_back(file);  // removed by the destructor even if the write fails
-  ScratchWriter out(file);
-  for (const auto& k : keys_) out.put(std::string_view(held_.data() + k.at, k.size));
+  ZstdFileWriter out(file);
+  for (const auto& k : keys_) put_record(out, std::string_view(held_.data() + k.at, k.size));
   out.close();
   held_.clear();
   keys_.clear();
@@ -160,7 +172,7 @@ std::vector<std::unique_ptr<SortedEvents::Source>> SortedEvents::open_all(const 
   std::vector<std::unique_ptr<Source>> heap;
   for (const auto& f : files) {
     auto s = std::make_unique<Source>();
-    s->in = std::make_unique<ScratchReader>(f);
+    s->in = std::make_unique<ZstdFileReader>(f);
     if (s->advance()) heap.push_back(std::move(s));
   }
   std::make_heap(heap.begin(), heap.end(), later);
@@ -171,10 +183,10 @@ fs::path SortedEvents::merge(const std::vector<fs::path>& files) {
   auto heap = open_all(files);
   const fs::path file = new_file();
   runs_.push_back(file);  // removed with the others, whatever happens below
-  ScratchWriter out(file);
+  ZstdFileWriter out(file);
   while (!heap.empty()) {
     std::pop_heap(heap.begin(), heap.end(), later);
-    out.put(heap.back()->head);
+    put_record(out, heap.back()->head);
     if (heap.back()->advance()) {
       std::push_heap(heap.begin(), heap.end(), later);
     } else {

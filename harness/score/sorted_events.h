@@ -2,7 +2,7 @@
 // Calls put in (thread, family, time) order without holding them all. The matcher pairs a
 // ledger's calls with a method's per thread and call family, and a real job's 10^7 to 10^8
 // calls do not fit in memory: up to a chunk is sorted in memory; past it, each sorted chunk
-// is written to a scratch file (scratch_file.h) under a spill folder the caller owns, and
+// is written to a zstd scratch file (common/zstd_file.h) under a spill folder the caller owns, and
 // the chunks are merged back as a stream, at most kFanIn files open at once.
 //
 // A call is held as one flat record (its fields and its packed args, packed_args.h), and

@@ -47,7 +47,7 @@ void CuptiTracer::attach(pid_t child) {
   session_ = std::make_unique<CuptiSession>(ring_bytes_);
   session_->attach(library_, per_call_);
   session_->trace_process(child);
-  session_->start(run_dir_ / "cupti.bin", max_spool_bytes_);
+  session_->start(run_dir_ / "cupti.bin.zst", max_spool_bytes_);
   probes_ = session_->probes();
   attach_ms_ = double(monotonic_ns() - t0) / 1e6;
 }
@@ -69,12 +69,12 @@ TracerReport CuptiTracer::finish(const fs::path& run_dir) {
   {
     EventStoreWriter out(run_dir / kEventsFile);
     CuptiRecordDecoder decoder(stats, [&out](Event&& e) { out.write(e); });
-    for_each_spooled<cupti_record>(run_dir / "cupti.bin", [&](const cupti_record& r) { decoder.add(r); });
+    for_each_spooled<cupti_record>(run_dir / "cupti.bin.zst", [&](const cupti_record& r) { decoder.add(r); });
     decoder.finish();
     out.close();
   }
-  // CUDATRACE_KEEP_SPOOL=1 keeps the raw records (struct cupti_record) for debugging a decode.
-  if (!std::getenv("CUDATRACE_KEEP_SPOOL")) fs::remove(run_dir / "cupti.bin");
+  // CUDATRACE_KEEP_SPOOL=1 keeps the raw records (struct cupti_record, a zstd stream) for debugging a decode.
+  if (!std::getenv("CUDATRACE_KEEP_SPOOL")) fs::remove(run_dir / "cupti.bin.zst");
 
   report.loss = {{"ring_full", lost[CUPTI_LOST_RING_FULL]},
                  {"unreadable_batched_calls", lost[CUPTI_LOST_UNREADABLE]},
@@ -119,7 +119,7 @@ TracerReport CuptiTracer::finish(const fs::path& run_dir) {
 void CuptiTracer::abandon(const fs::path& run_dir) {
   if (session_) session_->stop();
   session_.reset();
-  fs::remove(run_dir / "cupti.bin");
+  fs::remove(run_dir / "cupti.bin.zst");
 }
 
 }  // namespace cudatrace

@@ -85,7 +85,7 @@ void UprobeTracer::attach(pid_t child) {
   if (failed && failed == int64_t(plan_.functions.size()))
     throw std::runtime_error("no probe could be attached: " + (failures.empty() ? std::string("?") : failures[0].get<std::string>()));
   session_->trace_process(child);
-  session_->start(run_dir_ / "uprobe.bin", max_spool_bytes_);
+  session_->start(run_dir_ / "uprobe.bin.zst", max_spool_bytes_);
   if (!loader_.empty()) {
     if (std::string why = session_->attach_loader(loader_.string(), loader_hook_offset_, loader_to_r_debug_); !why.empty())
       loader_why_not_ = "the probe on " + loader_.string() + " could not be attached (" + why +
@@ -209,12 +209,12 @@ TracerReport UprobeTracer::finish(const fs::path& run_dir) {
     EventStoreWriter out(run_dir / kEventsFile);
     UprobeCallDecoder decoder(plan_.functions, stats, kernel_names_from_executable(exe_),
                               [&out](Event&& e) { out.write(e); });
-    for_each_spooled<uprobe_call>(run_dir / "uprobe.bin", [&](const uprobe_call& c) { decoder.add(c); });
+    for_each_spooled<uprobe_call>(run_dir / "uprobe.bin.zst", [&](const uprobe_call& c) { decoder.add(c); });
     decoder.finish();
     out.close();
   }
-  // CUDATRACE_KEEP_SPOOL=1 keeps the raw records (struct uprobe_call) for debugging a decode.
-  if (!std::getenv("CUDATRACE_KEEP_SPOOL")) fs::remove(run_dir / "uprobe.bin");
+  // CUDATRACE_KEEP_SPOOL=1 keeps the raw records (struct uprobe_call, a zstd stream) for debugging a decode.
+  if (!std::getenv("CUDATRACE_KEEP_SPOOL")) fs::remove(run_dir / "uprobe.bin.zst");
   report.loss["nested_calls_unfolded_past_window"] = stats.settled_over_window;
 
   if (mode_ != UPROBE_MODE_EMPTY) judge_layers(report);
@@ -324,7 +324,7 @@ void UprobeTracer::abandon(const fs::path& run_dir) {
   stop_pausing();
   if (session_) session_->stop();
   session_.reset();
-  fs::remove(run_dir / "uprobe.bin");
+  fs::remove(run_dir / "uprobe.bin.zst");
 }
 
 }  // namespace cudatrace

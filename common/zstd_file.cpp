@@ -1,4 +1,4 @@
-#include "harness/score/scratch_file.h"
+#include "common/zstd_file.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -11,35 +11,33 @@
 namespace cudatrace {
 
 namespace {
-constexpr size_t kFlushAt = size_t(1) << 20;
-constexpr uint32_t kMaxRecord = uint32_t(1) << 30;  // what no record of ours reaches
-
 [[noreturn]] void fail(const char* verb, const std::filesystem::path& path, const std::string& why) {
   throw std::runtime_error(std::string("cannot ") + verb + " " + path.string() + ": " + why);
 }
 }  // namespace
 
-ScratchWriter::ScratchWriter(const std::filesystem::path& path) : path_(path) {
+ZstdFileWriter::ZstdFileWriter(const std::filesystem::path& path, int level) : path_(path) {
   fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd_ < 0) fail("write", path_, std::strerror(errno));
   cctx_ = ZSTD_createCCtx();
   if (!cctx_) fail("write", path_, "zstd has no memory");
-  ZSTD_CCtx_setParameter(cctx_, ZSTD_c_compressionLevel, 1);
+  ZSTD_CCtx_setParameter(cctx_, ZSTD_c_compressionLevel, level);
+  ZSTD_CCtx_setParameter(cctx_, ZSTD_c_checksumFlag, 1);  // a damaged file says so
+  pending_.reserve(kBatch);
 }
 
-ScratchWriter::~ScratchWriter() {
+ZstdFileWriter::~ZstdFileWriter() {
   if (cctx_) ZSTD_freeCCtx(cctx_);
   if (fd_ >= 0) ::close(fd_);
 }
 
-void ScratchWriter::put(std::string_view record) {
-  const uint32_t n = uint32_t(record.size());
-  pending_.append(reinterpret_cast<const char*>(&n), sizeof n);
-  pending_.append(record);
-  if (pending_.size() >= kFlushAt) flush(false);
+void ZstdFileWriter::write(const void* bytes, size_t n) {
+  if (fd_ < 0) fail("write", path_, "written after it was closed or failed");
+  pending_.append(static_cast<const char*>(bytes), n);
+  if (pending_.size() >= kBatch) flush(false);
 }
 
-void ScratchWriter::flush(bool end) {
+void ZstdFileWriter::flush(bool end) {
   ZSTD_inBuffer in{pending_.data(), pending_.size(), 0};
   for (;;) {
     out_.resize(ZSTD_CStreamOutSize());
@@ -49,15 +47,21 @@ void ScratchWriter::flush(bool end) {
     for (size_t off = 0; off < o.pos;) {
       const ssize_t w = ::write(fd_, out_.data() + off, o.pos - off);
       if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) fail("write", path_, std::strerror(w < 0 ? errno : ENOSPC));
+      if (w <= 0) {
+        const int err = w < 0 ? errno : ENOSPC;
+        ::close(fd_);
+        fd_ = -1;  // the stream is broken: nothing more goes in
+        fail("write", path_, std::strerror(err));
+      }
       off += size_t(w);
     }
+    bytes_out_ += o.pos;
     if (end ? left == 0 : in.pos == in.size) break;
   }
   pending_.clear();
 }
 
-void ScratchWriter::close() {
+void ZstdFileWriter::close() {
   if (fd_ < 0) return;
   flush(true);
   const int fd = fd_;
@@ -65,20 +69,20 @@ void ScratchWriter::close() {
   if (::close(fd) != 0) fail("write", path_, std::strerror(errno));
 }
 
-ScratchReader::ScratchReader(const std::filesystem::path& path) : path_(path) {
+ZstdFileReader::ZstdFileReader(const std::filesystem::path& path) : path_(path) {
   fd_ = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd_ < 0) fail("read", path_, std::strerror(errno));
   dctx_ = ZSTD_createDCtx();
   if (!dctx_) fail("read", path_, "zstd has no memory");
 }
 
-ScratchReader::~ScratchReader() {
+ZstdFileReader::~ZstdFileReader() {
   if (dctx_) ZSTD_freeDCtx(dctx_);
   if (fd_ >= 0) ::close(fd_);
 }
 
 // More bytes at the end of plain_ (what is before pos_ is dropped); false at the end.
-bool ScratchReader::more() {
+bool ZstdFileReader::more() {
   if (pos_ > 0) plain_.erase(0, pos_), pos_ = 0;
   for (;;) {
     if (raw_pos_ == raw_.size()) {
@@ -92,6 +96,7 @@ bool ScratchReader::more() {
       raw_pos_ = 0;
       if (n == 0) {
         eof_ = true;
+        if (frame_left_ != 0) fail("read", path_, "cut short (the stream ends mid-frame)");
         return false;
       }
     }
@@ -102,29 +107,22 @@ bool ScratchReader::more() {
     const size_t r = ZSTD_decompressStream(dctx_, &o, &in);
     raw_pos_ = in.pos;
     plain_.resize(before + o.pos);
-    if (ZSTD_isError(r)) fail("read", path_, ZSTD_getErrorName(r));
+    if (ZSTD_isError(r)) fail("read", path_, std::string("damaged (") + ZSTD_getErrorName(r) + ")");
+    frame_left_ = r;
     if (o.pos > 0) return true;
   }
 }
 
-bool ScratchReader::next(std::string_view& record) {
-  for (;;) {
-    const size_t have = plain_.size() - pos_;
-    if (have >= sizeof(uint32_t)) {
-      uint32_t n;
-      std::memcpy(&n, plain_.data() + pos_, sizeof n);
-      if (n > kMaxRecord) fail("read", path_, "damaged (a record of " + std::to_string(n) + " bytes)");
-      if (have >= sizeof n + n) {
-        record = std::string_view(plain_.data() + pos_ + sizeof n, n);
-        pos_ += sizeof n + n;
-        return true;
-      }
-    }
+bool ZstdFileReader::take(size_t n, std::string_view& out) {
+  while (plain_.size() - pos_ < n) {
     if (!more()) {
-      if (pos_ != plain_.size()) fail("read", path_, "cut short");
-      return false;
+      if (pos_ == plain_.size()) return false;
+      fail("read", path_, "cut short (" + std::to_string(plain_.size() - pos_) + " bytes of a record)");
     }
   }
+  out = std::string_view(plain_.data() + pos_, n);
+  pos_ += n;
+  return true;
 }
 
 }  // namespace cudatrace
