@@ -154,9 +154,9 @@ std::vector<std::string> shortfalls(const Buckets& buckets) {
   std::vector<std::string> out;
   for (const auto& [k, t] : buckets)
     if (t.expected > 0 && t.matched < t.expected) {
-      char pct[32];
-      std::snprintf(pct, sizeof pct, " (%.1f%%)", 100.0 * double(t.matched) / double(t.expected));
-      out.push_back(where(k) + ": " + std::to_string(t.matched) + " of " + std::to_string(t.expected) + pct);
+      // Rounded down as every share is (share_text): a shortfall never reads whole, nor higher than the verdict's.
+      out.push_back(where(k) + ": " + std::to_string(t.matched) + " of " + std::to_string(t.expected) + " (" +
+                    share_text(t.matched, t.expected) + ")");
     }
   return out;
 }
@@ -417,10 +417,9 @@ json per_device_verdict(const PerDeviceInput& reference, const std::vector<PerDe
           row["status"] = total == 0 ? "not in the reference" : matched == total ? "complete" : matched == 0 ? "blind" : "partial";
           const bool whole = device == kAllDevices || device == kUnattributed;
           if (total > 0 && matched < total && (whole == (unnamed_excess > 0 || !attributing))) {
-            char pct[32];
-            std::snprintf(pct, sizeof pct, " (%.1f%%)", 100.0 * double(matched) / double(total));
             short_lines.push_back((whole ? who + " (" + device + ")" : who + " on " + device) + ": " +
-                                  std::to_string(matched) + " of " + std::to_string(total) + pct);
+                                  std::to_string(matched) + " of " + std::to_string(total) + " (" +
+                                  share_text(matched, total) + ")");
           }
           out["rows"].push_back(row);
         }

@@ -357,3 +357,13 @@ TEST(CommandProcesses, RepetitionsAddUnderTheSameKeys) {
     EXPECT_EQ(p.by_device.at(p.devices).at(layer::kRuntime).at("cudaMalloc"), 3);
   }
 }
+
+// A process's or GPU's share is rounded down as the verdict's is: 3,863 of 4,519 is 85.48%,
+// which read "85.5%" beside a verdict of "85.4%"; near whole, the missing are counted.
+TEST(PerDevice, ShortfallSharesAreRoundedDownLikeTheVerdict) {
+  Buckets b;
+  b[{"rank 0", "0000:1a:00.0"}] = {4519, 3863, 656, 0};
+  b[{"rank 1", "0000:1b:00.0"}] = {14821, 14820, 1, 0};
+  EXPECT_EQ(shortfalls(b), (std::vector<std::string>{"rank 0 on 0000:1a:00.0: 3863 of 4519 (85.4%)",
+                                                     "rank 1 on 0000:1b:00.0: 14820 of 14821 (99.9%, 1 of 14821 missing)"}));
+}
