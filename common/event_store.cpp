@@ -346,7 +346,7 @@ bool EventReader::next(Event& e, std::string* packed_args) {
         const uint8_t* at = d.p;
         Decoder header = d;
         (void)header.map_header();
-        d.skip();
+        d.skip(true);  // what value() would refuse, this refuses too
         packed_args->assign(reinterpret_cast<const char*>(at), size_t(d.p - at));
       } else {
         out.args = d.value(0);

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -209,26 +210,33 @@ struct Decoder {
   }
 
   // Steps over any value without building it, with the same bounds as value(); an explicit
-  // count of what is left to step over, never recursion.
-  void skip() {
+  // count of what is left to step over, never recursion. `keys_are_text`: every map key, at
+  // every depth, must be a string, as value() requires.
+  void skip(bool keys_are_text = false) {
     uint64_t left = 1;
+    bool in_map = false;
     uint32_t depth = 0;
-    thread_local std::vector<uint64_t> outer;  // what the enclosing containers still hold
+    thread_local std::vector<std::pair<uint64_t, bool>> outer;  // what the enclosing containers still hold
     outer.clear();
     while (left > 0 || !outer.empty()) {
       if (left == 0) {
-        left = outer.back();
+        left = outer.back().first;
+        in_map = outer.back().second;
         outer.pop_back();
         --depth;
         continue;
       }
+      const bool key = in_map && left % 2 == 0;  // a map's 2n entries count down: keys at even
       --left;
       const uint8_t b = byte();
+      if (key && keys_are_text && !((b & 0xe0) == 0xa0 || (b >= 0xd9 && b <= 0xdb)))
+        throw EventFormatError("a map key that is not a string");
       uint64_t items = 0;  // entries of a container that begins here
+      bool map = false;
       if (b < 0x80 || b >= 0xe0 || b == 0xc0 || b == 0xc2 || b == 0xc3) continue;
       if ((b & 0xe0) == 0xa0) { bytes_skip(b & 0x1f); continue; }
       if ((b & 0xf0) == 0x90) items = count(b & 0x0f);
-      else if ((b & 0xf0) == 0x80) items = 2 * count(b & 0x0f);
+      else if ((b & 0xf0) == 0x80) items = 2 * count(b & 0x0f), map = true;
       else if (b >= 0xcc && b <= 0xcf) { be(1 << (b - 0xcc)); continue; }
       else if (b >= 0xd0 && b <= 0xd3) { be(1 << (b - 0xd0)); continue; }
       else if (b == 0xcb) { be(8); continue; }
@@ -237,16 +245,17 @@ struct Decoder {
       else if (b == 0xdb) { bytes_skip(be(4)); continue; }
       else if (b == 0xdc) items = count(be(2));
       else if (b == 0xdd) items = count(be(4));
-      else if (b == 0xde) items = 2 * count(be(2));
-      else if (b == 0xdf) items = 2 * count(be(4));
+      else if (b == 0xde) items = 2 * count(be(2)), map = true;
+      else if (b == 0xdf) items = 2 * count(be(4)), map = true;
       else {
         char hex[8];
         std::snprintf(hex, sizeof hex, "0x%02x", b);
         throw EventFormatError(std::string("MessagePack type ") + hex + " has no place in an event");
       }
       if (++depth > limits.max_depth) throw EventFormatError("nested deeper than " + std::to_string(limits.max_depth));
-      outer.push_back(left);
+      outer.push_back({left, in_map});
       left = items;
+      in_map = map;
     }
   }
   void bytes_skip(uint64_t n) {

@@ -103,7 +103,10 @@ bool same_value(const PackedValue& a, const PackedValue& b) {
     const double x = a.kind == K::kInt ? double(a.integer) : a.real, y = b.kind == K::kInt ? double(b.integer) : b.real;
     return x == y;
   }
-  return a.kind == K::kOther && b.kind == K::kOther && a.raw == b.raw;
+  if (a.kind != K::kOther || b.kind != K::kOther) return false;
+  // Containers: equal bytes are equal values (the fast path, every match); otherwise JSON's ==
+  // decides, which takes [1, 1.0] for [1, 1].
+  return a.raw == b.raw || a.to_json() == b.to_json();
 }
 
 PackedArgsView::PackedArgsView(std::string_view packed) : bytes_(packed) {

@@ -17,6 +17,10 @@ void DeviceNames::learn(const Event& e) {
   if (!id.empty()) seen_.emplace(std::pair{e.pid, *e.device}, id);
 }
 
+void DeviceNames::learn_missing(const DeviceNames& other) {
+  for (const auto& [key, id] : other.seen_) seen_.try_emplace(key, id);
+}
+
 void DeviceNames::learn(const std::vector<Event>& events) {
   for (const auto& e : events) learn(e);
 }

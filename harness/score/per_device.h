@@ -43,6 +43,9 @@ class DeviceNames {
   explicit DeviceNames(const std::map<int, HostDevice>* host = nullptr) : host_(host) {}
   void learn(const Event& e);
   void learn(const std::vector<Event>& events);
+  // What `other` learnt of a (process, ordinal) this one has not: a method's own word on a
+  // bus id comes first, whichever was read first (a workload's ledger is).
+  void learn_missing(const DeviceNames& other);
   std::string key(const Event& e) const;
   static bool names_a_device(const Event& e) { return e.device.has_value() || !e.device_id.empty(); }
   // Where a key came from, for the docs and the notes: which (pid, ordinal) used the host's table.

@@ -33,10 +33,11 @@ WorkloadScore score_workload(const WorkloadScoreInput& in, DeviceNames& names) {
     }
   };
   ProcessLabeler labeler;
+  DeviceNames ledger_names;  // the method's own word on a bus id first: learnt after its store
   out.ledger = read_ledgers(in.target_dir, in.max_ledger_bytes, [&](const Event& e, std::string_view packed) {
     labeler.add(e);
     out.first_launch.add(e);
-    if (!e.is_meta()) names.learn(e);
+    if (!e.is_meta()) ledger_names.learn(e);
     scoring([&] { matcher->add_truth(e, packed); });
   });
   out.labels = labeler.finish();
@@ -62,6 +63,7 @@ WorkloadScore score_workload(const WorkloadScoreInput& in, DeviceNames& names) {
       out.store_error = e.what();  // scored on what was read: a prefix
     }
   }
+  names.learn_missing(ledger_names);
   if (!score) return out;
   scoring([&] { out.layers = matcher->finish(); });
   if (!out.scoring_error.empty()) out.layers.clear();  // a score of part of the calls is no score

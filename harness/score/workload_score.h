@@ -39,7 +39,8 @@ struct WorkloadScoreInput {
   EventTally* tally = nullptr;
 };
 
-// `names` has learnt the method's records; it learns the ledger's here.
+// `names` has learnt the method's records, or learns them here from the store (`tally`); the
+// ledger's fill in only what the method's did not say.
 WorkloadScore score_workload(const WorkloadScoreInput& in, DeviceNames& names);
 
 // Why a scored layer reads short, never a bare number: the tracer's account, its loss, or
