@@ -62,14 +62,18 @@ TracerReport CuptiTracer::finish(const fs::path& run_dir) {
   const auto lost = session_->losses();
   const uint64_t malformed = session_->short_records();
   const uint64_t over_bound = session_->spool_over_bound(), unwritten = session_->spool_unwritten();
+  const uint64_t accepted = session_->spool_accepted();
+  const std::string write_error = session_->spool_write_error();
   session_.reset();
 
   // Read back in the ring's order and decoded as read (memory: the decoder's two windows).
   CuptiDecodeStats stats;
+  std::string cut;
+  uint64_t read = 0;
   {
     EventStoreWriter out(run_dir / kEventsFile);
     CuptiRecordDecoder decoder(stats, [&out](Event&& e) { out.write(e); });
-    for_each_spooled<cupti_record>(run_dir / "cupti.bin.zst", [&](const cupti_record& r) { decoder.add(r); });
+    read = for_each_spooled<cupti_record>(run_dir / "cupti.bin.zst", [&](const cupti_record& r) { decoder.add(r); }, cut);
     decoder.finish();
     out.close();
   }
@@ -113,6 +117,7 @@ TracerReport CuptiTracer::finish(const fs::path& run_dir) {
   } else {
     report.layers = {layer::kRuntime, layer::kDriver, layer::kGpuActivity};
   }
+  account_spool(report, accepted, read, write_error, cut);
   return report;
 }
 

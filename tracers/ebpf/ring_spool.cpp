@@ -1,13 +1,12 @@
 #include "tracers/ebpf/ring_spool.h"
 
-#include <algorithm>
 #include <stdexcept>
 
 namespace cudatrace {
 
 RingSpool::RingSpool(int map_fd, size_t record_size, const std::filesystem::path& file, uint64_t max_bytes,
                      size_t per_sample)
-    : file_(std::make_unique<ZstdFileWriter>(file)), record_size_(record_size), max_bytes_(max_bytes) {
+    : file_(std::make_unique<ZstdFileWriter>(file)), max_bytes_(max_bytes) {
   // The BPF side wakes us only when the ring is a quarter full (ring_wakeup.bpf.h): poll
   // often enough that records never wait long, and rarely enough to stay off the CPU.
   reader_ = std::make_unique<RingReader>(
@@ -27,26 +26,37 @@ void RingSpool::keep(const void* record, size_t size) {
     ++over_bound_;
     return;
   }
+  ++accepted_;
   try {
     file_->write(record, size);
-  } catch (const std::exception&) {
-    // The batch that was being compressed is lost with this record, and the stream ends.
+  } catch (const std::exception& e) {
+    // The stream ends here: what of it can be read back is counted by the reader.
     failed_ = true;
-    unwritten_ += file_->buffered() / size;
+    write_error_ = e.what();
   }
 }
 
 void RingSpool::stop() {
   if (reader_) reader_->stop();
   if (file_ && !failed_) {
-    // Buffered records that cannot reach the disk are lost too.
     try {
       file_->close();
-    } catch (const std::exception&) {
-      unwritten_ += std::max<uint64_t>(1, file_->buffered() / record_size_);
+    } catch (const std::exception& e) {
+      failed_ = true;  // the records it held are not in the file: the reader counts them
+      write_error_ = e.what();
     }
   }
   file_.reset();
+}
+
+void account_spool(TracerReport& report, uint64_t accepted, uint64_t read, const std::string& write_error,
+                   const std::string& cut) {
+  if (read < accepted) {
+    const auto had = report.loss.value("records_the_disk_refused", uint64_t(0));
+    report.loss["records_the_disk_refused"] = had + (accepted - read);
+  }
+  if (!cut.empty()) report.notes["spool_cut"] = cut;
+  if (!write_error.empty() && report.error.empty()) report.error = "the spool: " + write_error;
 }
 
 }  // namespace cudatrace

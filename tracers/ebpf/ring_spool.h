@@ -11,9 +11,11 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <string>
 #include <string_view>
 
 #include "common/zstd_file.h"
+#include "tracers/tracer.h"
 #include "tracers/ebpf/ring_reader.h"
 
 namespace cudatrace {
@@ -33,35 +35,51 @@ class RingSpool {
   void stop();
   uint64_t records() const { return reader_ ? reader_->records() : 0; }
   uint64_t short_records() const { return reader_ ? reader_->short_records() : 0; }  // malformed, skipped
-  // Records not in the file: past the bound, or refused by the file system. Read after stop().
+  // Records not in the file: past the bound, or refused after a write failed. Read after stop().
   uint64_t over_bound_records() const { return over_bound_; }
   uint64_t unwritten_records() const { return unwritten_; }
+  // Records handed to the file. Where a write failed, those of them not read back (the batch
+  // it was compressing, the end of the stream) are lost too: accepted() minus what
+  // for_each_spooled reads. write_error(): why, or "".
+  uint64_t accepted() const { return accepted_; }
+  const std::string& write_error() const { return write_error_; }
 
  private:
   void keep(const void* record, size_t size);
   std::unique_ptr<ZstdFileWriter> file_;
-  size_t record_size_;
   uint64_t max_bytes_;
   bool failed_ = false;  // a write failed: the stream ends there
-  uint64_t over_bound_ = 0, unwritten_ = 0;
+  std::string write_error_;
+  uint64_t over_bound_ = 0, unwritten_ = 0, accepted_ = 0;
   std::unique_ptr<RingReader> reader_;
 };
 
 // Reads a spool back a record at a time, handing each to `fn` in the order the ring gave
 // them; returns how many. Memory: one batch, whatever the file's size. A file cut within a
-// record, or damaged, throws std::runtime_error naming it.
+// record, or damaged, ends the reading there: `cut` says why (else it is left empty), and
+// what was read before it is kept.
 template <class Record, class Fn>
-uint64_t for_each_spooled(const std::filesystem::path& file, Fn&& fn) {
-  ZstdFileReader in(file);
-  std::string_view bytes;
-  Record r;
+uint64_t for_each_spooled(const std::filesystem::path& file, Fn&& fn, std::string& cut) {
   uint64_t n = 0;
-  while (in.take(sizeof(Record), bytes)) {
-    std::memcpy(&r, bytes.data(), sizeof r);
-    fn(const_cast<const Record&>(r));
-    ++n;
+  try {
+    ZstdFileReader in(file);
+    std::string_view bytes;
+    Record r;
+    while (in.take(sizeof(Record), bytes)) {
+      std::memcpy(&r, bytes.data(), sizeof r);
+      fn(const_cast<const Record&>(r));
+      ++n;
+    }
+  } catch (const std::runtime_error& e) {
+    cut = e.what();
   }
   return n;
 }
+
+// After the spool is read back: records it accepted but the reader did not get (a write
+// failed, the file was cut) are added to loss's records_the_disk_refused; the write error
+// becomes the report's error (the run fails with it), and the reason for a cut its note.
+void account_spool(TracerReport& report, uint64_t accepted, uint64_t read, const std::string& write_error,
+                   const std::string& cut);
 
 }  // namespace cudatrace

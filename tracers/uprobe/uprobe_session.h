@@ -58,6 +58,8 @@ class UprobeSession {
   // Records the spool could not keep: past its bound, or refused by the disk (after stop()).
   uint64_t spool_over_bound() const { return spool_ ? spool_->over_bound_records() : 0; }
   uint64_t spool_unwritten() const { return spool_ ? spool_->unwritten_records() : 0; }
+  uint64_t spool_accepted() const { return spool_ ? spool_->accepted() : 0; }
+  std::string spool_write_error() const { return spool_ ? spool_->write_error() : std::string(); }
   // Summed over CPUs, indexed by enum uprobe_loss.
   std::vector<uint64_t> losses() const;
 

@@ -200,16 +200,20 @@ TracerReport UprobeTracer::finish(const fs::path& run_dir) {
                  {"malformed_records", session_->short_records()},
                  {"over_bound_records", session_->spool_over_bound()},
                  {"records_the_disk_refused", session_->spool_unwritten()}};
+  const uint64_t accepted = session_->spool_accepted();
+  const std::string write_error = session_->spool_write_error();
   session_.reset();  // everything detached before anything else can fail
 
   // Read back in the ring's order and decoded as read: memory holds a slice of records and
   // the calls that wait for their outer call, never the run's events.
   DecodeStats stats;
+  std::string cut;
+  uint64_t read = 0;
   {
     EventStoreWriter out(run_dir / kEventsFile);
     UprobeCallDecoder decoder(plan_.functions, stats, kernel_names_from_executable(exe_),
                               [&out](Event&& e) { out.write(e); });
-    for_each_spooled<uprobe_call>(run_dir / "uprobe.bin.zst", [&](const uprobe_call& c) { decoder.add(c); });
+    read = for_each_spooled<uprobe_call>(run_dir / "uprobe.bin.zst", [&](const uprobe_call& c) { decoder.add(c); }, cut);
     decoder.finish();
     out.close();
   }
@@ -233,6 +237,7 @@ TracerReport UprobeTracer::finish(const fs::path& run_dir) {
   report.notes["kernel_names_read_from_the_executable"] = stats.names_from_file;
   report.notes["nested_calls_whose_outer_call_never_came"] = stats.settled_at_end;
   report.notes["spool_bound_bytes"] = max_spool_bytes_;
+  account_spool(report, accepted, read, write_error, cut);
   if (mode_ == UPROBE_MODE_ENTER)
     report.notes["limits"] = "entry only: no return codes, no durations, no out-parameters; calls nested in calls of "
                              "the same layer cannot be told apart";
