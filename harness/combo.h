@@ -14,6 +14,7 @@
 #include "harness/score/matcher.h"
 #include "harness/score/per_device.h"
 #include "harness/score/verdict.h"
+#include "workloads/exit_codes.h"
 
 namespace cudatrace {
 
@@ -23,6 +24,18 @@ struct Combo {
   std::string method;
   std::string label() const { return workload.empty() ? "cmd." + method : workload + "." + linkage + "." + method; }
 };
+
+// What a program's exit code means: a workload's codes are its own (workloads/exit_codes.h).
+inline std::string exit_meaning(const Combo& c, int code) {
+  if (c.workload.empty()) return "exit " + std::to_string(code);
+  switch (code) {
+    case workload::kWrongResult: return "exit 1: the workload's result check failed";
+    case workload::kUsage: return "exit 2: the workload rejected its arguments";
+    case workload::kCudaFailed: return "exit 3: a CUDA call the workload needs failed";
+    case 127: return "exit 127: could not start";
+  }
+  return "exit " + std::to_string(code);
+}
 
 // One combination, all its repetitions.
 struct ComboOutcome {

@@ -37,7 +37,6 @@
 #include "harness/score/workload_score.h"
 #include "ledger/ledger.h"
 #include "tracers/none/none_tracer.h"
-#include "workloads/exit_codes.h"
 
 namespace cudatrace {
 
@@ -45,23 +44,6 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 namespace {
-
-void add_loss(json& total, const json& more) {
-  for (const auto& [k, v] : more.items()) {
-    if (v.is_number_integer()) total[k] = total.value(k, int64_t(0)) + v.get<int64_t>();
-  }
-}
-
-std::string exit_meaning(const Combo& c, int code) {
-  if (c.workload.empty()) return "exit " + std::to_string(code);
-  switch (code) {
-    case workload::kWrongResult: return "exit 1: the workload's result check failed";
-    case workload::kUsage: return "exit 2: the workload rejected its arguments";
-    case workload::kCudaFailed: return "exit 3: a CUDA call the workload needs failed";
-    case 127: return "exit 127: could not start";
-  }
-  return "exit " + std::to_string(code);
-}
 
 struct RunContext {
   const Options& opts;

@@ -67,6 +67,12 @@ std::string lost_text(const json& loss) {
   return lost;
 }
 
+void add_loss(json& total, const json& more) {
+  for (const auto& [k, v] : more.items()) {
+    if (v.is_number_integer()) total[k] = total.value(k, int64_t(0)) + v.get<int64_t>();
+  }
+}
+
 std::string share_text(int64_t matched, int64_t total) {
   if (total <= 0 || matched >= total) return "100.0%";
   const int64_t tenths = matched * 1000 / total;  // rounded down: a shortfall never reads whole

@@ -82,6 +82,8 @@ nlohmann::json compare_blocks(const MethodView& cupti, const MethodView& m);
 // events is never complete, whatever the reference (a union reference cannot see what
 // every method missed).
 int64_t lost_events(const nlohmann::json& loss);
+// Adds one run's integer loss counters into a total (a combination's, over repetitions).
+void add_loss(nlohmann::json& total, const nlohmann::json& more);
 std::string lost_text(const nlohmann::json& loss);
 
 // A share for a person: "100.0%" only when nothing is missing; a shortfall is rounded down
