@@ -108,6 +108,38 @@ TEST(RootSafety, WhatTheProgramLeavesRunningIsKilledAndNamed) {
   }
 }
 
+namespace {
+
+// Waits until the run's `count` marked processes run, SIGKILLs the harness, and expects none
+// of them to outlive it by 5 s (waited on the processes themselves: one that is dying has
+// lost its command line, so no longer matches the marker, a moment before it stops).
+void expect_killed_harness_leaves_none(pid_t harness, const std::string& marker, size_t count) {
+  for (int i = 0; i < 1000 && processes_with(marker).size() < count; ++i) usleep(20000);
+  const auto victims = processes_with(marker);
+  if (victims.size() != count) {  // never leave the harness (and its sleeps) to ctest
+    kill(harness, SIGKILL);
+    waitpid(harness, nullptr, 0);
+    for (pid_t p : victims) kill(p, SIGKILL);
+  }
+  ASSERT_EQ(victims.size(), count) << "the run's sleeps did not all start within 20 s";
+  std::map<pid_t, uint64_t> started;
+  for (pid_t p : victims) started[p] = proc_state(p).start;
+  kill(harness, SIGKILL);
+  waitpid(harness, nullptr, 0);
+  const auto any_alive = [&] {
+    return std::any_of(victims.begin(), victims.end(), [&](pid_t p) { return alive(p, started[p]); });
+  };
+  for (int i = 0; i < 250 && any_alive(); ++i) usleep(20000);
+  for (pid_t p : victims) {
+    std::ifstream f("/proc/" + std::to_string(p) + "/cmdline");
+    std::string cmd((std::istreambuf_iterator<char>(f)), {});
+    EXPECT_FALSE(alive(p, started[p])) << "pid " << p << " (" << cmd.c_str() << ") outlived the harness by 5 s";
+  }
+  for (pid_t p : processes_with(marker)) kill(p, SIGKILL);  // leave nothing for the next test
+}
+
+}  // namespace
+
 // A harness killed outright leaves no process of its run behind.
 TEST(RootSafety, HarnessKilledLeavesNothingRunning) {
   const std::string marker = "cudatrace_orphan_" + std::to_string(getpid());
@@ -118,26 +150,7 @@ TEST(RootSafety, HarnessKilledLeavesNothingRunning) {
           ("(exec -a " + marker + " sleep 300) & exec -a " + marker + " sleep 301").c_str(), (char*)nullptr);
     _exit(127);
   }
-  for (int i = 0; i < 1000 && processes_with(marker).size() < 2; ++i) usleep(20000);
-  const auto victims = processes_with(marker);
-  if (victims.size() != 2u) {  // never leave the harness (and its 300 s sleeps) to ctest
-    kill(harness, SIGKILL);
-    waitpid(harness, nullptr, 0);
-    for (pid_t p : victims) kill(p, SIGKILL);
-  }
-  ASSERT_EQ(victims.size(), 2u) << "the run's two sleeps did not start within 20 s";
-  std::map<pid_t, uint64_t> started;
-  for (pid_t p : victims) started[p] = proc_state(p).start;
-  kill(harness, SIGKILL);
-  waitpid(harness, nullptr, 0);
-  // Waited on the victims themselves: one that is dying has lost its command line (so no
-  // longer matches the marker) a moment before it stops running.
-  const auto any_alive = [&] {
-    return std::any_of(victims.begin(), victims.end(), [&](pid_t p) { return alive(p, started[p]); });
-  };
-  for (int i = 0; i < 250 && any_alive(); ++i) usleep(20000);
-  for (pid_t p : victims) EXPECT_FALSE(alive(p, started[p])) << "pid " << p << " outlived the harness by 5 s";
-  for (pid_t p : processes_with(marker)) kill(p, SIGKILL);  // leave nothing for the next test
+  expect_killed_harness_leaves_none(harness, marker, 2);
 }
 
 // #56 item 6: a descendant in a session of its own is in none of the run's process groups:
@@ -167,28 +180,7 @@ TEST(RootSafety, HarnessKilledLeavesNoSetsidDescendant) {
     execve(argv[0], argv.data(), envp.data());
     _exit(127);
   }
-  for (int i = 0; i < 1000 && processes_with(marker).size() < 3; ++i) usleep(20000);
-  const auto victims = processes_with(marker);
-  if (victims.size() != 3u) {  // never leave the harness (and its sleeps) to ctest
-    kill(harness, SIGKILL);
-    waitpid(harness, nullptr, 0);
-    for (pid_t p : victims) kill(p, SIGKILL);
-  }
-  ASSERT_EQ(victims.size(), 3u) << "the run's three sleeps did not start within 20 s";
-  std::map<pid_t, uint64_t> started;
-  for (pid_t p : victims) started[p] = proc_state(p).start;
-  kill(harness, SIGKILL);
-  waitpid(harness, nullptr, 0);
-  const auto any_alive = [&] {
-    return std::any_of(victims.begin(), victims.end(), [&](pid_t p) { return alive(p, started[p]); });
-  };
-  for (int i = 0; i < 250 && any_alive(); ++i) usleep(20000);
-  for (pid_t p : victims) {
-    std::ifstream f("/proc/" + std::to_string(p) + "/cmdline");
-    std::string cmd((std::istreambuf_iterator<char>(f)), {});
-    EXPECT_FALSE(alive(p, started[p])) << "pid " << p << " (" << cmd.c_str() << ") outlived the harness by 5 s";
-  }
-  for (pid_t p : processes_with(marker)) kill(p, SIGKILL);  // leave nothing for the next test
+  expect_killed_harness_leaves_none(harness, marker, 3);
 }
 
 // Links planted by the user the program runs as, from inside the run (deterministic: the
