@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cctype>
 #include <deque>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <unordered_map>
@@ -221,7 +222,8 @@ struct Matcher::Impl {
   bool per_thread_device() const { return opts.device_mode == "thread" || opts.device_mode == "launch-thread"; }
   void begin_seen();
   void truth_runs(const Event& t, std::string_view packed);
-  void seen_call(CallLayer& l, const Event& e, std::string_view packed, bool unscored);
+  void seen_call(CallLayer& l, const Event& e, std::string_view packed, bool unscored,
+                 std::optional<uint32_t> by_name = std::nullopt);
   void seen_count(CountLayer& l, const Event& e, std::string_view packed, const char* weight_arg);
   void join(LayerScore& score, bool attributing, SortedEvents& truth, SortedEvents& seen);
   void finish_counts(CountLayer& l, const std::string& expectation);
@@ -276,13 +278,13 @@ void Matcher::add_truth(const Event& t, std::string_view packed) {
   if (m.seen_begun) throw std::logic_error("Matcher::add_truth after add_seen");
   const uint64_t seq = m.truth_seq++;  // its place in the ledger: program order within a thread
   const bool call = t.layer == layer::kRuntime || t.layer == layer::kDriver;
-  if (m.runtime && t.layer == layer::kRuntime) m.runtime->truth->add(t, packed, m.family(Grouping::kByName, t), seq);
+  const uint32_t by_name = call ? m.families.of_call(t.name) : 0;  // looked up once per record
+  if (m.runtime && t.layer == layer::kRuntime) m.runtime->truth->add(t, packed, by_name, seq);
   if (m.driver && t.layer == layer::kDriver) {
-    const uint32_t f = m.family(Grouping::kByName, t);
-    m.driver_families.insert(m.families.name(f));
-    m.driver->truth->add(t, packed, f, seq);
+    m.driver_families.insert(m.families.name(by_name));
+    m.driver->truth->add(t, packed, by_name, seq);
   }
-  if (m.driver && t.layer == layer::kRuntime && is_runtime_launch(m.families.name(m.family(Grouping::kByName, t))))
+  if (m.driver && t.layer == layer::kRuntime && is_runtime_launch(m.families.name(by_name)))
     m.launch_truth->add(t, packed, m.family(Grouping::kOneFamily, t), seq);
   if (m.syscall && call) m.syscall->truth->add(t, packed, m.family(Grouping::kNone, t), seq);
   if (m.gpu || m.device) m.truth_runs(t, packed);
@@ -315,14 +317,17 @@ void Matcher::Impl::begin_seen() {
   if (syscall) syscall->seen = sorter("syscall.seen");
 }
 
-void Matcher::Impl::seen_call(CallLayer& l, const Event& e, std::string_view packed, bool unscored) {
+// `by_name`: the call's family by its name, where the caller looked it up already.
+void Matcher::Impl::seen_call(CallLayer& l, const Event& e, std::string_view packed, bool unscored,
+                              std::optional<uint32_t> by_name) {
   ++l.score.seen;
   l.attributing |= DeviceNames::names_a_device(e);
   if (unscored) {
     ++l.score.unscored;
     return;
   }
-  l.seen->add(e, packed, family(l.seen_grouping, e), seen_seq);
+  const uint32_t f = by_name && l.seen_grouping == Grouping::kByName ? *by_name : family(l.seen_grouping, e);
+  l.seen->add(e, packed, f, seen_seq);
 }
 
 void Matcher::Impl::seen_count(CountLayer& l, const Event& e, std::string_view packed, const char* weight_arg) {
@@ -351,14 +356,16 @@ void Matcher::add_seen(const Event& e, std::string_view packed) {
   if (e.is_meta()) return;
   if (m.runtime && e.layer == layer::kRuntime) {
     const bool internal = is_runtime_internal(e.name);
-    if (!internal) ++m.runtime->score.by_name[m.families.name(m.families.of_call(e.name))].seen;
-    m.seen_call(*m.runtime, e, packed, internal);
+    const uint32_t f = m.families.of_call(e.name);
+    if (!internal) ++m.runtime->score.by_name[m.families.name(f)].seen;
+    m.seen_call(*m.runtime, e, packed, internal, f);
   } else if (m.driver && e.layer == layer::kDriver) {
     // Driver calls of families the program never makes itself are counted, not scored.
-    const std::string& family = m.families.name(m.families.of_call(e.name));
+    const uint32_t f = m.families.of_call(e.name);
+    const std::string& family = m.families.name(f);
     const bool unscored = m.driver_families.empty() ? !is_driver_launch(family) : !m.driver_families.count(family);
     if (!unscored) ++m.driver->score.by_name[m.driver_families.empty() ? "launch" : family].seen;
-    m.seen_call(*m.driver, e, packed, unscored);
+    m.seen_call(*m.driver, e, packed, unscored, f);
   } else if (m.gpu && e.layer == layer::kGpuActivity) {
     m.seen_count(*m.gpu, e, packed, nullptr);
   } else if (m.device && e.layer == layer::kDevice) {
