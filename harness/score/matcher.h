@@ -32,6 +32,9 @@ struct MatchOptions {
   BucketContext buckets;
   // Where calls are sorted past `sort_chunk` events per side (harness/score/sorted_events.h):
   // made when first needed, removed by the matcher; empty: a folder under the system's tmp.
+  // Not a bound on what is scored (past it, chunks go to disk): a working set. Measured on a
+  // 2-core box, 2 M calls: chunks of 65,536 calls (about 6 MiB) scored as fast as 16 MiB
+  // ones and faster than 64 MiB ones (0.38-0.40 M records/s, peak RSS 535 MiB).
   std::filesystem::path spill_dir;
   size_t sort_chunk = size_t(1) << 16;
 };

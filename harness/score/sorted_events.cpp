@@ -207,11 +207,14 @@ void SortedEvents::start_reading() {
     return;
   }
   if (!keys_.empty()) spill();
-  // Merged kFanIn at a time until one stream of all of them can be read.
+  // Merged until one stream of all of them can be read, and no more: a merge of k files
+  // takes k - 1 away, so the first takes just enough (each merge is another pass over its
+  // records).
   while (runs_.size() > kFanIn) {
-    std::vector<fs::path> group(runs_.begin(), runs_.begin() + kFanIn);
+    const size_t k = std::min(kFanIn, runs_.size() - kFanIn + 1);
+    std::vector<fs::path> group(runs_.begin(), runs_.begin() + std::ptrdiff_t(k));
     const fs::path merged = merge(group);  // on a throw, every file is still in runs_
-    runs_.erase(runs_.begin(), runs_.begin() + kFanIn);
+    runs_.erase(runs_.begin(), runs_.begin() + std::ptrdiff_t(k));
     runs_.push_back(merged);
   }
   heap_ = open_all(runs_);
