@@ -13,6 +13,7 @@
 
 #include "common/msgpack.h"
 #include "common/untrusted_file.h"
+#include "common/zstd_file.h"
 
 namespace cudatrace {
 
@@ -188,54 +189,28 @@ struct EventReader::Impl {
   std::ifstream in;
   uint64_t file_left = 0;  // compressed bytes it may still read
   // store
-  ZSTD_DCtx* dctx = nullptr;
-  std::string raw, plain;  // compressed input; inflated bytes not yet decoded (from `pos`)
-  size_t raw_pos = 0, pos = 0;
-  uint64_t inflated = 0;
-  bool raw_eof = false, header_read = false;
-  bool pending = false;      // the last call filled its output: zstd may hold more
-  size_t frame_left = 0;     // zstd's last hint: 0 when every frame so far ended whole
+  std::unique_ptr<ZstdInflater> inflater;
+  std::string plain;  // inflated bytes not yet decoded (from `pos`)
+  size_t pos = 0;
+  bool header_read = false;
   int64_t last_ts = 0;
   std::function<bool(const std::string&)> skip_args;
   // JSON lines
   uint64_t line_no = 0;
-  ~Impl() {
-    if (dctx) ZSTD_freeDCtx(dctx);
-  }
 
   // More inflated bytes at the end of `plain`; false at the end of the stream.
   bool inflate_more(const fs::path& path) {
     if (pos > 0) plain.erase(0, pos), pos = 0;
-    for (;;) {
-      if (raw_pos == raw.size() && !raw_eof && !pending) {
-        raw.resize(ZSTD_DStreamInSize());
-        const size_t want = size_t(std::min<uint64_t>(raw.size(), file_left));
-        in.read(raw.data(), std::streamsize(want));
-        raw.resize(size_t(in.gcount()));
-        file_left -= raw.size();
-        raw_pos = 0;
-        if (raw.empty()) raw_eof = true;
-      }
-      if (raw_eof && raw_pos == raw.size() && !pending) {
-        if (frame_left != 0) throw EventFormatError(path.string() + ": cut short (the compressed stream ends mid-frame)");
-        return false;
-      }
-      ZSTD_inBuffer i{raw.data(), raw.size(), raw_pos};
-      const size_t before = plain.size();
-      plain.resize(before + ZSTD_DStreamOutSize());
-      ZSTD_outBuffer o{plain.data() + before, ZSTD_DStreamOutSize(), 0};
-      const size_t r = ZSTD_decompressStream(dctx, &o, &i);
-      raw_pos = i.pos;
-      plain.resize(before + o.pos);
-      if (ZSTD_isError(r)) throw EventFormatError(path.string() + ": damaged (" + ZSTD_getErrorName(r) + ")");
-      frame_left = r;
-      pending = o.pos == o.size;
-      inflated += o.pos;
-      if (inflated > limits.max_inflated_bytes)
-        throw EventFormatError(path.string() + ": inflates past the " + std::to_string(limits.max_inflated_bytes) +
-                               " bytes it may have: not read further");
-      if (o.pos > 0) return true;
+    bool got;
+    try {
+      got = inflater->more(plain);
+    } catch (const ZstdStreamError& e) {
+      throw EventFormatError(path.string() + ": " + e.what());
     }
+    if (inflater->inflated() > limits.max_inflated_bytes)
+      throw EventFormatError(path.string() + ": inflates past the " + std::to_string(limits.max_inflated_bytes) +
+                             " bytes it may have: not read further");
+    return got;
   }
 };
 
@@ -269,9 +244,20 @@ EventReader::EventReader(const fs::path& path, const StoreLimits& limits) : impl
   impl_->in.clear();
   impl_->in.seekg(0);
   if (store_) {
-    impl_->dctx = ZSTD_createDCtx();
-    if (!impl_->dctx) throw EventFormatError(path.string() + ": zstd has no memory");
-    ZSTD_DCtx_setParameter(impl_->dctx, ZSTD_d_windowLogMax, 27);  // the writer's levels use far less
+    Impl& s = *impl_;
+    // The file is read up to its bound (a file that grew since its size was checked).
+    const auto read = [&s](char* into, size_t most) {
+      const size_t want = size_t(std::min<uint64_t>(most, s.file_left));
+      s.in.read(into, std::streamsize(want));
+      const size_t got = size_t(s.in.gcount());
+      s.file_left -= got;
+      return got;
+    };
+    try {
+      impl_->inflater = std::make_unique<ZstdInflater>(read, 27);  // the writer's levels use far less
+    } catch (const ZstdStreamError& e) {
+      throw EventFormatError(path.string() + ": " + e.what());
+    }
   }
 }
 

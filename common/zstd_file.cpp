@@ -69,53 +69,77 @@ void ZstdFileWriter::close() {
   if (::close(fd) != 0) fail("write", path_, std::strerror(errno));
 }
 
-ZstdFileReader::ZstdFileReader(const std::filesystem::path& path) : path_(path) {
-  fd_ = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd_ < 0) fail("read", path_, std::strerror(errno));
+ZstdInflater::ZstdInflater(Read read, int window_log_max) : read_(std::move(read)) {
   dctx_ = ZSTD_createDCtx();
-  if (!dctx_) fail("read", path_, "zstd has no memory");
+  if (!dctx_) throw ZstdStreamError("zstd has no memory");
+  if (window_log_max > 0) ZSTD_DCtx_setParameter(dctx_, ZSTD_d_windowLogMax, window_log_max);
 }
 
-ZstdFileReader::~ZstdFileReader() {
+ZstdInflater::~ZstdInflater() {
   if (dctx_) ZSTD_freeDCtx(dctx_);
-  if (fd_ >= 0) ::close(fd_);
 }
 
-// More bytes at the end of plain_ (what is before pos_ is dropped); false at the end.
-bool ZstdFileReader::more() {
-  if (pos_ > 0) plain_.erase(0, pos_), pos_ = 0;
+bool ZstdInflater::more(std::string& plain) {
   for (;;) {
-    if (raw_pos_ == raw_.size()) {
-      if (eof_) return false;
+    if (raw_pos_ == raw_.size() && !eof_ && !pending_) {
       raw_.resize(ZSTD_DStreamInSize());
-      ssize_t n;
-      do n = ::read(fd_, raw_.data(), raw_.size());
-      while (n < 0 && errno == EINTR);
-      if (n < 0) fail("read", path_, std::strerror(errno));
-      raw_.resize(size_t(n));
+      raw_.resize(read_(raw_.data(), raw_.size()));
       raw_pos_ = 0;
-      if (n == 0) {
-        eof_ = true;
-        if (frame_left_ != 0) fail("read", path_, "cut short (the stream ends mid-frame)");
-        return false;
-      }
+      if (raw_.empty()) eof_ = true;
     }
     ZSTD_inBuffer in{raw_.data(), raw_.size(), raw_pos_};
-    const size_t before = plain_.size();
-    plain_.resize(before + ZSTD_DStreamOutSize());
-    ZSTD_outBuffer o{plain_.data() + before, ZSTD_DStreamOutSize(), 0};
+    const size_t before = plain.size();
+    plain.resize(before + ZSTD_DStreamOutSize());
+    ZSTD_outBuffer o{plain.data() + before, ZSTD_DStreamOutSize(), 0};
     const size_t r = ZSTD_decompressStream(dctx_, &o, &in);
+    const bool progress = in.pos > raw_pos_ || o.pos > 0;
     raw_pos_ = in.pos;
-    plain_.resize(before + o.pos);
-    if (ZSTD_isError(r)) fail("read", path_, std::string("damaged (") + ZSTD_getErrorName(r) + ")");
-    frame_left_ = r;
+    plain.resize(before + o.pos);
+    if (ZSTD_isError(r)) throw ZstdStreamError(std::string("damaged (") + ZSTD_getErrorName(r) + ")");
+    if (progress) frame_left_ = r;  // past a whole frame, a call with nothing asks for the next one's header
+    pending_ = o.pos == o.size;
+    inflated_ += o.pos;
     if (o.pos > 0) return true;
+    // The input has ended and zstd holds nothing more (it may hold input it read before and
+    // give it out only when asked with no more: asked above).
+    if (eof_ && raw_pos_ == raw_.size()) {
+      if (frame_left_ != 0) throw ZstdStreamError("cut short (the compressed stream ends mid-frame)");
+      return false;
+    }
   }
+}
+
+namespace {
+int open_to_read(const std::filesystem::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) fail("read", path, std::strerror(errno));
+  return fd;
+}
+}  // namespace
+
+ZstdFileReader::ZstdFileReader(const std::filesystem::path& path)
+    : path_(path), fd_(open_to_read(path)), inflater_([this](char* into, size_t most) {
+        ssize_t n;
+        do n = ::read(fd_, into, most);
+        while (n < 0 && errno == EINTR);
+        if (n < 0) fail("read", path_, std::strerror(errno));
+        return size_t(n);
+      }) {}
+
+ZstdFileReader::~ZstdFileReader() {
+  if (fd_ >= 0) ::close(fd_);
 }
 
 bool ZstdFileReader::take(size_t n, std::string_view& out) {
   while (plain_.size() - pos_ < n) {
-    if (!more()) {
+    if (pos_ > 0) plain_.erase(0, pos_), pos_ = 0;
+    bool got;
+    try {
+      got = inflater_.more(plain_);
+    } catch (const ZstdStreamError& e) {
+      fail("read", path_, e.what());
+    }
+    if (!got) {
       if (pos_ == plain_.size()) return false;
       fail("read", path_, "cut short (" + std::to_string(plain_.size() - pos_) + " bytes of a record)");
     }

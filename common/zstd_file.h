@@ -5,6 +5,8 @@
 // at 10^8 records, written raw they would fill the disk several times over.
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
@@ -37,6 +39,38 @@ class ZstdFileWriter {
   uint64_t bytes_out_ = 0;
 };
 
+// A zstd stream, cut or damaged: the bare reason ("cut short (...)", "damaged (...)"); the
+// caller names the file.
+struct ZstdStreamError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Inflates a zstd stream onto the end of a buffer, its compressed bytes read through `read`
+// as needed: the one loop the event store's reader and ZstdFileReader share.
+class ZstdInflater {
+ public:
+  using Read = std::function<size_t(char* into, size_t most)>;  // 0: the input has ended
+  // `window_log_max`: the largest window a frame may ask for (0: zstd's default).
+  explicit ZstdInflater(Read read, int window_log_max = 0);
+  ~ZstdInflater();
+  ZstdInflater(const ZstdInflater&) = delete;
+  ZstdInflater& operator=(const ZstdInflater&) = delete;
+  // Appends at least one inflated byte to `plain`; false at the end of the stream (the last
+  // frame whole). Throws ZstdStreamError; what `read` throws passes through.
+  bool more(std::string& plain);
+  uint64_t inflated() const { return inflated_; }  // bytes appended so far
+
+ private:
+  Read read_;
+  ZSTD_DCtx* dctx_ = nullptr;
+  std::string raw_;
+  size_t raw_pos_ = 0;
+  uint64_t inflated_ = 0;
+  bool eof_ = false;
+  bool pending_ = false;   // the last call filled its output: zstd may hold more
+  size_t frame_left_ = 0;  // zstd's last hint: 0 when every frame so far ended whole
+};
+
 class ZstdFileReader {
  public:
   // Opens `path` without following a link. Errors: "cannot read PATH: why".
@@ -49,14 +83,11 @@ class ZstdFileReader {
   bool take(size_t n, std::string_view& out);
 
  private:
-  bool more();
   std::filesystem::path path_;
   int fd_ = -1;
-  ZSTD_DCtx* dctx_ = nullptr;
-  std::string raw_, plain_;
-  size_t raw_pos_ = 0, pos_ = 0;
-  size_t frame_left_ = 0;  // zstd's last hint: 0 when the frames so far ended whole
-  bool eof_ = false;
+  ZstdInflater inflater_;
+  std::string plain_;
+  size_t pos_ = 0;
 };
 
 }  // namespace cudatrace
