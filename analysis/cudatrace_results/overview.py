@@ -232,11 +232,14 @@ def _cost_cell(row):
             flags.append(f"without {part}its {layer} layer: {one_line(why)}")
     if row.get("loss_during_runs"):
         flags.append("measured under loss: " + lost_text(row["loss_during_runs"]))
-    if flags:
-        tone = "part"
-        text += " *"
-        title += "; " + "; ".join(flags)
-    return {"status": tone, "text": text, "title": title}
+    return _marked(tone, text, title, flags, "; ")
+
+
+def _marked(tone, text, title, marks, lead):
+    """A cell whose figure comes with caveats: starred, tinted, the caveats on hover."""
+    if not marks:
+        return {"status": tone, "text": text, "title": title}
+    return {"status": "part", "text": text + " *", "title": title + lead + "; ".join(marks)}
 
 
 def _ns(v):
@@ -270,16 +273,11 @@ def _slowdown_cell(program, method):
         title += f", at least 95% interval [{ci[0]:.3f}, {ci[1]:.3f}] from {r.get('pairs', '?')} paired rounds"
     else:
         title += f", no interval: {r.get('why_no_interval', 'too few rounds')}"
-    tone = "plain"
     marks = [f"{kind} in round(s) {', '.join(map(str, rounds))}" for kind, rounds, _ in
              ((x["mark"], x.get("rounds", []), x.get("detail")) for x in m.get("marks", []))]
     if r.get("anomaly"):
         marks.append("ANOMALY: " + one_line(r["anomaly"]))
-    if marks:
-        tone = "part"
-        text += " *"
-        title += "; marked: " + "; ".join(marks)
-    return {"status": tone, "text": text, "title": title}
+    return _marked("plain", text, title, marks, "; marked: ")
 
 
 def build(runs):
