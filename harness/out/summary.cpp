@@ -205,185 +205,19 @@ json build_summary(const SummaryInputs& in, const std::vector<ComboOutcome>& out
       views.back().processes = &o.processes;
     }
     summary["verdict"] = command_verdict(views);
-    if (!outcomes.empty()) std::fputs(verdict_text(summary["verdict"]).c_str(), stderr);  // nothing ran: nothing to say
   }
-  if (in.cost) std::fputs(in.cost->table(summary["cost"]).c_str(), stderr);
+  // The verdict per layer and the cost table are not printed: with every method they fill
+  // screens; the console's table (final_status) is read from this field, as the report is.
+  summary["methods"] = methods_json(summary);
   return summary;
-}
-
-namespace {
-
-// A workload combination as its fields read (analysis/cudatrace_results/overview.py
-// workload_status says the same): failed, not observed (a layer named unobserved and nothing
-// else matched), partial (any layer unobserved or in part, short of the ledger, a process or
-// GPU short, events lost, a run failed), else complete. Worst first.
-const std::vector<std::string> kOrder = {"failed", "not run", "not observed", "blind", "partial", "complete",
-                                         "nothing to see"};
-size_t rank(const std::string& status) {
-  const auto it = std::find(kOrder.begin(), kOrder.end(), status);
-  return it == kOrder.end() ? 4 : size_t(it - kOrder.begin());
-}
-
-std::string workload_status(const json& c) {
-  if (c.value("ok", 0) == 0) return "failed";
-  bool matched_any = false, short_of = false;
-  for (const auto& l : c.value("layers", json::array())) {
-    const int64_t expected = l.value("expected", int64_t(0)), matched = l.value("matched", int64_t(0));
-    if (expected > 0 && matched > 0) matched_any = true;
-    if (expected > 0 && matched < expected) short_of = true;
-  }
-  const bool unobserved = !c.value("unobserved", json::array()).empty();
-  if (unobserved && !matched_any) return "not observed";
-  if (unobserved || short_of || !c.value("partly_observed", json::array()).empty() ||
-      !c.value("per_device_short", json::array()).empty() || lost_events(c.value("loss", json::object())) > 0 ||
-      c.value("failed", 0) > 0)
-    return "partial";
-  return "complete";
-}
-
-std::string ratio_text(const json& r) {
-  if (!r.is_object()) return "no figure";
-  char buf[96];
-  std::snprintf(buf, sizeof buf, "%.2fx", r.value("value", 0.0));
-  std::string out = buf;
-  if (r.contains("ci95") && r["ci95"].is_array() && r["ci95"].size() == 2) {
-    std::snprintf(buf, sizeof buf, " [%.2f-%.2f]", r["ci95"][0].get<double>(), r["ci95"][1].get<double>());
-    out += buf;
-  } else {
-    out += " (no interval)";
-  }
-  return out;
-}
-
-std::string cut(std::string s, size_t width) {
-  if (s.size() > width) s = s.substr(0, width - 3) + "...";
-  return s;
-}
-
-}  // namespace
-
-std::string method_table(const json& summary) {
-  std::vector<std::string> methods;
-  for (const auto& c : summary.value("combos", json::array())) {
-    const std::string m = c.value("method", "");
-    if (m != "none" && std::find(methods.begin(), methods.end(), m) == methods.end()) methods.push_back(m);
-  }
-  const json verdict = summary.value("verdict", json::object());
-  const json cost_programs = summary.contains("cost") ? summary["cost"].value("programs", json::array()) : json::array();
-  for (const auto& p : cost_programs)
-    for (const auto& m : p.value("not_run", json::array()))
-      if (std::find(methods.begin(), methods.end(), m.value("method", "")) == methods.end())
-        methods.push_back(m.value("method", ""));
-  if (methods.empty()) return "";
-  bool workloads = false;
-  for (const auto& c : summary["combos"]) workloads = workloads || c["workload"].is_string();
-  const bool command = verdict.is_object() && verdict.contains("coverage");
-  // Columns: method, observed (workloads and/or the command), slowdown per program, lost.
-  std::vector<std::string> heads = {"method"};
-  if (workloads) heads.push_back("workloads");
-  if (command) heads.push_back("command");
-  for (const auto& p : cost_programs) heads.push_back("slowdown " + shown(p.value("program", "command"), 24));
-  heads.push_back("lost events");
-  std::vector<std::vector<std::string>> rows;
-  for (const auto& m : methods) {
-    std::vector<std::string> row = {m};
-    std::vector<json> mine;
-    for (const auto& c : summary["combos"])
-      if (c.value("method", "") == m) mine.push_back(c);
-    if (workloads) {
-      std::map<std::string, int> counts;
-      int n = 0;
-      for (const auto& c : mine)
-        if (c["workload"].is_string()) ++counts[workload_status(c)], ++n;
-      std::string worst = "complete";
-      for (const auto& [status, k] : counts)
-        if (rank(status) < rank(worst)) worst = status;
-      row.push_back(n == 0 ? "-" : worst + " (" + std::to_string(counts["complete"]) + "/" + std::to_string(n) +
-                                       " complete)");
-    }
-    if (command) {
-      std::string worst, shown_layer;
-      double coverage = 2;
-      for (const auto& r : verdict["coverage"]) {
-        if (r.value("method", "") != m) continue;
-        const std::string status = r.value("status", "partial");
-        const double cov = r.contains("coverage") && r["coverage"].is_number() ? r["coverage"].get<double>() : 2;
-        if (worst.empty() || rank(status) < rank(worst) || (status == worst && cov < coverage))
-          worst = status, shown_layer = r.value("layer", ""), coverage = cov;
-      }
-      std::string cell = worst.empty() ? "-" : worst;
-      if ((worst == "partial" || worst == "blind") && coverage <= 1) {
-        const int64_t tenths = int64_t(coverage * 1000);  // rounded down: a shortfall never reads whole
-        cell += " " + std::to_string(tenths / 10) + "." + std::to_string(tenths % 10) + "% " + shown_layer;
-      } else if (worst == "not observed") {
-        cell += ": " + shown_layer;
-      }
-      const json short_of = verdict.value("per_device", json::object()).value("short", json::object());
-      if (short_of.contains(m)) cell += " SHORT";
-      row.push_back(cell);
-    }
-    for (const auto& p : cost_programs) {
-      std::string cell = "-";
-      for (const auto& n : p.value("not_run", json::array()))
-        if (n.value("method", "") == m) cell = "not run";
-      for (const auto& pm : p.value("methods", json::array())) {
-        if (pm.value("method", "") != m) continue;
-        // Steady state where start-up was told apart, else the whole run.
-        const bool steady = p.contains("startup_source") && pm.contains("rest_ratio") && pm["rest_ratio"].is_object();
-        cell = ratio_text(steady ? pm["rest_ratio"] : pm.value("ratio", json()));
-        if (!pm.value("marks", json::array()).empty()) cell += " *";
-      }
-      row.push_back(cell);
-    }
-    int64_t lost = 0;
-    int lossy = 0;
-    bool blind = false;
-    for (const auto& c : mine) {
-      const int64_t l = lost_events(c.value("loss", json::object()));
-      lost += l, lossy += l > 0;
-      blind = blind || !c.value("unobserved", json::array()).empty();
-    }
-    row.push_back(lossy ? std::to_string(lost) + " in " + std::to_string(lossy) + " of " + std::to_string(mine.size())
-                        : mine.empty() ? "-" : blind ? "0, a layer unseen" : "0");
-    rows.push_back(row);
-  }
-  std::vector<size_t> width(heads.size());
-  for (size_t i = 0; i < heads.size(); ++i) {
-    width[i] = heads[i].size();
-    for (const auto& r : rows) width[i] = std::max(width[i], std::min<size_t>(r[i].size(), 34));
-  }
-  std::string out;
-  auto line = [&](const std::vector<std::string>& cells) {
-    std::string l = " ";
-    for (size_t i = 0; i < cells.size(); ++i) {
-      const std::string c = cut(cells[i], 34);
-      l += " " + c + std::string(width[i] - std::min(width[i], c.size()), ' ') + " ";
-    }
-    while (!l.empty() && l.back() == ' ') l.pop_back();
-    out += l + "\n";
-  };
-  line(heads);
-  for (const auto& r : rows) line(r);
-  out += "  observed: the worst program or layer; slowdown vs none [>=95%], * marked; reasons: summary.json, the report\n";
-  return out;
 }
 
 // The last line, and the exit: 130 interrupted, 1 a run failed or results could not be
 // written, 3 nothing requested could run here, else 0.
 int final_status(const SummaryInputs& in, const json& summary, const std::vector<ComboOutcome>& outcomes,
                  const std::filesystem::path& root) {
-  const json& counts = summary["counts"];
-  const int ok = counts["ok"].get<int>(), failed = counts["failed"].get<int>();
-  const int64_t unobserved_total = counts["layers_not_observed"].get<int64_t>();
-  const int64_t changed = counts["results_changed"].get<int64_t>();
-  const std::string not_observed =
-      unobserved_total ? ", " + std::to_string(unobserved_total) + " method layer(s) NOT OBSERVED (reasons above)" : "";
-  const std::string results =
-      changed ? ", " + std::to_string(changed) + " run(s) whose result tracing CHANGED (see their lines)" : "";
-  std::fputs(method_table(summary).c_str(), stderr);
-  std::fprintf(stderr, "harness: %d run(s) ok, %d failed, %zu combination(s) skipped%s%s%s; summary: %s\n", ok, failed,
-               in.skipped.size(), not_observed.c_str(), results.c_str(),
-               in.interrupted ? ", INTERRUPTED (partial results kept)" : "", shown((root / "summary.json").string()).c_str());
+  std::fputs(end_of_run_text(summary, root, kEndOfRunLines).c_str(), stderr);
+  const int ok = summary["counts"]["ok"].get<int>(), failed = summary["counts"]["failed"].get<int>();
   if (in.otlp) std::fprintf(stderr, "%s\n", in.otlp->console_line().c_str());  // the collector's state never changes the exit
   if (in.interrupted) return 130;
   if (failed || !in.write_error.empty()) return 1;

@@ -43,15 +43,26 @@ struct SummaryInputs {
   bool added_baseline;  // the untraced run was the harness's, not asked for
 };
 
-// summary.json: every combination's row, the skips, and for a command its verdict per
-// method; printed too where a person reads it (the verdict, the cost table).
+// summary.json: every combination's row, the skips, for a command its verdict per method,
+// the cost mode's figures, and "methods" (below).
 nlohmann::json build_summary(const SummaryInputs& in, const std::vector<ComboOutcome>& outcomes);
 
-// The end-of-run table: one row per method, what it observed on the workloads and on the
-// command (the worst program or layer, as the scoring wrote it), its slowdown per program
-// with its interval (--cost), and the events it lost; the report's first screen in plain
-// text, read from the same summary.json fields. Empty where no method but none ran.
+// summary.json's "methods" (schema/summary.v1.schema.json): one object per method, the
+// untraced baseline left out, with what it observed on each workload program (status and
+// reasons) and on the command (the worst layer), the events it lost and its slowdown per
+// program (--cost). Decided here once: the console's table and the report's first screen
+// read it, neither judges a program again.
+nlohmann::json methods_json(const nlohmann::json& summary);
+
+// The end-of-run table, one row per method read from summary["methods"] (computed from the
+// rest of `summary` where an older file lacks it). Empty where no method but none ran.
 std::string method_table(const nlohmann::json& summary);
+
+// What the console shows after the last run's line: the table, a line of reason per method
+// not complete somewhere (as many as fit), the counts, and where every detail is; at most
+// `max_lines` lines, however many methods and workloads ran, while the methods' rows fit.
+inline constexpr size_t kEndOfRunLines = 26;  // 30, less the lines the report and OTLP may add
+std::string end_of_run_text(const nlohmann::json& summary, const std::filesystem::path& root, size_t max_lines);
 
 // The last line, and the exit: 130 interrupted, 1 a run failed or results could not be
 // written, 3 nothing requested could run here, else 0.
