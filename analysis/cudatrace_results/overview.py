@@ -2,10 +2,11 @@
 program, what a call costs under it, its slowdown per program and what it lost, every cell
 read from what the harness wrote.
 
-The harness decides; this module selects and words. A combination's layers, its
-`unobserved`, `partly_observed`, `per_device_short`, `failed` and `loss` (summary.json
-combos[]), a command's `verdict.coverage[].status` and `verdict.per_device.short`, the cost
-mode's ratios and intervals and the benchmark's deltas are taken as written. Where several
+The harness decides; this module selects and words. summary.json's `methods` (each
+workload program's status and reasons, the command's status, the events lost), a command's
+`verdict.coverage[]` for the layers behind a cell, the cost mode's ratios and intervals and
+the benchmark's deltas are taken as written. A summary.json written before `methods` existed
+is read from its combinations (workload_status, _run_loss), as the harness would decide them. Where several
 are shown in one cell, the cell shows the worst of them and says how many there were; it
 never pools matched and expected calls of different programs into a share of its own.
 """
@@ -141,16 +142,36 @@ def one_line(reason):
     return lines[0] if lines else str(reason)
 
 
-def _workload_cell(combos):
-    """combos: one method's workload combinations (several runs: the worse of two for one program)."""
+def _decided(run, method):
+    """The run's summary.json `methods` entry for `method`; {} where it has none, None where
+    the file predates the field."""
+    methods = (run.summary or {}).get("methods")
+    if not isinstance(methods, list):
+        return None
+    return next((m for m in methods if m.get("method") == method), {})
+
+
+def _workload_programs(run, method):
+    """(program, status, one-line reason) per workload program of `method` in one run, as the
+    harness decided them; read from the combinations where the file predates `methods`."""
+    decided = _decided(run, method)
+    if decided is not None:
+        w = decided.get("workloads") or {}
+        return [(p["program"], p["status"], "; ".join(one_line(r) for r in p.get("reasons") or []))
+                for p in w.get("programs") or []]
+    return [(f'{c["workload"]}.{c.get("linkage") or ""}'.rstrip("."),) + workload_status(c)
+            for c in run.combos if c.get("method") == method and c.get("workload")]
+
+
+def _workload_cell(programs, not_run=None):
+    """programs: (program, status, reason) of one method over every run (several runs: the
+    worse of two for one program); not_run: why it ran on no workload, where the harness said."""
     by_program = {}
-    for c in combos:
-        key = f'{c["workload"]}.{c.get("linkage") or ""}'.rstrip(".")
-        status, why = workload_status(c)
+    for key, status, why in programs:
         if key not in by_program or ORDER.index(status) < ORDER.index(by_program[key][0]):
             by_program[key] = (status, why)
     if not by_program:
-        return None
+        return {"status": "not run", "text": "not run", "title": one_line(not_run)} if not_run else None
     counts = {}
     for status, _ in by_program.values():
         counts[status] = counts.get(status, 0) + 1
@@ -175,9 +196,41 @@ def _workload_cell(combos):
     return {"status": status, "text": text, "title": title, "counts": counts, "programs": by_program}
 
 
-def _program_cell(verdict, method, combos, not_run):
-    """A command's verdict for one method: the worst of its layers as the harness judged them."""
+def _decided_program_cell(d, rows, short):
+    """The command's cell as summary.json `methods[].command` decided it; its layers from the verdict."""
+    status = d.get("status", "partial")
+    if status in ("failed", "not run"):
+        return {"status": status, "text": status, "title": f'{status}: {one_line(d.get("reason") or "no reason written")}'}
+    text, cov = status, d.get("coverage")
+    if status in ("partial", "blind") and cov is not None:
+        text = f'{status} {coverage_text(cov)} {d.get("layer", "")}'
+    elif status == "not observed":
+        text = f'not observed: {d.get("layer", "")}'
+    if d.get("short"):
+        text = "complete in total, a process SHORT" if cov is not None and cov >= 1 else text + " · SHORT"
+    return {"status": status, "text": text, "title": "; ".join(_layer_parts(rows, short)) or one_line(d.get("reason", ""))}
+
+
+def _layer_parts(rows, short):
+    parts = []
+    for r in sorted(rows, key=lambda r: (ORDER.index(r.get("status", "partial")) if r.get("status") in ORDER else 0,
+                                         r.get("layer", ""))):
+        why = r.get("reason") or r.get("why") or ""
+        parts.append(f'{r["layer"]}: {r.get("status")} {coverage_text(r.get("coverage"))}'
+                     + (f" ({one_line(why)})" if why else ""))
+    for layer, lines in sorted(short.items()):
+        for line in lines[:2]:
+            parts.append(f"{layer} SHORT: {line}")
+    return parts
+
+
+def _program_cell(verdict, method, combos, not_run, decided=None):
+    """A command's verdict for one method: the worst of its layers as the harness judged them
+    (decided: summary.json `methods[].command` per method, where the file has it)."""
     rows = [r for r in (verdict or {}).get("coverage", []) if r.get("method") == method]
+    short = (((verdict or {}).get("per_device") or {}).get("short") or {}).get(method) or {}
+    if decided is not None:
+        return _decided_program_cell(decided[method], rows, short) if decided.get(method) else None
     failed = [c for c in combos if c.get("method") == method and c.get("ok", 1) == 0]
     if failed:
         return {"status": "failed", "text": "failed",
@@ -187,16 +240,7 @@ def _program_cell(verdict, method, combos, not_run):
             return {"status": "not run", "text": "not run", "title": one_line(not_run[method])}
         return None
     status = worst([r.get("status", "partial") for r in rows])
-    parts = []
-    for r in sorted(rows, key=lambda r: (ORDER.index(r.get("status", "partial")) if r.get("status") in ORDER else 0,
-                                         r.get("layer", ""))):
-        why = r.get("reason") or r.get("why") or ""
-        parts.append(f'{r["layer"]}: {r.get("status")} {coverage_text(r.get("coverage"))}'
-                     + (f" ({one_line(why)})" if why else ""))
-    short = (((verdict or {}).get("per_device") or {}).get("short") or {}).get(method) or {}
-    for layer, lines in sorted(short.items()):
-        for line in lines[:2]:
-            parts.append(f"{layer} SHORT: {line}")
+    parts = _layer_parts(rows, short)
     # The share shown is the worst layer's, as the harness wrote its coverage.
     shown = min(rows, key=lambda r: (ORDER.index(r["status"]) if r.get("status") in ORDER else 0,
                                      r.get("coverage") if r.get("coverage") is not None else 2))
@@ -291,7 +335,7 @@ def build(runs):
     def program(command, run):
         label, whole = command_label(command)
         p = programs.setdefault(whole or label, {"label": label, "command": whole, "verdict": None, "cost": None,
-                                                 "combos": [], "not_run": {}, "runs": []})
+                                                 "combos": [], "not_run": {}, "runs": [], "decided": None})
         if run.run_id not in p["runs"]:
             p["runs"].append(run.run_id)
         return p
@@ -312,6 +356,8 @@ def build(runs):
             p = p or program(program_command(s), run)
             if s.get("verdict") is not None:
                 p["verdict"] = s["verdict"]
+            if isinstance(s.get("methods"), list):
+                p["decided"] = {m.get("method"): m.get("command") for m in s["methods"]}
             p["combos"] += [c for c in run.combos if not c.get("workload")]
             for k in s.get("skipped", []):
                 if not k.get("workload") and k.get("method"):
@@ -333,6 +379,9 @@ def build(runs):
 
     for c in combos:
         add(c.get("method"))
+    for r in runs:
+        for m in (r.summary or {}).get("methods") or []:
+            add(m.get("method"))
     for p in plist:
         for r in (p["verdict"] or {}).get("coverage", []):
             add(r.get("method"))
@@ -353,39 +402,57 @@ def build(runs):
 
     rows = {}
     for m in methods:
-        mine = [c for c in combos if c.get("method") == m]
-        workload = _workload_cell([c for c in mine if c.get("workload")])
-        per_program = {p["anchor"]: _program_cell(p["verdict"], m, p["combos"], p["not_run"]) for p in plist}
+        decided_workloads = [(_decided(r, m) or {}).get("workloads") or {} for r in runs]
+        workload = _workload_cell([e for r in runs for e in _workload_programs(r, m)],
+                                  next((w.get("reason") for w in decided_workloads if w.get("status") == "not run"), None))
+        per_program = {p["anchor"]: _program_cell(p["verdict"], m, p["combos"], p["not_run"], p["decided"])
+                       for p in plist}
         launch = bench_row(m, LAUNCH_CALLS)
         cheap = bench_row(m, CHEAP_CALLS)
         slow = {p["anchor"] + ":" + p["label"]: _slowdown_cell(p["cost"], m) for p in slowdown_programs}
         rows[m] = {"workloads": workload, "programs": per_program, "launch": _cost_cell(launch),
-                   "cheap": _cost_cell(cheap), "slowdown": slow, "loss": _loss_cell(mine)}
+                   "cheap": _cost_cell(cheap), "slowdown": slow, "loss": _loss_cell([_run_loss(r, m) for r in runs])}
     return {"methods": methods, "programs": plist, "slowdown_programs": slowdown_programs, "rows": rows,
             "launch_call": next((c for c in LAUNCH_CALLS if any(r["call"] == c for r in bench_rows)), None),
             "cheap_call": next((c for c in CHEAP_CALLS if any(r["call"] == c for r in bench_rows)), None),
             "facts": run_facts(runs)}
 
 
-def _loss_cell(combos):
-    """Lost events over a method's combinations, each counted as the harness counts a run's
-    (lost_events); a zero beside a layer it never observed says so."""
+def _run_loss(run, method):
+    """One run's lost events for `method` as summary.json `methods[].lost` says them (None where
+    it ran nothing); for a file that predates the field, counted here from its combinations as
+    the harness counts a run's (lost_events)."""
+    decided = _decided(run, method)
+    if decided is not None:
+        return decided.get("lost")
+    combos = [c for c in run.combos if c.get("method") == method]
     if not combos:
         return None
     lossy = [(c, lost_events(c.get("loss"))) for c in combos]
-    lossy = [(c, n) for c, n in lossy if n > 0]
-    blind = sorted({u["layer"] for c in combos for u in (c.get("unobserved") or [])})
+    return {"events": sum(n for _, n in lossy), "combinations": sum(1 for _, n in lossy if n > 0), "of": len(combos),
+            "where": [{"program": f'{c.get("workload") or "command"}{"." + c["linkage"] if c.get("linkage") else ""}',
+                       "events": n, "counters": lost_text(c.get("loss"))} for c, n in lossy if n > 0],
+            "layers_unobserved": sorted({u["layer"] for c in combos for u in (c.get("unobserved") or [])})}
+
+
+def _loss_cell(losses):
+    """A method's lost events over the runs given (each run's as the harness counted it); a zero
+    beside a layer it never observed says so."""
+    losses = [x for x in losses if x]
+    if not losses:
+        return None
+    total, lossy = sum(x.get("events", 0) for x in losses), sum(x.get("combinations", 0) for x in losses)
+    of = sum(x.get("of", 0) for x in losses)
+    blind = sorted({layer for x in losses for layer in x.get("layers_unobserved") or []})
     if lossy:
-        total = sum(n for _, n in lossy)
-        where = [f'{c.get("workload") or "command"}{"." + c["linkage"] if c.get("linkage") else ""}: '
-                 f'{lost_text(c.get("loss"))}' for c, _ in lossy]
-        return {"status": "bad", "text": f"{total:,} in {len(lossy)} of {len(combos)}",
+        where = [f'{w["program"]}: {w["counters"]}' for x in losses for w in x.get("where") or []]
+        return {"status": "bad", "text": f"{total:,} in {lossy} of {of}",
                 "title": "; ".join(where[:6]) + (" …" if len(where) > 6 else "")}
     if blind:
         return {"status": "part", "text": "0, " + ", ".join(blind) + " not always seen",
                 "title": "no counter lost anything, but a layer it exists to observe went unobserved in "
                          "some programs: nothing there could be counted as lost"}
-    return {"status": "good", "text": "0", "title": f"every loss counter 0 in all {len(combos)} combinations"}
+    return {"status": "good", "text": "0", "title": f"every loss counter 0 in all {of} combinations"}
 
 
 def run_facts(runs):

@@ -464,6 +464,46 @@ class Overview(unittest.TestCase):
         self.assertEqual(cell["text"], "partial 31.8% runtime · SHORT")
         self.assertIn("SHORT", cell["title"])
 
+    def test_the_harness_decision_is_read_where_written(self):
+        # summary.json `methods` (harness/out/method_table.cpp): each cell is what it says, even
+        # where the combinations alone would read otherwise (they say preload's vecadd.shared
+        # was complete and lost nothing).
+        runs = results.load_runs([os.path.join(SOURCE, "docs", "results", "h100", "matrix"), fixture("twogpu-command")])
+        matrix, command = runs
+        matrix.summary["methods"] = [
+            {"method": "preload", "command": None, "slowdown": [],
+             "workloads": {"status": "failed", "counts": {"failed": 1}, "not_run": 0, "programs": [
+                 {"program": "vecadd.shared", "status": "failed",
+                  "reasons": ["failed: /opt/x/site-packages/lib/libfoo.so refused; exit 3"]}]},
+             "lost": {"events": 7, "combinations": 1, "of": 1, "layers_unobserved": [],
+                      "where": [{"program": "vecadd.shared", "events": 7, "counters": "ring_full=7"}]}},
+            {"method": "nsys", "command": None, "lost": None, "slowdown": [],
+             "workloads": {"status": "not run", "counts": {}, "programs": [], "not_run": 16,
+                           "reason": "nsys is not installed"}}]
+        command.summary["methods"] = [
+            {"method": "preload", "workloads": None, "lost": None, "slowdown": [],
+             "command": {"status": "failed", "reason": "the traced run exited 1"}},
+            {"method": "cupti", "workloads": None, "lost": None, "slowdown": [],
+             "command": {"status": "partial", "layer": "driver", "coverage": 1.0, "short": True, "reason": ""}}]
+        with open(os.path.join(SOURCE, "schema", "summary.v1.schema.json")) as f:
+            schema = json.load(f)
+        for run in runs:
+            self.assertEqual(validate(run.summary, schema, schema), [])
+        o = results.overview.build(runs)
+        rows = o["rows"]
+        self.assertEqual(rows["preload"]["workloads"]["status"], "failed")
+        self.assertEqual(rows["preload"]["workloads"]["text"], "failed · all 1")
+        self.assertIn("libfoo.so refused", rows["preload"]["workloads"]["title"])
+        self.assertNotIn("/opt/x/", rows["preload"]["workloads"]["title"])
+        self.assertEqual(rows["preload"]["loss"]["text"], "7 in 1 of 1")
+        self.assertEqual(rows["nsys"]["workloads"]["text"], "not run")
+        self.assertEqual(rows["nsys"]["workloads"]["title"], "nsys is not installed")
+        self.assertIsNone(rows["uprobe"]["workloads"], "the field names no uprobe entry: nothing is judged here")
+        anchor = o["programs"][0]["anchor"]
+        self.assertEqual(rows["preload"]["programs"][anchor]["text"], "failed")
+        self.assertEqual(rows["cupti"]["programs"][anchor]["text"], "complete in total, a process SHORT")
+        self.assertEqual(rows["cupti"]["programs"][anchor]["status"], "partial")
+
 
 if __name__ == "__main__":
     unittest.main()
