@@ -286,6 +286,9 @@ std::string lost_cell(const json& l) {
   return l.value("layers_unobserved", json::array()).empty() ? "0" : "0, a layer unseen";
 }
 
+// A cell past this is cut with "...": the row stays one line on a terminal.
+constexpr size_t kCellWidth = 40;
+
 // Past this many programs the cost mode's slowdown is one column, the highest ratio of each
 // method: a column per program would not fit a terminal's width.
 constexpr size_t kSlowdownColumns = 2;
@@ -308,7 +311,9 @@ std::vector<std::string> method_row(const json& m, bool workloads, bool command,
       if (s.contains("ratio") && s["ratio"].is_object() &&
           (!highest || s["ratio"].value("value", 0.0) > (*highest)["ratio"].value("value", 0.0)))
         highest = &s;
-    row.push_back(highest ? slowdown_cell(*highest) + " " + highest->value("program", "") : slow.empty() ? "-" : "no figure");
+    const bool not_run = !slow.empty() && std::all_of(slow.begin(), slow.end(), [](const json& s) { return s.contains("not_run"); });
+    row.push_back(highest ? slowdown_cell(*highest) + " " + highest->value("program", "")
+                  : slow.empty() ? "-" : not_run ? "not run" : "no figure");
   }
   row.push_back(lost_cell(m.value("lost", json())));
   return row;
@@ -377,13 +382,13 @@ std::string method_table(const json& summary) {
   std::vector<size_t> width(heads.size());
   for (size_t i = 0; i < heads.size(); ++i) {
     width[i] = heads[i].size();
-    for (const auto& r : rows) width[i] = std::max(width[i], std::min<size_t>(r[i].size(), 34));
+    for (const auto& r : rows) width[i] = std::max(width[i], std::min<size_t>(r[i].size(), kCellWidth));
   }
   std::string out;
   auto line = [&](const std::vector<std::string>& cells) {
     std::string l = " ";
     for (size_t i = 0; i < cells.size(); ++i) {
-      const std::string c = cut(cells[i], 34);
+      const std::string c = cut(cells[i], kCellWidth);
       l += " " + c + std::string(width[i] - std::min(width[i], c.size()), ' ') + " ";
     }
     while (!l.empty() && l.back() == ' ') l.pop_back();
