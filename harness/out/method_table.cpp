@@ -136,6 +136,8 @@ json command_of(const std::string& method, const json& summary) {
       worst = &r, coverage = cov;
   }
   if (!worst) {
+    for (const auto& c : summary.value("combos", json::array()))
+      if (c.value("method", "") == method && !is_workload(c)) return {{"status", "nothing to see"}, {"reason", ""}};
     for (const auto& s : summary.value("skipped", json::array()))
       if (s.value("method", "") == method && !is_workload(s)) return {{"status", "not run"}, {"reason", text_of(s, "reason")}};
     const json programs = summary.contains("cost") ? summary["cost"].value("programs", json::array()) : json::array();
@@ -339,6 +341,17 @@ std::string short_paths(const std::string& s) {
   return out;
 }
 
+// Why a method that ran nowhere was skipped, without the skip's "method NAME: " (the line
+// names every method that shares the reason); "" where it ran somewhere.
+std::string skip_reason(const json& m) {
+  const json w = m.value("workloads", json()), c = m.value("command", json());
+  const auto nowhere = [](const json& cell) { return cell.is_null() || cell.value("status", "") == "not run"; };
+  if (!nowhere(w) || !nowhere(c) || (w.is_null() && c.is_null())) return "";
+  std::string why = text_of(w.is_object() ? w : c, "reason", "no reason written");
+  if (const std::string prefix = "method " + m.value("method", "") + ": "; why.rfind(prefix, 0) == 0) why = why.substr(prefix.size());
+  return why;
+}
+
 // The one-line reason of a method that is not complete somewhere: its workloads' (the
 // reason most of its worst programs share) and its command's.
 std::string reason_line(const json& m) {
@@ -419,8 +432,15 @@ std::string end_of_run_text(const json& summary, const std::filesystem::path& ro
   const auto lines_in = [](const std::string& s) { return size_t(std::count(s.begin(), s.end(), '\n')); };
   const json methods = summary.contains("methods") ? summary["methods"] : methods_json(summary);
   std::vector<std::string> reasons;
+  std::map<std::string, std::vector<std::string>> skipped;  // reason -> the methods that ran nowhere for it
   for (const auto& m : methods)
-    if (std::string r = reason_line(m); !r.empty()) reasons.push_back(r);
+    if (const std::string why = skip_reason(m); !why.empty()) skipped[why].push_back(m.value("method", ""));
+    else if (std::string r = reason_line(m); !r.empty()) reasons.push_back(r);
+  for (const auto& [why, which] : skipped) {
+    std::string names;
+    for (const auto& n : which) names += (names.empty() ? "" : ", ") + n;
+    reasons.push_back("  not run: " + shown(names + ": " + short_paths(why), 130) + "\n");
+  }
   const size_t room = max_lines > lines_in(out) + 2 ? max_lines - lines_in(out) - 2 : 0;
   for (size_t i = 0; i < reasons.size() && room > 0; ++i) {
     if (i + 1 == room && reasons.size() > room) {
