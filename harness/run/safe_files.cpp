@@ -6,6 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -161,6 +163,170 @@ void hand_over_created_folders(const std::vector<fs::path>& folders, uid_t uid, 
     if (fstat(dir, &st) == 0 && st.st_uid == geteuid()) (void)!fchown(dir, uid, gid);
     close(dir);
   }
+}
+
+namespace {
+
+std::string fd_path(int fd) { return "/proc/self/fd/" + std::to_string(fd); }
+
+// One name of a folder's entries: never a path (a '/' would walk on by name, through links).
+bool plain_name(const std::string& name) {
+  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos &&
+         name.find('\0') == std::string::npos;
+}
+
+// An open of a link with O_DIRECTORY|O_NOFOLLOW fails ENOTDIR (or ELOOP without
+// O_DIRECTORY): told apart from a file so that the message says "link".
+int why_not_entered(int dir, const char* name, int err) {
+  struct stat st {};
+  if ((err == ENOTDIR || err == ELOOP) && fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+    return S_ISLNK(st.st_mode) ? ELOOP : ENOTDIR;
+  return err;
+}
+
+std::string not_entered(const fs::path& path, int err) {
+  switch (err) {
+    case ELOOP:
+      return shown(path.string()) + " is a link: not followed";
+    case ENOTDIR:
+      return shown(path.string()) + " is not a folder";
+    case ENOENT:
+      return "no such folder: " + shown(path.string());
+    case EINVAL:
+      return shown(path.string()) + " is not one name in its folder";
+    default:
+      return "cannot open " + shown(path.string()) + ": " + reason(err);
+  }
+}
+
+// The readers are handed /proc/self/fd/<fd>/...: that must lead to the folder held. Where it
+// does not (no /proc in a chroot or a container), reading by name instead would follow links
+// again, so the export stops and says why.
+void check_proc_leads_back(int fd, const fs::path& path) {
+  struct stat held {}, via {};
+  if (fstat(fd, &held) == 0 && stat(fd_path(fd).c_str(), &via) == 0 && held.st_dev == via.st_dev &&
+      held.st_ino == via.st_ino)
+    return;
+  close(fd);
+  throw std::runtime_error("cannot read " + shown(path.string()) +
+                           " without following links: /proc/self/fd does not lead back to the folder held "
+                           "(is /proc mounted?)");
+}
+
+}  // namespace
+
+HeldDir::HeldDir(int fd, fs::path shown) : fd_(fd), shown_(std::move(shown)) {}
+
+HeldDir::~HeldDir() {
+  if (fd_ >= 0) close(fd_);
+}
+
+HeldDir& HeldDir::operator=(HeldDir&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0) close(fd_);
+    fd_ = o.fd_;
+    shown_ = std::move(o.shown_);
+    o.fd_ = -1;
+  }
+  return *this;
+}
+
+HeldDir HeldDir::open(const fs::path& path) {
+  std::string p = path.string();
+  for (;;) {  // "dir/" and "dir/." name dir, but open() would follow dir when it is a link
+    if (p.size() > 1 && p.back() == '/') {
+      p.pop_back();
+    } else if (p.size() > 2 && p.compare(p.size() - 2, 2, "/.") == 0) {
+      p.resize(p.size() - 2);
+    } else {
+      break;
+    }
+  }
+  if (p.empty()) throw std::runtime_error("no such folder: ''");
+  const int fd = ::open(p.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = why_not_entered(AT_FDCWD, p.c_str(), errno);
+    throw std::runtime_error(err == ELOOP ? shown(p) + " is a link: give the folder it names" : not_entered(p, err));
+  }
+  check_proc_leads_back(fd, p);
+  return HeldDir(fd, p);
+}
+
+std::optional<HeldDir> HeldDir::try_sub(const std::string& name, int* err) const {
+  if (!plain_name(name)) {
+    if (err) *err = EINVAL;
+    return std::nullopt;
+  }
+  const int fd = openat(fd_, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    const int e = why_not_entered(fd_, name.c_str(), errno);
+    if (err) *err = e;
+    return std::nullopt;
+  }
+  check_proc_leads_back(fd, shown_ / name);
+  return HeldDir(fd, shown_ / name);
+}
+
+HeldDir HeldDir::sub(const std::string& name) const {
+  int err = 0;
+  std::optional<HeldDir> d = try_sub(name, &err);
+  if (!d) throw std::runtime_error(not_entered(shown_ / name, err));
+  return std::move(*d);
+}
+
+bool HeldDir::has(const std::string& name) const {
+  struct stat st {};
+  return plain_name(name) && fstatat(fd_, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+std::vector<std::string> HeldDir::names() const {
+  std::vector<std::string> out;
+  // A descriptor of its own: readdir moves the offset, which a dup() would share with fd_.
+  const int copy = openat(fd_, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (copy < 0) throw std::runtime_error("cannot list " + shown(shown_.string()) + ": " + reason(errno));
+  DIR* d = fdopendir(copy);
+  if (!d) {
+    close(copy);
+    throw std::runtime_error("cannot list " + shown(shown_.string()) + ": " + reason(errno));
+  }
+  while (const dirent* e = readdir(d))
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) out.emplace_back(e->d_name);
+  closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string HeldDir::path_of(const std::string& name) const {
+  if (name.empty()) return fd_path(fd_);
+  if (!plain_name(name)) throw std::runtime_error(shown((shown_ / name).string()) + " is not one name in its folder");
+  return fd_path(fd_) + "/" + name;
+}
+
+std::string HeldDir::named(const std::string& message) const {
+  const std::string prefix = fd_path(fd_), as = shown(shown_.string());
+  std::string out;
+  size_t from = 0;
+  for (size_t at; (at = message.find(prefix, from)) != std::string::npos; from = at + prefix.size()) {
+    const size_t end = at + prefix.size();
+    const bool whole = end == message.size() || !std::isdigit(static_cast<unsigned char>(message[end]));
+    out.append(message, from, at - from).append(whole ? as : prefix);  // fd 1 is not fd 12
+  }
+  return out.append(message, from, std::string::npos);
+}
+
+int HeldDir::create_file(const std::string& name, mode_t mode) const {
+  if (!plain_name(name)) throw WriteError(shown((shown_ / name).string()) + " is not one name in its folder");
+  const int fd = openat(fd_, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+  if (fd < 0) {
+    const int err = errno;
+    throw WriteError("cannot create " + shown((shown_ / name).string()) + ": " + reason(err) +
+                     (err == EEXIST ? " (it exists: not overwritten)" : ""));
+  }
+  return fd;
+}
+
+bool HeldDir::remove_file(const std::string& name) const {
+  return plain_name(name) && unlinkat(fd_, name.c_str(), 0) == 0;
 }
 
 SpaceReserve::SpaceReserve(const fs::path& folder, uint64_t bytes) : path_(folder / ".space-reserve") {
