@@ -84,17 +84,16 @@ void print_list_json(const HostFacts& host) {
 
 // --export-otlp DIR [-o FILE] [--otlp-endpoint URL]: every run in DIR as OTLP JSON lines.
 // Root writes FILE exclusively and never through a link (the default, DIR/otlp.jsonl, is
-// this command's own output and is replaced), and hands it to the user who called sudo.
+// this command's own output and is replaced, in DIR as held open: never through a link
+// swapped in for DIR), and hands it to the user who called sudo.
 int export_otlp(const Options& opts) {
-  const std::vector<std::filesystem::path> folders = otlp_run_folders(opts.export_otlp);
-  const std::filesystem::path file = opts.otlp_file.empty() ? opts.export_otlp / "otlp.jsonl" : opts.otlp_file;
-  if (opts.otlp_file.empty()) std::filesystem::remove(file);
-  const int fd = create_exclusive(file);
-  if (fd < 0) {
-    const int err = errno;
-    throw std::runtime_error("cannot create " + file.string() + ": " + std::strerror(err) +
-                             (err == EEXIST ? " (it exists: not overwritten)" : ""));
-  }
+  const OtlpRuns runs = otlp_run_folders(opts.export_otlp);
+  const bool in_dir = opts.otlp_file.empty();
+  const std::filesystem::path file = in_dir ? runs.top.shown_path("otlp.jsonl") : opts.otlp_file;
+  // Where a failed export's partial file is removed: by its name in DIR held, or FILE's path.
+  const std::filesystem::path remove_as = in_dir ? std::filesystem::path(runs.top.path_of("otlp.jsonl")) : file;
+  if (in_dir) runs.top.remove_file("otlp.jsonl");
+  const int fd = in_dir ? runs.top.create_file("otlp.jsonl") : create_exclusive(file);
   if (const auto user = invoking_user(); user && fchown(fd, user->uid, user->gid) != 0)
     std::fprintf(stderr, "harness: cannot hand %s to %s: %s\n", file.c_str(), user->user.c_str(), std::strerror(errno));
   std::unique_ptr<OtlpHttpSender> sender;
@@ -103,24 +102,25 @@ int export_otlp(const Options& opts) {
   OtlpStats stats;
   std::vector<std::string> skipped;  // runs that could not be read: the others are still exported
   try {
-    EventWriter out(fd, file);  // a failed write removes the partial file
-    for (const auto& folder : folders) {
+    EventWriter out(fd, remove_as);  // a failed write removes the partial file
+    for (size_t i = 0; i < runs.size(); ++i) {
       bool wrote = false;
       try {
-        stats.add(otlp_of_run(folder, [&](const std::string& line) {
+        stats.add(otlp_of_run(runs, i, [&](const std::string& line) {
           wrote = true;
           out.write_line(line);
           if (sender && send_error.empty()) send_error = sender->send(line);
         }));
       } catch (const std::exception& e) {
         if (wrote) throw;  // half a run in the file: the whole export fails
-        skipped.push_back(shown(folder.filename().string()) + ": " + e.what());
+        skipped.push_back(shown(runs.names[i]) + ": " + e.what());
       }
     }
     out.close();
-  } catch (...) {
-    std::filesystem::remove(file);  // a run it could not read: no half file left behind either
-    throw;
+  } catch (const std::exception& e) {
+    std::error_code ec;
+    std::filesystem::remove(remove_as, ec);  // a run it could not read: no half file left behind either
+    throw std::runtime_error(runs.top.named(e.what()));
   }
   std::printf("harness: wrote %s: %zu spans (%zu linked to their launch) of %zu run(s), %zu lines%s\n", file.c_str(),
               stats.spans, stats.linked_spans, stats.runs, stats.lines,
@@ -131,7 +131,7 @@ int export_otlp(const Options& opts) {
   for (const auto& why : skipped) std::fprintf(stderr, "harness: run not exported: %s\n", why.c_str());
   if (!skipped.empty())
     std::fprintf(stderr, "harness: %zu run(s) of %zu not exported (reasons above); the others are in %s\n", skipped.size(),
-                 folders.size(), file.c_str());
+                 runs.size(), file.c_str());
   if (!sender) return skipped.empty() ? 0 : 1;
   if (!send_error.empty()) {
     std::fprintf(stderr, "harness: OTLP: %s (the file is complete)\n", send_error.c_str());

@@ -3,10 +3,12 @@
 #include "common/event_store.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <climits>
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <stdexcept>
 
 #include "common/clock.h"
@@ -241,23 +243,25 @@ std::string otlp_error_of(const std::string& layer, int64_t ret, const json& arg
   return "";
 }
 
-std::vector<fs::path> otlp_run_folders(const fs::path& dir) {
-  std::error_code ec;
-  // Root may export a folder the user owns: a link there is not followed.
-  if (fs::is_symlink(dir, ec)) throw std::runtime_error(dir.string() + " is a link: give the folder it names");
-  if (!fs::is_directory(dir, ec)) throw std::runtime_error("no such folder: " + dir.string());
-  if (fs::exists(dir / "run.json", ec)) return {dir};
-  std::vector<fs::path> out;
-  if (fs::is_symlink(dir / "runs", ec))
-    throw std::runtime_error(shown((dir / "runs").string()) + " is a link: not followed (a results folder's runs/ never is one)");
-  if (fs::is_directory(dir / "runs", ec))
-    for (const auto& entry : fs::directory_iterator(dir / "runs", ec))
-      if (entry.is_directory(ec) && !entry.is_symlink(ec) && fs::exists(entry.path() / "run.json", ec))
-        out.push_back(entry.path());
-  if (out.empty())
-    throw std::runtime_error(dir.string() +
+OtlpRuns otlp_run_folders(const fs::path& dir) {
+  // Root may export a folder the user owns: no link at or below DIR is followed (HeldDir).
+  OtlpRuns out{HeldDir::open(dir), std::nullopt, {}};
+  if (out.top.has("run.json")) {
+    out.names.push_back(out.top.shown_path().filename().string());
+    return out;
+  }
+  int err = 0;
+  out.runs = out.top.try_sub("runs", &err);
+  if (!out.runs && err == ELOOP)
+    throw std::runtime_error(shown(out.top.shown_path("runs").string()) +
+                             " is a link: not followed (a results folder's runs/ never is one)");
+  if (out.runs)
+    for (const std::string& name : out.runs->names())  // a combo that is a link is no run
+      if (const std::optional<HeldDir> combo = out.runs->try_sub(name); combo && combo->has("run.json"))
+        out.names.push_back(name);
+  if (out.names.empty())
+    throw std::runtime_error(shown(dir.string()) +
                              " holds no run: give a results folder (results/<run-id>) or one of its runs/<combo>");
-  std::sort(out.begin(), out.end());
   return out;
 }
 
@@ -275,16 +279,20 @@ size_t otlp_event_bound() {
 }
 }  // namespace
 
-OtlpStats otlp_of_run(const fs::path& folder, const OtlpSink& sink) {
-  const json run = read_json_file(folder / "run.json");
-  const fs::path manifest_path = folder.parent_path().parent_path() / "manifest.json";
+namespace {
+
+// The run in `folder` (held), its results' manifest in `results` (held, or a path above the
+// folder given). Messages name the files by their /proc/self/fd paths: the caller renames.
+OtlpStats otlp_of_held_run(const std::string& name, const HeldDir& folder, const fs::path& manifest_path,
+                           const OtlpSink& sink) {
+  const json run = read_json_file(folder.path_of("run.json"));
   std::error_code ec;
   const json manifest = fs::exists(manifest_path, ec) ? read_json_file(manifest_path) : json::object();
   // OTLP's spans are assembled from a run's events held together: bounded in number, so
   // that a folder the user rewrote cannot make the root harness hold what it likes.
   EventStream stream;
   const size_t max_events = otlp_event_bound();
-  if (const fs::path file = events_file_of(folder); fs::exists(file, ec)) {
+  if (const fs::path file = events_file_of(folder.path_of()); fs::exists(file, ec)) {
     StoreLimits limits;
     limits.max_file_bytes = kMaxEventBytes;
     limits.max_inflated_bytes = kMaxEventBytes * 64;
@@ -292,13 +300,31 @@ OtlpStats otlp_of_run(const fs::path& folder, const OtlpSink& sink) {
     Event e;
     while (in.next(e)) {
       if (stream.events.size() + stream.meta.size() >= max_events)
-        throw std::runtime_error(shown(file.string()) + ": more than " + std::to_string(max_events) +
+        throw std::runtime_error(file.string() + ": more than " + std::to_string(max_events) +
                                  " events, over what one run's export may hold in half this machine's available "
                                  "memory: not exported");
       (e.is_meta() ? stream.meta : stream.events).push_back(std::move(e));
     }
   }
-  return otlp_of_run(folder.filename().string(), run, manifest, stream.events, sink);
+  return otlp_of_run(name, run, manifest, stream.events, sink);
+}
+
+}  // namespace
+
+OtlpStats otlp_of_run(const OtlpRuns& runs, size_t i, const OtlpSink& sink) {
+  const std::string& name = runs.names.at(i);
+  // The combo is entered again, from runs/ held: it may have become a link since it was listed.
+  const std::optional<HeldDir> combo = runs.runs ? std::optional<HeldDir>(runs.runs->sub(name)) : std::nullopt;
+  const HeldDir& folder = combo ? *combo : runs.top;
+  // The manifest is the results folder's: DIR's own, or two up from DIR when DIR is the run
+  // (reached through ".." of the folder held, not by the path's names).
+  const fs::path manifest = runs.runs ? fs::path(runs.top.path_of("manifest.json"))
+                                      : fs::path(runs.top.path_of()) / ".." / ".." / "manifest.json";
+  try {
+    return otlp_of_held_run(name, folder, manifest, sink);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(runs.top.named(folder.named(e.what())));
+  }
 }
 
 OtlpStats otlp_of_run(const std::string& folder_name, const json& run, const json& manifest,

@@ -27,12 +27,14 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "common/event.h"
+#include "harness/run/safe_files.h"
 
 namespace cudatrace {
 
@@ -52,15 +54,26 @@ struct OtlpStats {
 // Receives each TracesData line (without its newline).
 using OtlpSink = std::function<void(const std::string& line)>;
 
-// The run folders under DIR: DIR itself when it is one (it has run.json), else each
-// DIR/runs/<combo> that has run.json, in name order. Throws with a one-line reason when
-// there is none.
-std::vector<std::filesystem::path> otlp_run_folders(const std::filesystem::path& dir);
+// The run folders under DIR, held open: DIR itself when it is one (it has run.json), else
+// each DIR/runs/<combo> that has run.json, in name order. Root may export a folder the user
+// owns: DIR, runs/ and each combo are entered never through a link, and every file is read
+// through the folder held (harness/run/safe_files.h, HeldDir), so that a name swapped for a
+// link to a root-only folder leads nowhere. runs/ as a link is refused; a combo that is a
+// link is not a run.
+struct OtlpRuns {
+  HeldDir top;                      // DIR
+  std::optional<HeldDir> runs;      // DIR/runs, when the runs are below it
+  std::vector<std::string> names;   // the combos' names, or DIR's own name
+  size_t size() const { return names.size(); }
+};
+// Throws with a one-line reason when there is no run.
+OtlpRuns otlp_run_folders(const std::filesystem::path& dir);
 
-// One run folder's events as TracesData lines. Reads run.json, events.jsonl (when there is
-// one) and ../../manifest.json, each never through a link and within a bound. Throws on a
-// file it cannot read.
-OtlpStats otlp_of_run(const std::filesystem::path& run_folder, const OtlpSink& sink);
+// Run `i` of `runs` as TracesData lines. Reads run.json, the events (when there are some)
+// and the results' manifest.json (DIR's; ../../manifest.json when DIR is the run), each
+// never through a link, not one with a second hard link, and within a bound. Throws, in
+// one line, on a file it cannot read or a combo that is no longer a folder to enter.
+OtlpStats otlp_of_run(const OtlpRuns& runs, size_t i, const OtlpSink& sink);
 // The same from what a run already holds in memory (the matrix, as each run finishes):
 // its folder's name, run.json's content, the results' manifest and its events.
 OtlpStats otlp_of_run(const std::string& folder_name, const nlohmann::json& run, const nlohmann::json& manifest,

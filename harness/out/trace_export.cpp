@@ -4,8 +4,10 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "common/event_io.h"
@@ -39,22 +41,16 @@ nlohmann::json slice(const Event& e, int64_t pid, const std::string& category) {
 
 }  // namespace
 
-size_t export_trace(const std::filesystem::path& run_dir) {
-  // Root may export a folder the user owns: no link in it is followed (the folder itself,
-  // target/, the files), so that nothing root alone may read lands in the user's trace.
-  std::error_code ec;
-  if (std::filesystem::is_symlink(run_dir, ec))
-    throw std::runtime_error(shown(run_dir.string()) + " is a link: give the folder it names");
-  // Written as a stream, one trace event a line, as the events are read: a run of 10^8
-  // events is never held. Root may run this on a folder it already handed to the user:
-  // created exclusively, never through a link; a failed write removes the partial file.
-  std::filesystem::remove(run_dir / "trace.json");
-  EventWriter out(run_dir / "trace.json");
+namespace {
+
+// The trace, written through `out`, from the folder held: its events, then the ledgers of
+// its target/ (or of the folder itself, for a run of before target/ existed).
+size_t write_trace(const HeldDir& run, EventWriter& out) {
   size_t n = 0;
   auto put = [&](const nlohmann::json& j) { out.write_line((n++ ? "," : "") + dump_safe(j)); };
   out.write_line("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
   std::set<int64_t> traced_pids, ledger_pids;
-  if (const auto file = events_file_of(run_dir); std::filesystem::exists(file)) {
+  if (const auto file = events_file_of(run.path_of()); std::filesystem::exists(file)) {
     StoreLimits limits;
     limits.max_inflated_bytes = uint64_t(256) << 30;  // a folder the user owns: no zstd bomb
     EventReader in(file, limits);
@@ -65,12 +61,14 @@ size_t export_trace(const std::filesystem::path& run_dir) {
         if (traced_pids.size() < 100000) traced_pids.insert(e.pid);
       }
   }
-  // The program's ledgers (one per process) are in its own folder, target/ (never a link).
-  const auto target = run_dir / "target";
-  const bool own_target = std::filesystem::is_directory(target, ec) && !std::filesystem::is_symlink(target, ec);
-  if (own_target || !std::filesystem::exists(target, ec)) {
+  // The program's ledgers (one per process) are in its own folder, target/, entered never
+  // through a link: a target/ that is a link (or not a folder) is not read.
+  int err = 0;
+  const std::optional<HeldDir> target = run.try_sub("target", &err);
+  if (target || err == ENOENT) {
+    const HeldDir& ledgers = target ? *target : run;
     // Streamed, within the bound a run had at most (half the disk's free space).
-    (void)read_ledgers(own_target ? target : run_dir, half_free_space(run_dir), [&](const Event& e) {
+    (void)read_ledgers(ledgers.path_of(), half_free_space(ledgers.path_of()), [&](const Event& e) {
       if (e.is_meta()) return;
       put(slice(e, e.pid + kLedgerPidOffset, "ledger"));
       if (ledger_pids.size() < 100000) ledger_pids.insert(e.pid);
@@ -86,21 +84,46 @@ size_t export_trace(const std::filesystem::path& run_dir) {
   return n;
 }
 
+}  // namespace
+
+size_t export_trace(const std::filesystem::path& run_dir) {
+  // Root may export a folder the user owns: the folder is held open (never through a link)
+  // and everything below it is reached from it, so that a name swapped for a link to a
+  // root-only folder, before or during the export, leads nowhere (safe_files.h, HeldDir).
+  const HeldDir run = HeldDir::open(run_dir);
+  // Written as a stream, one trace event a line, as the events are read: a run of 10^8
+  // events is never held. Root may run this on a folder it already handed to the user:
+  // created exclusively in the folder held, never through a link; a failed write removes
+  // the partial file (by its name in the folder held).
+  run.remove_file("trace.json");
+  try {
+    EventWriter out(run.create_file("trace.json"), run.path_of("trace.json"));
+    return write_trace(run, out);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(run.named(e.what()));
+  }
+}
+
 int export_jsonl(const std::filesystem::path& run_dir, const std::filesystem::path& file) {
-  const std::filesystem::path events = events_file_of(run_dir);
-  if (!std::filesystem::exists(events))
-    throw std::runtime_error("no events in " + run_dir.string() + " (give results/<run-id>/runs/<combo>)");
+  const HeldDir run = HeldDir::open(run_dir);  // as export_trace: never through a link below it
+  if (!run.has(kEventsFile) && !run.has("events.jsonl"))
+    throw std::runtime_error("no events in " + shown(run_dir.string()) + " (give results/<run-id>/runs/<combo>)");
+  const std::filesystem::path events = events_file_of(run.path_of());
   StoreLimits limits;
   limits.max_inflated_bytes = uint64_t(256) << 30;  // a folder the user owns: no zstd bomb
-  EventReader in(events, limits);
-  const bool to_stdout = file == "-";
-  std::unique_ptr<EventWriter> out = to_stdout ? std::make_unique<EventWriter>(dup(1), "standard output")
-                                               : std::make_unique<EventWriter>(file);
-  Event e;
-  while (in.next(e)) out->write(e);
-  out->close();
-  std::fprintf(stderr, "harness: wrote %llu events to %s\n", static_cast<unsigned long long>(in.records()),
-               to_stdout ? "standard output" : file.c_str());
+  try {
+    EventReader in(events, limits);
+    const bool to_stdout = file == "-";
+    std::unique_ptr<EventWriter> out = to_stdout ? std::make_unique<EventWriter>(dup(1), "standard output")
+                                                 : std::make_unique<EventWriter>(file);
+    Event e;
+    while (in.next(e)) out->write(e);
+    out->close();
+    std::fprintf(stderr, "harness: wrote %llu events to %s\n", static_cast<unsigned long long>(in.records()),
+                 to_stdout ? "standard output" : file.c_str());
+  } catch (const std::exception& e) {
+    throw std::runtime_error(run.named(e.what()));
+  }
   return 0;
 }
 
