@@ -6,6 +6,8 @@
 #include <atomic>
 #include <cctype>
 #include <deque>
+#include <functional>
+#include <future>
 #include <optional>
 #include <set>
 #include <tuple>
@@ -225,7 +227,8 @@ struct Matcher::Impl {
   void seen_call(CallLayer& l, const Event& e, std::string_view packed, bool unscored,
                  std::optional<uint32_t> by_name = std::nullopt);
   void seen_count(CountLayer& l, const Event& e, std::string_view packed, const char* weight_arg);
-  void join(LayerScore& score, bool attributing, SortedEvents& truth, SortedEvents& seen);
+  // `tag` names its scratch files: layers are joined side by side.
+  void join(const std::string& tag, LayerScore& score, bool attributing, SortedEvents& truth, SortedEvents& seen);
   void finish_counts(CountLayer& l, const std::string& expectation);
   void sweep_syscalls();
 };
@@ -307,14 +310,22 @@ void Matcher::Impl::truth_runs(const Event& t, std::string_view packed) {
 
 void Matcher::Impl::begin_seen() {
   seen_begun = true;
-  if (runtime) runtime->seen = sorter("runtime.seen");
+  // The ledger is whole: its sorters merge in the background while the method's events are read.
+  if (runtime) {
+    runtime->truth->seal();
+    runtime->seen = sorter("runtime.seen");
+  }
   // A program that calls the driver itself (driverapi): its calls are the truth, per family.
   // Otherwise one driver launch is expected inside each runtime launch, whatever its family.
   if (driver) {
+    (driver_families.empty() ? launch_truth : driver->truth)->seal();
     driver->seen = sorter("driver.seen");
     driver->seen_grouping = driver_families.empty() ? Grouping::kOneFamily : Grouping::kByName;
   }
-  if (syscall) syscall->seen = sorter("syscall.seen");
+  if (syscall) {
+    syscall->truth->seal();
+    syscall->seen = sorter("syscall.seen");
+  }
 }
 
 // `by_name`: the call's family by its name, where the caller looked it up already.
@@ -383,12 +394,13 @@ void Matcher::add_seen(const Event& e, std::string_view packed) {
 // A method may hand calls over as they return, or (cupti's kernels) in the order the GPU
 // finished: each lane is read in time order. Matched pairs that come out of the ledger's
 // order within their thread are order violations.
-void Matcher::Impl::join(LayerScore& score, bool attributing, SortedEvents& truth, SortedEvents& seen) {
+void Matcher::Impl::join(const std::string& tag, LayerScore& score, bool attributing, SortedEvents& truth,
+                         SortedEvents& seen) {
   Scorer scorer{score, opts};
   const BucketContext& bc = opts.buckets;
   const bool breakdown = bc.labels != nullptr;
   BucketMemo buckets(bc, score.buckets);
-  SortedEvents pairs(opts.spill_dir, score.layer + ".pairs", opts.sort_chunk);
+  SortedEvents pairs(opts.spill_dir, tag + ".pairs", opts.sort_chunk);
   SortedCall t, e;
   NameScore* by_name = nullptr;  // t's family's
   uint32_t by_name_of = UINT32_MAX;
@@ -535,33 +547,55 @@ void Matcher::Impl::sweep_syscalls() {
 std::vector<LayerScore> Matcher::finish() {
   Impl& m = *impl_;
   if (!m.seen_begun) m.begin_seen();
-  std::vector<LayerScore> out;
+  for (CallLayer* l : {m.runtime.get(), m.driver.get(), m.syscall.get()})
+    if (l) l->seen->seal();
+  // Each layer is scored on a thread of its own: its sorters and its score are its own, and
+  // what they share (the family names, the device names) is only read now.
+  std::vector<std::pair<std::string, std::future<LayerScore*>>> jobs;
   for (const auto& l : m.layers) {
-    LayerScore* done = nullptr;
+    std::function<LayerScore*()> job;
     if (l == layer::kRuntime && m.runtime) {
-      m.runtime->score.expectation = "every runtime call in the ledger";
-      m.join(m.runtime->score, m.runtime->attributing, *m.runtime->truth, *m.runtime->seen);
-      done = &m.runtime->score;
+      job = [&m] {
+        m.runtime->score.expectation = "every runtime call in the ledger";
+        m.join("runtime", m.runtime->score, m.runtime->attributing, *m.runtime->truth, *m.runtime->seen);
+        return &m.runtime->score;
+      };
     } else if (l == layer::kDriver && m.driver) {
-      const bool own = !m.driver_families.empty();
-      m.driver->score.expectation = own ? "every driver call in the ledger (other driver families: unscored)"
-                                        : "one driver launch (cuLaunchKernel family) inside each ledger launch";
-      m.join(m.driver->score, m.driver->attributing, own ? *m.driver->truth : *m.launch_truth, *m.driver->seen);
-      done = &m.driver->score;
+      job = [&m] {
+        const bool own = !m.driver_families.empty();
+        m.driver->score.expectation = own ? "every driver call in the ledger (other driver families: unscored)"
+                                          : "one driver launch (cuLaunchKernel family) inside each ledger launch";
+        m.join("driver", m.driver->score, m.driver->attributing, own ? *m.driver->truth : *m.launch_truth, *m.driver->seen);
+        return &m.driver->score;
+      };
     } else if (l == layer::kGpuActivity && m.gpu) {
-      m.finish_counts(*m.gpu, "one kernel record per kernel run (launches, and graph replays' executions)");
-      done = &m.gpu->score;
+      job = [&m] {
+        m.finish_counts(*m.gpu, "one kernel record per kernel run (launches, and graph replays' executions)");
+        return &m.gpu->score;
+      };
     } else if (l == layer::kDevice && m.device) {
-      m.finish_counts(*m.device, m.per_thread_device() ? "grid x block threads per kernel run" : "grid blocks per kernel run");
-      done = &m.device->score;
+      job = [&m] {
+        m.finish_counts(*m.device, m.per_thread_device() ? "grid x block threads per kernel run" : "grid blocks per kernel run");
+        return &m.device->score;
+      };
     } else if (l == layer::kSyscall && m.syscall) {
-      m.sweep_syscalls();
-      done = &m.syscall->score;
+      job = [&m] {
+        m.sweep_syscalls();
+        return &m.syscall->score;
+      };
     }
-    if (!done) continue;
-    done->layer = l;
-    out.push_back(std::move(*done));
+    if (job) jobs.emplace_back(l, std::async(std::launch::async, std::move(job)));
   }
+  std::vector<LayerScore> out;
+  std::exception_ptr failed;
+  for (auto& [l, job] : jobs) try {  // every thread is waited for before an error goes up
+      LayerScore* done = job.get();
+      done->layer = l;
+      out.push_back(std::move(*done));
+    } catch (...) {
+      if (!failed) failed = std::current_exception();
+    }
+  if (failed) std::rethrow_exception(failed);
   return out;
 }
 

@@ -32,6 +32,7 @@ std::string DeviceNames::key(const Event& e) const {
   if (auto it = seen_.find({e.pid, *e.device}); it != seen_.end()) return it->second;
   if (host_)
     if (auto it = host_->find(int(*e.device)); it != host_->end() && !it->second.pci_bus_id.empty()) {
+      const std::lock_guard<std::mutex> lock(inferring_);
       inferred_.insert({e.pid, *e.device});
       return it->second.pci_bus_id;
     }

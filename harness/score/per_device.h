@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <tuple>
 #include <set>
@@ -55,6 +56,7 @@ class DeviceNames {
   std::map<std::pair<int64_t, int64_t>, std::string> seen_;  // (pid, ordinal) -> bus id
   const std::map<int, HostDevice>* host_;
   mutable std::set<std::pair<int64_t, int64_t>> inferred_;
+  mutable std::mutex inferring_;  // key() is called from each layer's scoring thread
 };
 
 // pid -> the name a process has in the tables, the same in every repetition: the ledger's

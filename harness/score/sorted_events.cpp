@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
+#include <thread>
 #include <tuple>
 
 #include "common/zstd_file.h"
@@ -117,6 +118,17 @@ bool later(const std::unique_ptr<SortedEvents::Source>& a, const std::unique_ptr
   return before(b->key, a->key);
 }
 
+std::vector<std::unique_ptr<SortedEvents::Source>> open_sources(const std::vector<fs::path>& files) {
+  std::vector<std::unique_ptr<SortedEvents::Source>> heap;
+  for (const auto& f : files) {
+    auto s = std::make_unique<SortedEvents::Source>();
+    s->in = std::make_unique<ZstdFileReader>(f);
+    if (s->advance()) heap.push_back(std::move(s));
+  }
+  std::make_heap(heap.begin(), heap.end(), later);
+  return heap;
+}
+
 }  // namespace
 
 SortedEvents::SortedEvents(fs::path spill_dir, std::string tag, size_t chunk)
@@ -124,29 +136,34 @@ SortedEvents::SortedEvents(fs::path spill_dir, std::string tag, size_t chunk)
 
 SortedEvents::~SortedEvents() {
   heap_.clear();  // closes the files before they go
+  // The threads still writing or merging finish first: they write into files listed here.
+  // Their errors were the caller's to hear from next(); here they are past mattering.
+  if (spilling_.valid()) spilling_.wait();
+  if (merging_.valid()) merging_.wait();
   std::error_code ec;
   for (const auto& f : runs_) fs::remove(f, ec);
 }
 
 void SortedEvents::add(const Event& e, std::string_view packed_args, uint32_t family, uint64_t seq) {
-  if (reading_) throw std::logic_error("SortedEvents::add after reading began");
-  const size_t at = held_.size();
-  put(held_, e.tid);
-  put(held_, e.ts);
-  put(held_, seq);
-  put(held_, family);
-  put(held_, e.pid);
-  put(held_, uint8_t((e.dur ? kHasDur : 0) | (e.ret ? kHasRet : 0) | (e.device ? kHasDevice : 0)));
-  put(held_, e.dur.value_or(0));
-  put(held_, e.ret.value_or(0));
-  put(held_, e.device.value_or(0));
-  put_text(held_, e.layer);
-  put_text(held_, e.name);
-  put_text(held_, e.device_id);
-  put_text(held_, packed_args);
-  keys_.push_back({e.tid, e.ts, seq, family, uint32_t(held_.size() - at), at});
+  if (sealed_) throw std::logic_error("SortedEvents::add after seal or reading began");
+  std::string& held = chunk_held_.held;
+  const size_t at = held.size();
+  put(held, e.tid);
+  put(held, e.ts);
+  put(held, seq);
+  put(held, family);
+  put(held, e.pid);
+  put(held, uint8_t((e.dur ? kHasDur : 0) | (e.ret ? kHasRet : 0) | (e.device ? kHasDevice : 0)));
+  put(held, e.dur.value_or(0));
+  put(held, e.ret.value_or(0));
+  put(held, e.device.value_or(0));
+  put_text(held, e.layer);
+  put_text(held, e.name);
+  put_text(held, e.device_id);
+  put_text(held, packed_args);
+  chunk_held_.keys.push_back({e.tid, e.ts, seq, family, uint32_t(held.size() - at), at});
   ++added_;
-  if (keys_.size() >= chunk_ || held_.size() >= kChunkBytes) spill();
+  if (chunk_held_.keys.size() >= chunk_ || held.size() >= kChunkBytes) spill();
 }
 
 fs::path SortedEvents::new_file() {
@@ -155,35 +172,36 @@ fs::path SortedEvents::new_file() {
   return dir_ / (tag_ + "." + std::to_string(files_made_++) + ".sort.zst");
 }
 
-void SortedEvents::sort_held() { std::sort(keys_.begin(), keys_.end(), before); }
+void SortedEvents::wait_for_spill() {
+  if (!spilling_.valid()) return;
+  Chunk done = spilling_.get();  // rethrows the writer's error
+  if (chunk_held_.keys.empty()) {  // its buffers, grown to a chunk's size, are filled next
+    done.held.clear();
+    done.keys.clear();
+    chunk_held_ = std::move(done);
+  }
+}
 
 void SortedEvents::spill() {
-  sort_held();
+  wait_for_spill();  // one chunk in flight at most
   const fs::path file = new_file();
   runs_.push_back(file);  // removed by the destructor even if the write fails
-  ZstdFileWriter out(file);
-  for (const auto& k : keys_) put_record(out, std::string_view(held_.data() + k.at, k.size));
-  out.close();
-  held_.clear();
-  keys_.clear();
+  spilling_ = std::async(std::launch::async, [file, c = std::move(chunk_held_)]() mutable {
+    std::sort(c.keys.begin(), c.keys.end(), before);
+    ZstdFileWriter out(file);
+    for (const auto& k : c.keys) put_record(out, std::string_view(c.held.data() + k.at, k.size));
+    out.close();
+    return std::move(c);
+  });
+  chunk_held_ = Chunk{};
 }
 
-std::vector<std::unique_ptr<SortedEvents::Source>> SortedEvents::open_all(const std::vector<fs::path>& files) const {
-  std::vector<std::unique_ptr<Source>> heap;
-  for (const auto& f : files) {
-    auto s = std::make_unique<Source>();
-    s->in = std::make_unique<ZstdFileReader>(f);
-    if (s->advance()) heap.push_back(std::move(s));
-  }
-  std::make_heap(heap.begin(), heap.end(), later);
-  return heap;
-}
+namespace {
 
-fs::path SortedEvents::merge(const std::vector<fs::path>& files) {
-  auto heap = open_all(files);
-  const fs::path file = new_file();
-  runs_.push_back(file);  // removed with the others, whatever happens below
-  ZstdFileWriter out(file);
+// Merges `files` into `into` and removes them.
+void merge_files(const std::vector<fs::path>& files, const fs::path& into) {
+  std::vector<std::unique_ptr<SortedEvents::Source>> heap = open_sources(files);
+  ZstdFileWriter out(into);
   while (!heap.empty()) {
     std::pop_heap(heap.begin(), heap.end(), later);
     put_record(out, heap.back()->head);
@@ -194,42 +212,77 @@ fs::path SortedEvents::merge(const std::vector<fs::path>& files) {
     }
   }
   out.close();
+  heap.clear();
   std::error_code ec;
   for (const auto& f : files) fs::remove(f, ec);
-  runs_.pop_back();
-  return file;
+}
+
+// Merges run side by side, this many at most: each holds kFanIn readers (a zstd window
+// each), so the bound is on memory as much as on cores.
+size_t merges_at_once() { return std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 4); }
+
+}  // namespace
+
+void SortedEvents::merge_down() {
+  // Merged until one stream of all of them can be read, and no more: a merge of k files
+  // takes k - 1 away, so a round takes just enough groups (each merge is another pass over
+  // its records), and its groups run side by side.
+  while (runs_.size() > kFanIn) {
+    size_t excess = runs_.size() - kFanIn, taken = 0;
+    std::vector<std::pair<std::vector<fs::path>, fs::path>> groups;
+    while (excess > 0 && runs_.size() - taken >= 2) {
+      const size_t k = std::min({kFanIn, excess + 1, runs_.size() - taken});
+      groups.push_back({{runs_.begin() + std::ptrdiff_t(taken), runs_.begin() + std::ptrdiff_t(taken + k)}, new_file()});
+      taken += k;
+      excess -= k - 1;
+    }
+    for (const auto& g : groups) runs_.push_back(g.second);  // listed before they exist: removed whatever happens
+    std::exception_ptr failed;
+    for (size_t i = 0; i < groups.size(); i += merges_at_once()) {
+      std::vector<std::future<void>> round;
+      for (size_t j = i; j < std::min(groups.size(), i + merges_at_once()); ++j)
+        round.push_back(std::async(std::launch::async, merge_files, std::cref(groups[j].first), std::cref(groups[j].second)));
+      for (auto& f : round) try {
+          f.get();
+        } catch (...) {
+          if (!failed) failed = std::current_exception();
+        }
+      if (failed) std::rethrow_exception(failed);  // every file is still in runs_
+    }
+    runs_.erase(runs_.begin(), runs_.begin() + std::ptrdiff_t(taken));
+  }
+}
+
+void SortedEvents::seal() {
+  if (sealed_) return;
+  sealed_ = true;
+  if (runs_.empty()) {  // it all fitted: sorted in memory, no file
+    std::sort(chunk_held_.keys.begin(), chunk_held_.keys.end(), before);
+    return;
+  }
+  if (!chunk_held_.keys.empty()) spill();
+  wait_for_spill();
+  chunk_held_ = Chunk{};
+  merging_ = std::async(std::launch::async, [this] { merge_down(); });
 }
 
 void SortedEvents::start_reading() {
+  seal();
   reading_ = true;
-  if (runs_.empty()) {  // it all fitted: sorted in memory, no file
-    sort_held();
-    return;
-  }
-  if (!keys_.empty()) spill();
-  // Merged until one stream of all of them can be read, and no more: a merge of k files
-  // takes k - 1 away, so the first takes just enough (each merge is another pass over its
-  // records).
-  while (runs_.size() > kFanIn) {
-    const size_t k = std::min(kFanIn, runs_.size() - kFanIn + 1);
-    std::vector<fs::path> group(runs_.begin(), runs_.begin() + std::ptrdiff_t(k));
-    const fs::path merged = merge(group);  // on a throw, every file is still in runs_
-    runs_.erase(runs_.begin(), runs_.begin() + std::ptrdiff_t(k));
-    runs_.push_back(merged);
-  }
-  heap_ = open_all(runs_);
+  if (runs_.empty()) return;
+  merging_.get();  // rethrows a merge's error
+  heap_ = open_sources(runs_);
 }
 
 bool SortedEvents::next(SortedCall& out) {
   if (!reading_) start_reading();
   if (runs_.empty()) {
-    if (next_held_ >= keys_.size()) {
-      std::string().swap(held_);
-      std::vector<Key>().swap(keys_);
+    if (next_held_ >= chunk_held_.keys.size()) {
+      chunk_held_ = Chunk{};
       return false;
     }
-    const Key& k = keys_[next_held_++];
-    decode(std::string_view(held_.data() + k.at, k.size), out);
+    const Key& k = chunk_held_.keys[next_held_++];
+    decode(std::string_view(chunk_held_.held.data() + k.at, k.size), out);
     return true;
   }
   if (heap_.empty()) return false;

@@ -8,8 +8,13 @@
 // A call is held as one flat record (its fields and its packed args, packed_args.h), and
 // sorted by a small key beside it: sorting, spilling and merging Event objects with JSON
 // args cost 70% of the scoring, at 0.15 M records/s.
+//
+// The work past reading is off the caller's thread: a full chunk is sorted and compressed
+// by a thread of its own while the next one fills (at most one in flight, so two chunks are
+// held at most), and the merges that bring many files down to kFanIn run side by side.
 #include <cstdint>
 #include <filesystem>
+#include <future>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -43,7 +48,11 @@ class SortedEvents {
   // Sorters whose calls are paired must number the families the same way: the order of
   // families is the order of their numbers. Throws where a spill file cannot be written.
   void add(const Event& e, std::string_view packed_args, uint32_t family, uint64_t seq);
-  // After the last add(): the next call in (tid, family, ts, seq) order.
+  // After the last add(), optional: begins the merges now, in the background, so that they
+  // run while the caller does other work (next() begins them otherwise).
+  void seal();
+  // After the last add(): the next call in (tid, family, ts, seq) order. Throws what a
+  // chunk's writer or a merge threw.
   bool next(SortedCall& out);
   uint64_t size() const { return added_; }
   size_t spill_files() const { return files_made_; }  // sorted chunks written, merges included
@@ -56,24 +65,29 @@ class SortedEvents {
     size_t at;      // where its record begins in the chunk
   };
   struct Source;  // one sorted file being merged, and its next record
+  // A chunk's records, back to back, and one key per record.
+  struct Chunk {
+    std::string held;
+    std::vector<Key> keys;
+  };
 
  private:
   void spill();
-  void sort_held();
+  void wait_for_spill();  // rethrows what the chunk's writer threw
   std::filesystem::path new_file();
-  std::filesystem::path merge(const std::vector<std::filesystem::path>& files);
+  void merge_down();  // to kFanIn files at most
   void start_reading();
-  std::vector<std::unique_ptr<Source>> open_all(const std::vector<std::filesystem::path>& files) const;
 
   std::filesystem::path dir_;
   std::string tag_;
   size_t chunk_;
-  std::string held_;        // the records of the chunk, back to back
-  std::vector<Key> keys_;   // one per record in held_
-  std::vector<std::filesystem::path> runs_;
+  Chunk chunk_held_;           // the chunk being filled
+  std::future<Chunk> spilling_;  // the chunk being written; its buffers come back for reuse
+  std::vector<std::filesystem::path> runs_;  // sorted files; the merges' outputs before they are made
+  std::future<void> merging_;                // seal()'s merges
   std::vector<std::unique_ptr<Source>> heap_;  // merge sources, a min-heap by their head
   size_t next_held_ = 0;
-  bool reading_ = false;
+  bool sealed_ = false, reading_ = false;
   uint64_t added_ = 0;
   size_t files_made_ = 0;
 };

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "harness/score/matcher.h"
 #include "harness/score/sorted_events.h"
@@ -293,6 +294,27 @@ TEST(SortedEvents, SpilledChunksComeBackInOrderAndLeaveNoFile) {
     while (sorter.next(c)) n += c.args.size() == (size_t(2) << 20);
     EXPECT_EQ(n, 2);
   }
+  std::filesystem::remove_all(dir);
+}
+
+// A chunk is written by a thread of its own: what fails there is not lost, it comes up to
+// the caller (here a scratch file that cannot be made: one is in its place already).
+TEST(SortedEvents, AChunkThatCannotBeWrittenFailsTheSort) {
+  const auto dir = std::filesystem::temp_directory_path() / ("sorted-events-fail." + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  { std::ofstream(dir / "t.1.sort.zst") << "in the way"; }
+  std::string error;
+  try {
+    SortedEvents sorter(dir, "t", 3);
+    for (int i = 0; i < 20; ++i) sorter.add(call("runtime", "cudaFree", 1, i, 1, 0), "", 0, uint64_t(i));
+    SortedCall c;
+    while (sorter.next(c)) {
+    }
+  } catch (const std::runtime_error& e) {
+    error = e.what();
+  }
+  EXPECT_NE(error.find("t.1.sort.zst"), std::string::npos) << error;
   std::filesystem::remove_all(dir);
 }
 
