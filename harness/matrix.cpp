@@ -580,6 +580,7 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
   };
   try {
     write_json(folder.root / "summary.json", summary);
+    write_details(folder.root, summary, cost.get());
   } catch (const WriteError& e) {
     std::fprintf(stderr, "harness: %s: no summary was kept\n", e.what());
     hand_over();

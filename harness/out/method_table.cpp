@@ -424,8 +424,11 @@ std::string end_of_run_text(const json& summary, const std::filesystem::path& ro
                 unobserved_total ? (", " + std::to_string(unobserved_total) + " method layer(s) NOT OBSERVED").c_str() : "",
                 changed ? (", " + std::to_string(changed) + " run(s) whose result tracing CHANGED (see their lines)").c_str() : "",
                 summary.value("interrupted", false) ? ", INTERRUPTED (partial results kept)" : "");
-  const bool report = std::filesystem::exists(root / "overhead.html");
+  std::error_code ec;
+  const bool report = std::filesystem::exists(root / "overhead.html", ec);
+  const bool text = std::filesystem::exists(root / kDetailsFile, ec);
   const std::string details = "harness: every program, layer and reason: " + shown((root / "summary.json").string()) +
+                              (text ? ", as text " + shown((root / kDetailsFile).string()) : "") +
                               (report ? ", report " + shown((root / "overhead.html").string()) : "") + "\n";
   // The reasons fill what the table and the last two lines leave, a method each; the rest
   // are one line away in summary.json's "methods".

@@ -214,6 +214,16 @@ json build_summary(const SummaryInputs& in, const std::vector<ComboOutcome>& out
 
 // The last line, and the exit: 130 interrupted, 1 a run failed or results could not be
 // written, 3 nothing requested could run here, else 0.
+void write_details(const std::filesystem::path& root, const json& summary, const CostRecorder* cost) {
+  std::string text;
+  if (summary.contains("verdict") && summary["verdict"].is_object() && summary["verdict"].contains("coverage"))
+    text += verdict_text(summary["verdict"]);
+  if (cost && summary.contains("cost")) text += (text.empty() ? "" : "\n") + cost->table(summary["cost"]);
+  // Read in a terminal by whoever ran the harness: the program's strings in it (process and
+  // kernel names, reasons) may not clear a screen there.
+  if (!text.empty()) write_file_atomic(root / kDetailsFile, escape_for_terminal(text));
+}
+
 int final_status(const SummaryInputs& in, const json& summary, const std::vector<ComboOutcome>& outcomes,
                  const std::filesystem::path& root) {
   std::fputs(end_of_run_text(summary, root, kEndOfRunLines).c_str(), stderr);

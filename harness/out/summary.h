@@ -64,6 +64,13 @@ std::string method_table(const nlohmann::json& summary);
 inline constexpr size_t kEndOfRunLines = 26;  // 30, less the lines the report and OTLP may add
 std::string end_of_run_text(const nlohmann::json& summary, const std::filesystem::path& root, size_t max_lines);
 
+// details.txt beside summary.json: the command's verdict per layer (verdict_text) and the
+// cost table (CostRecorder::table), in plain text: too long for the console's end of run,
+// and what a person in a terminal reads before the report. Nothing to write: no file.
+// Throws WriteError as write_json does.
+inline constexpr char kDetailsFile[] = "details.txt";
+void write_details(const std::filesystem::path& root, const nlohmann::json& summary, const CostRecorder* cost);
+
 // The last line, and the exit: 130 interrupted, 1 a run failed or results could not be
 // written, 3 nothing requested could run here, else 0.
 int final_status(const SummaryInputs& in, const nlohmann::json& summary, const std::vector<ComboOutcome>& outcomes,

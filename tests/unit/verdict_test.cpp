@@ -2,6 +2,13 @@
 // layer, coverage, and layers not observed named with their reason.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "harness/out/summary.h"
 #include "harness/score/matcher.h"
 #include "harness/score/verdict.h"
 
@@ -296,4 +303,28 @@ TEST(CommandVerdict, BlocksAreComparedPerKernelAndTheirDifferenceExplained) {
   const json short_row = row(command_verdict({cupti, san}), "sanitizer", "device");
   EXPECT_EQ(short_row["status"], "partial") << short_row.dump();
   EXPECT_NE(short_row["why"].get<std::string>().find("fewer blocks counted"), std::string::npos) << short_row.dump();
+}
+
+// The console's end of run leaves the verdict per layer out; details.txt beside summary.json
+// holds it in plain text, with the program's strings unable to drive a terminal.
+TEST(Verdict, DetailsFileHoldsTheVerdictEscaped) {
+  const auto root = std::filesystem::temp_directory_path() / ("details-test." + std::to_string(getpid()));
+  std::filesystem::remove_all(root);
+  std::filesystem::create_directories(root);
+  MethodView cupti = view("cupti", {"driver"}, {"driver"}, {ev("driver", "cuLaunchKernel"), ev("driver", "cuMemAlloc")});
+  MethodView preload = view("preload", {"driver"}, {"driver"}, {ev("driver", "cuLaunchKernel")});
+  preload.partly_unobserved["driver"] = "a reason from outside \x1b[2J\x1b]0;PWNED\x07";
+  const json summary = {{"verdict", command_verdict({cupti, preload})}};
+  write_details(root, summary, nullptr);
+  std::ifstream f(root / kDetailsFile);
+  std::stringstream text;
+  text << f.rdbuf();
+  EXPECT_NE(text.str().find("matched 1 of the reference's 2"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("a reason from outside \\x1B[2J"), std::string::npos) << text.str();
+  EXPECT_EQ(text.str().find('\x1b'), std::string::npos) << "an escape byte reached the file";
+  // Nothing to say: no file.
+  std::filesystem::remove(root / kDetailsFile);
+  write_details(root, json::object(), nullptr);
+  EXPECT_FALSE(std::filesystem::exists(root / kDetailsFile));
+  std::filesystem::remove_all(root);
 }
