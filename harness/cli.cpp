@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "common/bounded_lines.h"
 #include "common/outside_text.h"
 #include "harness/out/otlp_http.h"
 #include "harness/score/result_check.h"
@@ -181,7 +182,7 @@ Options parse_cli(const std::vector<std::string>& args, const std::vector<std::s
                                                      "--out",      "--timeout",      "--set",         "--export-trace",
                                                      "--export-otlp", "--export-jsonl", "--otlp-endpoint", "-o",
                                                      "--run-id-file", "--agree-with", "--time-budget",
-                                                     "--stall-timeout", "--max-trace-bytes", "--result"};
+                                                     "--stall-timeout", "--max-trace-bytes", "--result", "--seed"};
     if (std::find(with_value.begin(), with_value.end(), flag) == with_value.end())
       throw UsageError("unknown option '" + a + "'");
     if (!inline_value) {
@@ -246,6 +247,9 @@ Options parse_cli(const std::vector<std::string>& args, const std::vector<std::s
       }
       if (value.empty()) throw UsageError("--result needs a regular expression, e.g. 'loss=([0-9.]+)'");
       o.result = value;
+    } else if (flag == "--seed") {
+      o.seed = parse_uint64(value);
+      if (!o.seed) throw UsageError("--seed wants a whole number from 0 to 2^64-1, got '" + shown(value, 40) + "'");
     } else if (flag == "--max-trace-bytes") {
       o.max_trace_bytes = byte_count(flag, value);
     } else if (flag == "--stall-timeout") {
@@ -281,6 +285,7 @@ Options parse_cli(const std::vector<std::string>& args, const std::vector<std::s
   if (o.cost && !o.baseline)
     throw UsageError("--cost compares every method with none in the same round: --no-baseline does not apply");
   if (o.time_budget_s && !o.cost) throw UsageError("--time-budget bounds the rounds of --cost, which was not given");
+  if (o.seed && !o.cost) throw UsageError("--seed draws the order of the runs of --cost, which was not given");
   if (o.cost && !o.reps_given) o.reps = 6;  // the fewest paired rounds that give a 95% interval
   if (!o.command.empty() && (workload_given || linkage_given))
     throw UsageError("--workload and --linkage do not apply when tracing a command after '--'");
@@ -368,12 +373,17 @@ options:
                                command that exits 77 untraced says it cannot run here (its
                                last stderr line is the reason): it is skipped. A command may
                                write "<CLOCK_MONOTONIC ns> <what>" to the file named by
-                               $CUDATRACE_STARTUP_MARK when its start-up is over
+                               $CUDATRACE_STARTUP_MARK when its start-up is over, and one
+                               such line per step end to $CUDATRACE_STEP_MARK: the slowdown
+                               per step in steady state is then reported too. Each program
+                               first runs once untraced, untimed (warm-up); each round's
+                               order of methods is drawn from a seed (summary.json)
 )";
 }
 
 const char* help_rest() {
-  return R"(  --time-budget SECONDS        with --cost: start no round that would end past SECONDS (judged
+  return R"(  --seed N                     with --cost: the seed of the runs' order (default: drawn)
+  --time-budget SECONDS        with --cost: start no round that would end past SECONDS (judged
                                from the rounds done), and no run once SECONDS have passed;
                                the summary says where it stopped
   --export-trace RUN_FOLDER    write RUN_FOLDER/trace.json (Chrome/Perfetto: open it in

@@ -35,6 +35,7 @@ struct Options {
   // order, none in every round; the slowdown against none per method (harness/stats/cost.h).
   bool cost = false;
   std::optional<double> time_budget_s;  // --time-budget: no cost round starts that would end past it
+  std::optional<uint64_t> seed;         // --seed: the cost mode's order (drawn when not given)
   // --result REGEX: the program's result, from its stdout, compared traced against untraced;
   // --strict-result: a difference fails the traced run.
   std::optional<std::string> result;

@@ -161,6 +161,7 @@ void describe_target(RunState& r, const RunContext& ctx, Target& target, Launch&
     target.argv = ctx.opts.command;
     target.cudart = cudart_linkage(target.argv[0]);
     launch.env[kStartupMarkEnv] = (r.target_dir / kStartupMarkFile).string();
+    launch.env[kStepMarkEnv] = (r.target_dir / kStepMarkFile).string();  // steps.h: its steps' ends
   }
   target.writable_dir = r.target_dir;
   launch.argv = target.argv;
@@ -461,6 +462,7 @@ json run_one(const Combo& combo, int rep, RunContext& ctx, ComboOutcome& outcome
   if (ctx.result_re) check_result(r, ctx);
   score_events(r, ctx, method, outcome);
   r.run["startup"] = startup_of(r.first_launch, r.target_dir, r.child);
+  if (combo.workload.empty()) r.run["steps"] = steps_of(r.target_dir, r.child);
   give_up_space_if_full(r, ctx);
   record_run(r, ctx, outcome);
   return r.run;
@@ -503,6 +505,7 @@ void run_plan(MatrixPlan& plan, RunContext& ctx, CostRecorder* cost, const RunPl
               const std::vector<CostSubject>& subjects, std::vector<ComboOutcome>& outcomes) {
   const std::vector<Combo>& todo = plan.todo;
   for (size_t i = 0; i < todo.size(); ++i) outcomes[i].combo = todo[i];
+  ComboOutcome warm_up;  // the cost mode's untimed warm-up runs (rep 0) count in no combination
   for (size_t index = 0; index < order.size() && !g_interrupted && ctx.write_error.empty(); ++index) {
     const Combo& c = todo[order[index].combo];
     const int rep = order[index].rep;
@@ -512,7 +515,7 @@ void run_plan(MatrixPlan& plan, RunContext& ctx, CostRecorder* cost, const RunPl
     }
     json run;
     try {
-      run = run_one(c, rep, ctx, outcomes[order[index].combo]);
+      run = run_one(c, rep, ctx, rep == 0 ? warm_up : outcomes[order[index].combo]);
     } catch (const WriteError& e) {  // the run's own folder or files could not be made
       ctx.write_error = e.what();
       break;
@@ -558,11 +561,10 @@ int run_matrix(const Options& opts, const HostFacts& host, const std::vector<std
   std::vector<CostSubject> subjects;
   for (const auto& c : plan.todo)
     subjects.push_back({c.workload.empty() ? "command" : c.workload + "." + c.linkage, c.method, c.workload, c.linkage});
-  std::vector<std::string> program_of;
-  for (const auto& s : subjects) program_of.push_back(s.program);
-  const RunPlan order = opts.cost ? interleaved_plan(program_of, opts.reps) : sequential_plan(plan.todo.size(), opts.reps);
+  const uint64_t seed = opts.seed ? *opts.seed : drawn_seed();  // the cost mode's order, in summary.json
+  const RunPlan order = opts.cost ? cost_plan(subjects, opts.reps, seed) : sequential_plan(plan.todo.size(), opts.reps);
   std::unique_ptr<CostRecorder> cost;
-  if (opts.cost) cost = std::make_unique<CostRecorder>(subjects, order, opts.reps, opts.time_budget_s, opts.command);
+  if (opts.cost) cost = std::make_unique<CostRecorder>(subjects, order, opts.reps, opts.time_budget_s, opts.command, seed);
   std::vector<ComboOutcome> outcomes(plan.todo.size());
   run_plan(plan, ctx, cost.get(), order, subjects, outcomes);
 

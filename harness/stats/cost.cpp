@@ -52,23 +52,6 @@ std::string last_stderr_line(const fs::path& run_dir) {
   return shown(nl == std::string::npos ? tail : tail.substr(nl + 1), 300);
 }
 
-json ratio_json(const std::optional<Ratio>& r) {
-  if (!r) return nullptr;
-  json j = {{"value", r->value}, {"pairs", r->pairs}, {"ci95", nullptr}};
-  if (r->ci95) {
-    j["ci95"] = {r->ci95->first, r->ci95->second};
-    j["interval"] = {{"method", kIntervalMethod}, {"coverage", r->coverage}, {"rank", r->rank}};
-    // Faster traced than untraced beyond the interval: not tracing's doing (schema/README.md).
-    if (r->anomaly())
-      j["anomaly"] = "faster traced than untraced, with the whole interval under 1: not what tracing does; likely "
-                     "warm-up (caches, the GPU's clocks, the page cache), the order of the runs, or a cold first run";
-  } else {
-    j["why_no_interval"] = "too few rounds for an interval: " + std::to_string(r->pairs) + " paired round(s), " +
-                           std::to_string(kMinPairsForInterval) + " needed for 95%";
-  }
-  return j;
-}
-
 std::string joined(const json& argv) {
   std::string s;
   for (const auto& a : argv) s += (s.empty() ? "" : " ") + a.get<std::string>();
@@ -121,7 +104,59 @@ std::string mark_letters(const json& m) {
   return s;
 }
 
+// A per-step ratio: "1.05 [1.02, 1.08]", "1.05 (12 steps: too few for an interval)".
+std::string step_text(const json& r, bool narrow = false) {
+  if (r.is_null()) return "-";
+  char buf[96];
+  if (r["ci95"].is_array())
+    std::snprintf(buf, sizeof buf, narrow ? "%.2f[%.2f,%.2f]" : "%.2f [%.2f, %.2f]", r["value"].get<double>(),
+                  r["ci95"][0].get<double>(), r["ci95"][1].get<double>());
+  else
+    std::snprintf(buf, sizeof buf, narrow ? "%.2f(few steps)" : "%.2f (too few steps for an interval)", r["value"].get<double>());
+  return std::string(buf) + (r.contains("anomaly") ? (narrow ? "!" : " ANOMALY") : "");
+}
+
+// The per-step lines of one program (steps.h), below its table: where a method's runs marked steps.
+std::string step_lines(const json& p) {
+  std::string out;
+  char line[512];
+  for (const auto& m : p["methods"]) {
+    const json& st = m["steps"];
+    if (st.is_null()) continue;
+    if (out.empty()) out = "  per step (steady state: " + std::string(kStepWarmupRule) + "):\n";
+    const std::string vs = m["method"] == "none" ? "1 (baseline)"
+                           : st["ratio"].is_null() ? "- (" + st.value("why_no_ratio", std::string()) + ")"
+                                                   : step_text(st["ratio"]);
+    std::snprintf(line, sizeof line, "  %-14s median step %8.3f ms  vs none %-28s start-up to the first step %.2f s%s  (%d steady steps)\n",
+                  m["method"].get<std::string>().c_str(),
+                  st["median_step_ns"].is_number() ? st["median_step_ns"].get<double>() / 1e6 : 0.0, vs.c_str(),
+                  st["median_startup_ns"].get<double>() / 1e9,
+                  st.contains("startup_ratio") && !st["startup_ratio"].is_null()
+                      ? (" (" + ratio_text(st["startup_ratio"], false) + ")").c_str() : "",
+                  st["steady_steps"].get<int>());
+    out += line;
+  }
+  if (out.empty() && p.contains("steps_why")) out = "  per step: " + p["steps_why"].get<std::string>() + "\n";
+  return out;
+}
+
 }  // namespace
+
+json ratio_json(const std::optional<Ratio>& r) {
+  if (!r) return nullptr;
+  json j = {{"value", r->value}, {"pairs", r->pairs}, {"ci95", nullptr}};
+  if (r->ci95) {
+    j["ci95"] = {r->ci95->first, r->ci95->second};
+    j["interval"] = {{"method", kIntervalMethod}, {"coverage", r->coverage}, {"rank", r->rank}};
+    // Faster traced than untraced beyond the interval: not tracing's doing (schema/README.md).
+    if (r->anomaly())
+      j["anomaly"] = kAnomalyCause;
+  } else {
+    j["why_no_interval"] = "too few rounds for an interval: " + std::to_string(r->pairs) + " paired round(s), " +
+                           std::to_string(kMinPairsForInterval) + " needed for 95%";
+  }
+  return j;
+}
 
 void FirstLaunch::add(const Event& e) {
   if (e.is_meta()) return;
@@ -173,10 +208,20 @@ RunMarks marks_of(const json& run) {
   return m;
 }
 
+RunPlan cost_plan(const std::vector<CostSubject>& subjects, int rounds, uint64_t seed) {
+  std::vector<std::string> program_of;
+  std::vector<size_t> warm_up;
+  for (size_t i = 0; i < subjects.size(); ++i) {
+    program_of.push_back(subjects[i].program);
+    if (subjects[i].method == "none") warm_up.push_back(i);
+  }
+  return randomised_plan(program_of, warm_up, rounds, seed);
+}
+
 CostRecorder::CostRecorder(std::vector<CostSubject> subjects, RunPlan plan, int rounds, std::optional<double> budget_s,
-                           std::vector<std::string> command)
+                           std::vector<std::string> command, std::optional<uint64_t> seed)
     : subjects_(std::move(subjects)), plan_(std::move(plan)), rounds_(rounds), budget_s_(budget_s),
-      command_(std::move(command)) {
+      command_(std::move(command)), seed_(seed) {
   std::map<std::pair<std::string, int>, size_t> seen;
   for (const auto& step : plan_) position_.push_back(seen[{subjects_[step.combo].program, step.rep}]++);
 }
@@ -190,12 +235,17 @@ int CostRecorder::rounds_done() const { return int(round_end_s_.size()); }
 bool CostRecorder::should_run(size_t index) {
   if (!stopped_.empty()) return false;
   const bool round_starts = index > 0 && plan_[index].rep != plan_[index - 1].rep;
-  if (round_starts) round_end_s_.push_back(elapsed_s());
-  if (round_starts && budget_s_ && !next_round_fits(elapsed_s(), rounds_done(), *budget_s_)) {
-    stopped_ = "the time budget (" + seconds_text(*budget_s_) + ") ended it after round " +
-               std::to_string(rounds_done()) + " of " + std::to_string(rounds_) + ": a round takes about " +
-               seconds_text(elapsed_s() / rounds_done());
-    return false;
+  // The warm-up round is no round: the pace of the timed rounds is judged without it.
+  if (round_starts && plan_[index - 1].rep == 0) {
+    warmup_s_ = elapsed_s();
+  } else if (round_starts) {
+    round_end_s_.push_back(elapsed_s() - warmup_s_);
+    if (budget_s_ && !next_round_fits(elapsed_s() - warmup_s_, rounds_done(), *budget_s_ - warmup_s_)) {
+      stopped_ = "the time budget (" + seconds_text(*budget_s_) + ") ended it after round " +
+                 std::to_string(rounds_done()) + " of " + std::to_string(rounds_) + ": a round takes about " +
+                 seconds_text(round_end_s_.back() / rounds_done());
+      return false;
+    }
   }
   // A first round longer than the whole budget is cut where the budget runs out: the
   // methods it did not reach say so, and the job around it keeps its time.
@@ -220,6 +270,11 @@ void CostRecorder::add(size_t index, const json& run, const fs::path& run_dir) {
                             (said.empty() ? "" : ": " + said);
     return;
   }
+  if (plan_[index].rep == 0) {  // the untimed warm-up: kept apart, never in the figures
+    warmups_.push_back({who.program, run_dir.filename().string(), run.value("ok", false) ? "ok" : "failed",
+                        run.value("wall_ns", int64_t(0))});
+    return;
+  }
   Sample s;
   s.sample.round = plan_[index].rep;
   s.sample.wall_ns = run.value("wall_ns", int64_t(0));
@@ -233,11 +288,15 @@ void CostRecorder::add(size_t index, const json& run, const fs::path& run_dir) {
     if (notes.contains("setup_ms") && notes["setup_ms"].is_number()) s.setup_ms = notes["setup_ms"].get<double>();
     if (notes.contains("setup_what") && notes["setup_what"].is_string()) s.setup_what = notes["setup_what"];
   }
+  const json steps = run.value("steps", json(nullptr));
+  s.steps = step_run_of(s.sample.round, steps);
+  if (steps.is_object() && steps.contains("why")) s.steps_why = steps["why"];
   samples_[combo].push_back(std::move(s));
 }
 
 std::string CostRecorder::progress(size_t index) const {
   const int round = plan_[index].rep;
+  if (round == 0) return "warm-up run (untimed, in no figure)";
   const size_t done = index + 1, left_steps = plan_.size() - done;
   const double elapsed = elapsed_s();
   const double per_step = rounds_done() > 0 ? round_end_s_.back() / double(rounds_done()) /
@@ -250,6 +309,29 @@ std::string CostRecorder::progress(size_t index) const {
   return s + ", about " + seconds_text(left) + " left" + (budget_s_ ? " (budget " + seconds_text(*budget_s_) + ")" : "");
 }
 
+// summary.json's "cost" before its programs: the rounds, where they stopped, the order and
+// its seed, the warm-up runs and the rules of the per-step figures.
+json CostRecorder::summary_head(int started) const {
+  json out = {{"rounds", {{"planned", rounds_}, {"done", started}}},
+              {"stopped", stopped_.empty() ? json(nullptr) : json(stopped_)},
+              {"time_budget_s", optional_number(budget_s_)},
+              {"elapsed_s", elapsed_s()},
+              {"order", seed_ ? "rounds: each runs every program under every method in an order drawn anew for each "
+                                "program and round from the seed (randomised_plan); none runs in every round"
+                              : "rounds: each runs every program under every method, round k (from 0) starting a program "
+                                "at its method k mod M; none runs in every round"},
+              {"seed", seed_ ? json(*seed_) : json(nullptr)},
+              {"warm_up", json::array()},
+              {"steps", {{"env", kStepMarkEnv}, {"warm_up", kStepWarmupRule}, {"interval", kStepIntervalMethod},
+                         {"min_steps_for_interval", kMinStepsForInterval}}},
+              {"min_rounds_for_interval", kMinPairsForInterval},
+              {"programs", json::array()}};
+  for (const auto& w : warmups_)
+    out["warm_up"].push_back({{"program", w.program}, {"method", "none"}, {"run", w.run_name}, {"wall_ns", w.wall_ns},
+                              {"ended", w.ended}});
+  return out;
+}
+
 json CostRecorder::summary(const json& skipped, const json& left_out) const {
   std::vector<std::string> programs;
   std::map<std::string, std::vector<size_t>> combos_of;
@@ -258,6 +340,12 @@ json CostRecorder::summary(const json& skipped, const json& left_out) const {
     if (c.empty()) programs.push_back(subjects_[i].program);
     c.push_back(i);
   }
+  const auto steps_of_combo = [&](size_t combo) {
+    std::vector<StepRun> v;
+    if (auto it = samples_.find(combo); it != samples_.end())
+      for (const auto& s : it->second) v.push_back(s.steps);
+    return v;
+  };
   const auto samples_of = [&](size_t combo) {
     std::vector<CostSample> v;
     if (auto it = samples_.find(combo); it != samples_.end())
@@ -267,14 +355,7 @@ json CostRecorder::summary(const json& skipped, const json& left_out) const {
   int started = 0;  // the last round that ran anything (an interrupted one counts: summary.json says so)
   for (const auto& [combo, runs] : samples_)
     for (const auto& s : runs) started = std::max(started, s.sample.round);
-  json out = {{"rounds", {{"planned", rounds_}, {"done", started}}},
-              {"stopped", stopped_.empty() ? json(nullptr) : json(stopped_)},
-              {"time_budget_s", optional_number(budget_s_)},
-              {"elapsed_s", elapsed_s()},
-              {"order", "rounds: each runs every program under every method, round k (from 0) starting a program at its "
-                        "method k mod M; none runs in every round"},
-              {"min_rounds_for_interval", kMinPairsForInterval},
-              {"programs", json::array()}};
+  json out = summary_head(started);
   for (const auto& program : programs) {
     const auto& combos = combos_of[program];
     const CostSubject& first = subjects_[combos.front()];
@@ -286,8 +367,14 @@ json CostRecorder::summary(const json& skipped, const json& left_out) const {
               {"not_run", json::array()}};
     if (auto s = skipped_.find(program); s != skipped_.end()) p["skipped"] = s->second;
     std::vector<CostSample> none;
+    std::vector<StepRun> none_steps;
+    std::vector<int> none_used;
     for (size_t c : combos)
-      if (subjects_[c].method == "none") none = samples_of(c);
+      if (subjects_[c].method == "none") {
+        none = samples_of(c);
+        none_steps = steps_of_combo(c);
+        none_used = method_cost(none, {}, true).rounds_used;
+      }
     for (size_t c : combos) {
       const std::string& method = subjects_[c].method;
       const std::vector<CostSample> runs = samples_of(c);
@@ -305,6 +392,7 @@ json CostRecorder::summary(const json& skipped, const json& left_out) const {
                 {"startup_ratio", ratio_json(mc.startup)},
                 {"rest_ratio", ratio_json(mc.rest)}};
       if (method != "none" && !mc.wall) m["why_no_ratio"] = mc.why_no_ratio;
+      m["steps"] = step_figures(steps_of_combo(c), none_steps, mc.rounds_used, none_used, method == "none");
       // Each kind of mark once, with the rounds it marked and its first reason.
       std::map<std::string, json> marks;
       json per_run = json::array();
@@ -337,6 +425,7 @@ json CostRecorder::summary(const json& skipped, const json& left_out) const {
           if (p.value("startup_source", json(nullptr)).is_null() && s.startup.contains("source"))
             p["startup_source"] = s.startup["source"];
           if (!p.contains("startup_why") && s.startup.contains("why")) p["startup_why"] = s.startup["why"];
+          if (!p.contains("steps_why") && !s.steps_why.is_null()) p["steps_why"] = s.steps_why;
           per_run.push_back({{"round", s.sample.round},
                              {"position", s.position},
                              {"run", s.run_name},
@@ -351,6 +440,8 @@ json CostRecorder::summary(const json& skipped, const json& left_out) const {
       p["methods"].push_back(m);
     }
     if (p.contains("startup_source")) p.erase("startup_why");
+    for (const auto& m : p["methods"])
+      if (!m["steps"].is_null()) p.erase("steps_why");  // some run marked steps: the figures say the rest
     for (const auto& s : skipped) {
       const std::string where = s["workload"].is_null() ? "command"
                                                         : s["workload"].get<std::string>() + "." + s["linkage"].get<std::string>();
@@ -409,6 +500,7 @@ std::string CostRecorder::table(const json& summary) const {
       }
       for (const auto& n : p["not_run"]) out += "  " + n["method"].get<std::string>() + ": not run: " + n["reason"].get<std::string>() + "\n";
       out += "  start-up: " + p.value("startup_source", p.value("startup_why", std::string("-"))) + "\n";
+      out += step_lines(p);
     }
     return out;
   }
@@ -419,7 +511,7 @@ std::string CostRecorder::table(const json& summary) const {
   std::map<std::string, std::string> why_not_run;
   for (const auto& p : programs) {
     for (const auto& m : p["methods"])
-      if (m["method"] != "none" && std::find(methods.begin(), methods.end(), m["method"]) == methods.end())
+      if (m["method"] != "none" && std::find(methods.begin(), methods.end(), m["method"].get<std::string>()) == methods.end())
         methods.push_back(m["method"]);
     for (const auto& n : p["not_run"]) why_not_run.try_emplace(n["method"], n["reason"]);
   }
@@ -445,14 +537,20 @@ std::string CostRecorder::table(const json& summary) const {
     for (const auto& name : methods) {
       std::string cell = "not run";
       for (const auto& m : p["methods"])
-        if (m["method"] == name) cell = (m["ratio"].is_null() ? "- " : ratio_text(m["ratio"], true, true)) + mark_letters(m);
+        if (m["method"] == name) {
+          // The per-step figure where the program marked steps (S): its whole run is mostly start-up.
+          const bool per_step = m["steps"].is_object() && m["steps"]["ratio"].is_object();
+          cell = per_step ? step_text(m["steps"]["ratio"], true) + "S"
+                          : (m["ratio"].is_null() ? "- " : ratio_text(m["ratio"], true, true));
+          cell += mark_letters(m);
+        }
       std::snprintf(line, sizeof line, " %-19s", cell.c_str());
       out += line;
     }
     out += "\n";
   }
   for (const auto& [m, why] : why_not_run) out += "not run: " + m + ": " + shown(why, 150) + "\n";
-  out += "marks: F runs failed, L lost events, U a layer not observed (each left out while a clean run exists), P a "
+  out += "S: per step in steady state (the program marked its steps; whole run: summary.json). marks: F runs failed, L lost events, U a layer not observed (each left out while a clean run exists), P a "
          "layer seen in part (counted); * no clean run: the figures come from marked runs. Start-up, the rest and every "
          "reason: summary.json (\"cost\") and the report\n";
   return out;

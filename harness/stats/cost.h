@@ -23,6 +23,7 @@
 
 #include "common/event.h"
 #include "harness/stats/cost_stats.h"
+#include "harness/stats/steps.h"
 #include "harness/run/runner.h"
 
 namespace cudatrace {
@@ -52,6 +53,16 @@ nlohmann::json startup_of(const std::vector<Event>& ledger, const std::filesyste
 // What marks a run, read from its run.json.
 RunMarks marks_of(const nlohmann::json& run);
 
+// Why a ratio under 1 with its whole interval under 1 is flagged: tracing adds work, so such
+// a figure says the runs were not alike. The harness removes what it can of the causes (an
+// untimed warm-up run per program, the methods' order drawn anew each round).
+inline constexpr const char* kAnomalyCause =
+    "faster traced than untraced, with the whole interval under 1: not what tracing does; likely warm-up (caches, the "
+    "GPU's clocks, the page cache), the order of the runs, or a cold first run, which the untimed warm-up run and the "
+    "randomised order did not remove (another tenant, the GPU's clocks changing between runs)";
+// summary.json's ratio object: value, pairs, ci95 with its method, or why there is none; an anomaly flagged.
+nlohmann::json ratio_json(const std::optional<Ratio>& r);
+
 // One combination as the cost mode sees it: a program under a method.
 struct CostSubject {
   std::string program;  // "vecadd.shared", or "command"
@@ -59,11 +70,18 @@ struct CostSubject {
   std::string workload, linkage;  // empty for a command
 };
 
+// The cost mode's plan: round 0 runs each program once untraced (none), untimed, so that the
+// first timed run meets the same warm page cache, loaded libraries and GPU state as the
+// others; then `rounds` rounds, each program's methods in an order drawn from `seed`
+// (randomised_plan in cost_stats.h).
+RunPlan cost_plan(const std::vector<CostSubject>& subjects, int rounds, uint64_t seed);
+
 class CostRecorder {
  public:
   // `subjects[i]` describes combination i of `plan`; `budget_s`: --time-budget.
+  // `seed`: the one cost_plan drew the order from (none: the rotating interleaved_plan).
   CostRecorder(std::vector<CostSubject> subjects, RunPlan plan, int rounds, std::optional<double> budget_s,
-               std::vector<std::string> command);
+               std::vector<std::string> command, std::optional<uint64_t> seed = std::nullopt);
   // Whether plan[index] is to run: not when its program said it cannot run here, nor once
   // the time budget has ended the rounds (then stopped() says why).
   bool should_run(size_t index);
@@ -88,9 +106,16 @@ class CostRecorder {
     nlohmann::json startup;
     std::optional<double> setup_ms;
     std::string setup_what;
+    StepRun steps;       // the program's step marks (steps.h), where it wrote them
+    nlohmann::json steps_why;  // why it has none
+  };
+  struct WarmUp {
+    std::string program, run_name, ended;
+    int64_t wall_ns = 0;
   };
   double elapsed_s() const;
   int rounds_done() const;
+  nlohmann::json summary_head(int started) const;
 
   std::vector<CostSubject> subjects_;
   RunPlan plan_;
@@ -99,7 +124,10 @@ class CostRecorder {
   std::optional<double> budget_s_;
   std::vector<std::string> command_;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-  std::vector<double> round_end_s_;  // elapsed when each round ended
+  std::vector<double> round_end_s_;  // time into the timed rounds when each ended
+  double warmup_s_ = 0;              // what the warm-up round took (not a round: the budget's pace leaves it out)
+  std::optional<uint64_t> seed_;
+  std::vector<WarmUp> warmups_;
   std::string stopped_;
   std::map<std::string, std::string> skipped_;
   std::map<size_t, std::vector<Sample>> samples_;  // combination -> its runs

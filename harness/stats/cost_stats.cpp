@@ -32,6 +32,29 @@ RunPlan interleaved_plan(const std::vector<std::string>& program_of, int rounds)
   return plan;
 }
 
+RunPlan randomised_plan(const std::vector<std::string>& program_of, const std::vector<size_t>& warm_up, int rounds,
+                        uint64_t seed) {
+  std::vector<std::string> programs;
+  std::map<std::string, std::vector<size_t>> methods_of;
+  for (size_t i = 0; i < program_of.size(); ++i) {
+    auto& m = methods_of[program_of[i]];
+    if (m.empty()) programs.push_back(program_of[i]);
+    m.push_back(i);
+  }
+  RunPlan plan;
+  for (size_t c : warm_up) plan.push_back({c, 0});
+  std::mt19937_64 rng(seed);
+  for (int k = 0; k < rounds; ++k)
+    for (const auto& p : programs) {
+      std::vector<size_t> order = methods_of[p];
+      for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[size_t(rng() % i)]);
+      for (size_t c : order) plan.push_back({c, k + 1});
+    }
+  return plan;
+}
+
+uint64_t drawn_seed() { return (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}(); }
+
 bool next_round_fits(double elapsed_s, int rounds_done, double budget_s) {
   if (rounds_done <= 0) return true;
   return elapsed_s + elapsed_s / rounds_done <= budget_s;

@@ -34,6 +34,18 @@ RunPlan sequential_plan(size_t combos, int reps);
 // cache) or right after the same neighbour. Programs keep their order within a round.
 RunPlan interleaved_plan(const std::vector<std::string>& program_of, int rounds);
 
+// The cost mode's order since #52: round 0 (rep 0) runs each combination in `warm_up` once,
+// untimed; then each round runs every program under each of its methods, in an order drawn
+// for that program and round from `seed` (a Fisher-Yates shuffle on mt19937_64, both fixed by
+// the C++ standard, so that a recorded seed gives the same order anywhere). Drawn rather than
+// rotated: a rotation keeps every method right after the same neighbour, whose after-effects
+// (a cache it filled, clocks it raised) it then always meets; a drawn order makes the rounds
+// exchangeable, as the interval over them assumes. Programs keep their order within a round.
+RunPlan randomised_plan(const std::vector<std::string>& program_of, const std::vector<size_t>& warm_up, int rounds,
+                        uint64_t seed);
+// A seed for it when none was given (--seed): std::random_device's.
+uint64_t drawn_seed();
+
 // The time budget: whether another round fits, judged from the rounds done (their mean
 // length). The first round is not judged (there is nothing to judge it from): it runs
 // until the budget is spent (CostRecorder).

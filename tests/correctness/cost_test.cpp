@@ -31,10 +31,14 @@ TEST(Cost, RoundsRotateAndEveryMethodGetsItsRatio) {
   ASSERT_FALSE(none.is_null()) << "none is added and runs in every round";
   ASSERT_EQ(none["runs"].size(), 3u);
   ASSERT_EQ(preload["runs"].size(), 3u);
-  // Round 1 starts with none, round 2 with preload, round 3 with none again.
-  std::vector<int> places;
-  for (const auto& run : none["runs"]) places.push_back(run["position"]);
-  EXPECT_EQ(places, (std::vector<int>{0, 1, 0}));
+  // Each round's order is drawn from the seed, which the summary keeps: every round has
+  // none and preload once each, at places 0 and 1.
+  ASSERT_TRUE(cost["seed"].is_number_unsigned()) << cost.dump();
+  for (size_t k = 0; k < 3; ++k)
+    EXPECT_EQ(none["runs"][k]["position"].get<int>() + preload["runs"][k]["position"].get<int>(), 1) << "round " << k + 1;
+  // One untimed warm-up run, untraced, before the rounds: in no figure and no combination.
+  ASSERT_EQ(cost["warm_up"].size(), 1u) << cost.dump();
+  EXPECT_EQ(cost["warm_up"][0]["run"], "cmd.none.r0");
   EXPECT_TRUE(preload["ratio"]["value"].get<double>() > 0);
   // Three rounds give no 95% interval (6 do), and the summary and the console say why.
   EXPECT_TRUE(preload["ratio"]["ci95"].is_null());
@@ -125,10 +129,55 @@ TEST(Cost, TheErrorsWorkloadOnBothLinkages) {
   }
 }
 
+// A command that marks its steps (#52): 200 steps of about 2 ms, each end's CLOCK_MONOTONIC
+// time appended to $CUDATRACE_STEP_MARK.
+TEST(Cost, StepMarksGiveASlowdownPerStepWithAnInterval) {
+  const char* steps =
+      "python3 -c 'import os, time; f = open(os.environ[\"CUDATRACE_STEP_MARK\"], \"a\"); "
+      "[(time.sleep(0.002), print(time.clock_gettime_ns(time.CLOCK_MONOTONIC), \"step\", i, file=f, flush=True)) "
+      "for i in range(200)]'";
+  HarnessRun r = run_harness(std::string("--cost --reps 3 --seed 52 --method preload -- ") + steps);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json& cost = r.summary["cost"];
+  EXPECT_EQ(cost["seed"], 52);
+  EXPECT_EQ(cost["steps"]["env"], "CUDATRACE_STEP_MARK");
+  const json& p = cost["programs"][0];
+  const json& none = method_of(p, "none");
+  const json& preload = method_of(p, "preload");
+  ASSERT_TRUE(none["steps"].is_object()) << p.dump();
+  EXPECT_EQ(none["steps"]["runs_with_marks"], 3);
+  EXPECT_EQ(none["steps"]["steady_steps"], 3 * (199 - 20)) << "199 gaps a run, the first 20 warm-up";
+  EXPECT_GE(none["steps"]["median_step_ns"].get<double>(), 2e6);
+  const json& ratio = preload["steps"]["ratio"];
+  ASSERT_TRUE(ratio.is_object()) << preload.dump();
+  ASSERT_TRUE(ratio["ci95"].is_array()) << "hundreds of steps give an interval where 3 rounds give none: " << ratio.dump();
+  EXPECT_LE(ratio["ci95"][0].get<double>(), ratio["value"].get<double>());
+  EXPECT_GE(ratio["ci95"][1].get<double>(), ratio["value"].get<double>());
+  EXPECT_GT(ratio["value"].get<double>(), 0.5);
+  EXPECT_LT(ratio["value"].get<double>(), 2.0);
+  EXPECT_TRUE(preload["ratio"]["ci95"].is_null()) << "the whole-program ratio stays beside it, 3 rounds: no interval";
+  EXPECT_TRUE(preload["steps"]["startup_ratio"].is_object());
+  const json run = r.run_json("cmd.preload", 2);
+  EXPECT_EQ(run["steps"]["marks"], 200);
+  EXPECT_EQ(run["steps"]["durations_ns"].size(), 199u);
+}
+
+// The step file is the program's: a link there is not followed, and the run says why.
+TEST(Cost, AStepFileThatIsALinkIsNotRead) {
+  HarnessRun r = run_harness("--cost --reps 1 --method preload -- /bin/sh -c 'ln -s /etc/passwd \"$CUDATRACE_STEP_MARK\"'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json run = r.run_json("cmd.none", 1);
+  EXPECT_EQ(run["steps"]["marks"], 0);
+  EXPECT_NE(run["steps"]["why"].get<std::string>().find("its step file was not read"), std::string::npos) << run.dump();
+  EXPECT_TRUE(method_of(r.summary["cost"]["programs"][0], "none")["steps"].is_null());
+}
+
 TEST(Cost, UsageErrors) {
   EXPECT_EQ(run_harness("--cost --bench").exit_code, 2);
   EXPECT_EQ(run_harness("--time-budget 10 --workload errors --method none").exit_code, 2);
   EXPECT_EQ(run_harness("--cost --no-baseline --method preload -- /bin/true").exit_code, 2);
+  EXPECT_EQ(run_harness("--seed 3 --method preload -- /bin/true").exit_code, 2) << "--seed without --cost";
+  EXPECT_EQ(run_harness("--cost --seed x --method preload -- /bin/true").exit_code, 2);
   const HarnessRun r = run_harness("--cost --method none -- /bin/true");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("name at least one other"), std::string::npos) << r.output;
