@@ -3,7 +3,10 @@
 exits 77 with the reason as its last line on stderr, and is skipped with that reason rather
 than failed; and a program marks the end of its start-up by appending
 "<CLOCK_MONOTONIC ns> <what>" to the file named by $CUDATRACE_STARTUP_MARK, which splits
-each run's wall time into start-up and the rest."""
+each run's wall time into start-up and the rest; and a program marks the end of each step
+(each iteration of its loop) by appending "<CLOCK_MONOTONIC ns>" to the file named by
+$CUDATRACE_STEP_MARK, from which the cost mode reports the slowdown per step in steady state
+(harness/stats/steps.h, schema/README.md "Step marks")."""
 import importlib
 import os
 import sys
@@ -30,6 +33,25 @@ def startup_done(what):
     if path:
         with open(path, "a") as f:
             f.write(f"{time.clock_gettime_ns(time.CLOCK_MONOTONIC)} {what}\n")
+
+
+_step_file = None
+
+
+def step_done(sync=None):
+    """Marks the end of a step. `sync`, the framework's wait for the GPU, is called first so
+    that a step's time holds its GPU work rather than only its launches; it is called only
+    when the harness asks for step marks, so that a run without them is the program as it is.
+    Traced and untraced runs both get the variable, so both wait alike."""
+    global _step_file
+    path = os.environ.get("CUDATRACE_STEP_MARK")
+    if not path:
+        return
+    if sync is not None:
+        sync()
+    if _step_file is None:
+        _step_file = open(path, "a")
+    print(time.clock_gettime_ns(time.CLOCK_MONOTONIC), file=_step_file, flush=True)
 
 
 def count_argument(default):

@@ -3,7 +3,7 @@ loaded with cuModuleLoadData. Command for
 `harness ... -- python3 tests/real_programs/cupy_kernels.py [ITERATIONS]` (default 1): each
 iteration runs the elementwise kernels, a reduction and a raw kernel. Start-up ends once
 the first iteration has run (every kernel compiled and loaded)."""
-from cudatrace_program import cannot_run, count_argument, need, startup_done
+from cudatrace_program import cannot_run, count_argument, need, startup_done, step_done
 
 iterations = count_argument(1)
 cp = need("cupy_kernels", "cupy")
@@ -24,5 +24,6 @@ for i in range(iterations):
     if i == 0:
         cp.cuda.runtime.deviceSynchronize()
         startup_done("first iteration done")
+    step_done(cp.cuda.runtime.deviceSynchronize)
 cp.cuda.runtime.deviceSynchronize()
 print(f"{iterations} iteration(s): sum {s:.1f}, first {float(b[0]):.1f}")

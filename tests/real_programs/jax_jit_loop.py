@@ -5,7 +5,7 @@ cuModuleLoadData and runs autotuning kernels first. Command for
 Start-up ends once the first step has been compiled and run."""
 import os
 
-from cudatrace_program import cannot_run, count_argument, need, startup_done
+from cudatrace_program import cannot_run, count_argument, need, startup_done, step_done
 
 steps = count_argument(300)
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
@@ -38,5 +38,6 @@ for i in range(steps):
     if i == 0:
         jax.block_until_ready(params)
         startup_done("first step compiled and run")
+    step_done(lambda: jax.block_until_ready(params))
 final = float(loss(params, x, y))
 print(f"jax jit loop: {steps} steps, loss {final:.5f}")

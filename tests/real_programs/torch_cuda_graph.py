@@ -3,6 +3,8 @@ and replayed many times, the pattern of CUDA-graph inference. Command for
 `harness ... -- python3 tests/real_programs/torch_cuda_graph.py`."""
 import torch
 
+from cudatrace_program import step_done
+
 torch.manual_seed(0)
 model = torch.nn.Sequential(torch.nn.Linear(512, 1024), torch.nn.GELU(), torch.nn.Linear(1024, 512)).cuda().eval()
 static_in = torch.randn(64, 512, device="cuda")
@@ -20,7 +22,8 @@ with torch.no_grad():
     for i in range(50):
         static_in.copy_(torch.full_like(static_in, float(i) / 50))
         graph.replay()
-        total += float(static_out.sum())
+        total += float(static_out.sum())  # waits for the replay: the step is over
+        step_done()
     expected = model(static_in)
 torch.cuda.synchronize()
 assert torch.allclose(static_out, expected, atol=1e-4), "graph replay differs from eager"

@@ -2,7 +2,7 @@
 dlopen'd from the wheel, cuBLAS with its own static cudart, many kernels). Command for
 `harness ... -- python3 tests/real_programs/torch_train_step.py [STEPS]` (default 5).
 Start-up ends once the first step has run (cuBLAS and the kernels loaded)."""
-from cudatrace_program import cannot_run, count_argument, need, startup_done
+from cudatrace_program import cannot_run, count_argument, need, startup_done, step_done
 
 steps = count_argument(5)
 torch = need("torch_train_step", "torch")
@@ -22,5 +22,6 @@ for step in range(steps):
     if step == 0:
         torch.cuda.synchronize()
         startup_done("first training step done")
+    step_done(torch.cuda.synchronize)
 torch.cuda.synchronize()
 print(f"loss after {steps} steps: {loss.item():.4f}")
