@@ -711,16 +711,28 @@ def cost_section(runs):
             # The harness's interval (order statistics of the paired rounds, at least 95%)
             # or its reason for none; and its anomaly flag: the report decides nothing.
             text += (f' [{ci[0]:.2f}, {ci[1]:.2f}]' if ci else
-                     f' ({esc(r.get("why_no_interval", "no interval: %d round(s)" % r["pairs"]))})')
+                     f' ({esc(r.get("why_no_interval", "no interval: %d round(s)" % r.get("pairs", 0)))})')
             if r.get("anomaly"):
                 text += f' <b class="bad" title="{esc(r["anomaly"])}">ANOMALY</b>'
         return text
+
+    def per_step(m, base):
+        """The steady-state step (median ms) and its slowdown per step with its interval
+        (summary.json methods[].steps, harness/stats/steps.h), or why there is none."""
+        st = m.get("steps")
+        if not st:
+            return "—"
+        ms = st.get("median_step_ns")
+        text = "—" if ms is None else f"{ms / 1e6:.3f} ms"
+        if not base:
+            text += f' ({ratio(st.get("ratio"))})' if st.get("ratio") else f' ({esc(st.get("why_no_ratio", "—"))})'
+        return text + f' <span title="steady steps">[{st.get("steady_steps", 0)} steps]</span>'
 
     rows, notes = [], []
     for p in programs:
         label = esc(results.program_label(p))
         if p.get("skipped"):
-            rows.append([label, "—", "", "", "", "", "", "", "", f'<b class="bad">skipped: {esc(p["skipped"])}</b>'])
+            rows.append([label, "—", "", "", "", "", "", "", "", "", f'<b class="bad">skipped: {esc(p["skipped"])}</b>'])
             continue
         start = p.get("startup_source") or p.get("startup_why")
         notes.append(f"<li>{label}: start-up {'ends at ' if p.get('startup_source') else 'not told apart: '}"
@@ -739,27 +751,33 @@ def cost_section(runs):
                          "baseline" if base else ratio(m.get("ratio")),
                          seconds(m.get("median_startup_ns")) + ("" if base else f' ({ratio(m.get("startup_ratio"), False)})'),
                          seconds(m.get("median_rest_ns")) + ("" if base else f' ({ratio(m.get("rest_ratio"), False)})'),
+                         per_step(m, base),
                          f'{setup["median_ms"]:.2f} ({esc(setup["what"])})' if setup else "—",
                          esc(p.get("run", "")), "<br>".join(marks) or '<span class="good">clean</span>'])
         for n in p.get("not_run", []):
-            rows.append([label, esc(n["method"]), "0", "—", "—", "—", "—", "—", esc(p.get("run", "")),
+            rows.append([label, esc(n["method"]), "0", "—", "—", "—", "—", "—", "—", esc(p.get("run", "")),
                          f'<b class="bad">not run: {esc(n["reason"])}</b>'])
     rounds = sorted({(p["run"], p["rounds"].get("done"), p["rounds"].get("planned"), p.get("stopped") or "")
                      for p in programs})
     stopped = "".join(f"<li>{esc(run)}: {done} of {planned} round(s){': ' + esc(why) if why else ''}</li>"
                       for run, done, planned, why in rounds)
     return (chart
-            + "<p>Each program ran under every method in rounds; round <i>k</i> starts at the <i>k</i>-th "
-              "method and none runs in every round. A method's slowdown is the median, over the rounds in which "
-              "both ran usably, of its wall time over none's in the same round, with a 95% interval from "
-              "resampling those rounds (3 or more). A run that failed, lost events or left a layer unobserved is "
+            + "<p>Each program ran once untraced and untimed (warm-up), then under every method in rounds, "
+              "the order within a round drawn from a recorded seed (older runs: rotated), none in every round. A "
+              "method's slowdown is the median, over the rounds in which both ran usably, of its wall time over "
+              "none's in the same round, with the order statistics of those rounds' ratios as an interval that "
+              "holds at least 95% (6 rounds or more; fewer: too few rounds for an interval). Per step: the median "
+              "of the steps a program marked ($CUDATRACE_STEP_MARK, the first 10% dropped as warm-up) over none's, "
+              "with a block bootstrap over each run's steps widened by the rounds' interval (schema/README.md, "
+              "Step marks). ANOMALY: faster traced, the whole interval under 1. A run that failed, lost events or left a layer unobserved is "
               "marked and left out while clean runs exist; one that saw a layer only in part is marked and "
               "counted (the method's limit, not the run's fault). Start-up runs from the program's start to the "
               "return of its first kernel launch (the workload's ledger) or to the program's own mark; the "
               "method's own set-up is what the method timed of its work inside the program.</p>"
             + f"<ul>{stopped}{''.join(notes)}</ul>"
             + table(["program", "method", "runs used", "median s", "vs none [95%]", "start-up s (vs none)",
-                     "rest s (vs none)", "method's own set-up ms", "cost run", "marks"], rows, "cost-table"))
+                     "rest s (vs none)", "per step (vs none [95%])", "method's own set-up ms", "cost run", "marks"],
+                    rows, "cost-table"))
 
 
 def skipped_section(summaries):

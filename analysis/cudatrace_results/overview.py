@@ -304,19 +304,28 @@ def _slowdown_cell(program, method):
     m = next((m for m in program.get("methods", []) if m["method"] == method), None)
     if m is None:
         return None
+    # Per step first (the program marked its steps: its whole run is mostly start-up), then
+    # steady state after start-up, then the whole run.
+    step = (m.get("steps") or {}).get("ratio")
     steady = bool(program.get("startup_source")) and m.get("rest_ratio")
-    r = m.get("rest_ratio") if steady else m.get("ratio")
-    what = "steady state (after start-up)" if steady else "whole run"
+    r = step or (m.get("rest_ratio") if steady else m.get("ratio"))
+    what = ("per step in steady state" if step else "steady state (after start-up)" if steady else "whole run")
     if not r:
         return {"status": "bad", "text": "no figure", "title": one_line(m.get("why_no_ratio", "no ratio written"))}
     ci = r.get("ci95")
-    text = f'{r["value"]:.2f}×'
+    text = f'{r["value"]:.2f}×' + ("/step" if step else "")
     title = f"{what}: {r['value']:.3f}× none's"
-    if ci:
-        text += f" [{ci[0]:.2f}–{ci[1]:.2f}]"
+    if ci and step:
+        title += (f", 95% interval [{ci[0]:.3f}, {ci[1]:.3f}] over {r.get('steps', '?')} steady steps in "
+                  f"{r.get('rounds', '?')} round(s)")
+    elif ci:
         title += f", at least 95% interval [{ci[0]:.3f}, {ci[1]:.3f}] from {r.get('pairs', '?')} paired rounds"
     else:
         title += f", no interval: {r.get('why_no_interval', 'too few rounds')}"
+    if ci:
+        text += f" [{ci[0]:.2f}–{ci[1]:.2f}]"
+    if step and m.get("ratio"):
+        title += f"; whole run {m['ratio']['value']:.3f}×"
     marks = [f"{kind} in round(s) {', '.join(map(str, rounds))}" for kind, rounds, _ in
              ((x["mark"], x.get("rounds", []), x.get("detail")) for x in m.get("marks", []))]
     if r.get("anomaly"):

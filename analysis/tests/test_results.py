@@ -438,6 +438,21 @@ class Overview(unittest.TestCase):
     """The first screen reads what the harness wrote: its loss count, its shares rounded down,
     its statuses; a method blind to a layer never reads as a clean zero."""
 
+    def test_the_slowdown_cell_prefers_the_per_step_figure_and_shows_its_anomaly(self):
+        step = {"value": 0.9, "ci95": [0.85, 0.95], "rounds": 3, "steps": 540, "anomaly": "faster traced: warm-up?"}
+        m = {"method": "shim", "ratio": {"value": 1.02, "pairs": 3, "ci95": None,
+                                          "why_no_interval": "too few rounds for an interval: 3"},
+             "steps": {"ratio": step}, "marks": []}
+        cell = results.overview._slowdown_cell({"methods": [m], "startup_source": "mark"}, "shim")
+        self.assertIn("0.90×/step [0.85–0.95]", cell["text"])
+        self.assertIn("540 steady steps", cell["title"])
+        self.assertIn("whole run 1.020×", cell["title"])
+        self.assertIn("ANOMALY", str(cell))
+        del m["steps"]
+        cell = results.overview._slowdown_cell({"methods": [m]}, "shim")
+        self.assertEqual(cell["text"].split()[0], "1.02×")
+        self.assertIn("too few rounds for an interval", cell["title"])
+
     def test_loss_is_counted_as_the_harness_counts_it(self):
         # verdict.cpp lost_events: positive integers only; a flag is no count.
         self.assertEqual(results.overview.lost_events({"ring_full": 3, "truncated": True, "x": -1, "why": "t"}), 3)
