@@ -44,19 +44,20 @@ TEST(Cost, RoundsRotateAndEveryMethodGetsItsRatio) {
   EXPECT_TRUE(preload["ratio"]["ci95"].is_null());
   EXPECT_NE(preload["ratio"].value("why_no_interval", "").find("too few rounds for an interval"), std::string::npos)
       << preload["ratio"].dump();
-  EXPECT_NE(r.output.find("too few for an interval"), std::string::npos) << r.output;
+  EXPECT_NE(r.details().find("too few for an interval"), std::string::npos) << r.details();
   // /bin/true never reaches libcuda: preload's driver layer is not observed in any run, so
   // its figures come from marked runs, and say so.
   EXPECT_EQ(preload["basis"], "marked runs (no clean run)");
   ASSERT_EQ(preload["marks"].size(), 1u);
   EXPECT_EQ(preload["marks"][0]["mark"], "layer not observed");
   EXPECT_EQ(none["basis"], "clean runs");
-  EXPECT_NE(r.output.find("[figures from marked runs]"), std::string::npos) << r.output;
+  EXPECT_NE(r.details().find("[figures from marked runs]"), std::string::npos) << r.details();
   // Every run is a matrix run: its own folder, checked against the untraced ending.
   EXPECT_EQ(r.run_json("cmd.preload", 2)["untraced_check"]["same"], true);
   EXPECT_NE(p["startup_why"].get<std::string>().find("CUDATRACE_STARTUP_MARK"), std::string::npos);
   EXPECT_NE(r.output.find("round 3/3, done"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("vs none [95%]"), std::string::npos) << "the screen of results at the end:\n" << r.output;
+  EXPECT_NE(r.details().find("vs none [95%]"), std::string::npos) << "the cost table, in details.txt:\n" << r.details();
+  EXPECT_NE(r.output.find("details.txt"), std::string::npos) << "the end of the run names it\n" << r.output;
   // The matrix's own summary of the same runs: three repetitions of each combination.
   for (const auto& c : r.summary["combos"]) EXPECT_EQ(c["reps"], 3);
 }
@@ -75,7 +76,7 @@ TEST(Cost, AFailedMethodIsMarkedAndGivesNoRatio) {
   ASSERT_TRUE(failed) << preload.dump();
   EXPECT_EQ((*failed)["rounds"], json({1, 2, 3}));
   EXPECT_NE((*failed)["detail"].get<std::string>().find("ended otherwise than untraced"), std::string::npos);
-  EXPECT_NE(r.output.find("failed x3"), std::string::npos) << r.output;
+  EXPECT_NE(r.details().find("failed x3"), std::string::npos) << r.details();
 }
 
 TEST(Cost, AProgramThatCannotRunHereIsSkippedWithItsReason) {

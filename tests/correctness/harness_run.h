@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <iterator>
 
 #include <nlohmann/json.hpp>
 
@@ -22,6 +23,11 @@ struct HarnessRun {
   nlohmann::json run_json(const std::string& combo_label, int rep = 1) const {
     std::ifstream f(root / "runs" / (combo_label + ".r" + std::to_string(rep)) / "run.json");
     return f ? nlohmann::json::parse(f) : nlohmann::json();
+  }
+  // details.txt: the verdict per layer and the cost table, which the console leaves out.
+  std::string details() const {
+    std::ifstream f(root / "details.txt");
+    return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
   }
   // The workload's ledger of that run (runtime calls, without the meta record).
   std::vector<cudatrace::Event> ledger(const std::string& combo_label, int rep = 1) const {
