@@ -16,13 +16,14 @@ namespace {
 }
 }  // namespace
 
-ZstdFileWriter::ZstdFileWriter(const std::filesystem::path& path, int level) : path_(path) {
+ZstdFileWriter::ZstdFileWriter(const std::filesystem::path& path, int level, int window_log) : path_(path) {
   fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd_ < 0) fail("write", path_, std::strerror(errno));
   cctx_ = ZSTD_createCCtx();
   if (!cctx_) fail("write", path_, "zstd has no memory");
   ZSTD_CCtx_setParameter(cctx_, ZSTD_c_compressionLevel, level);
   ZSTD_CCtx_setParameter(cctx_, ZSTD_c_checksumFlag, 1);  // a damaged file says so
+  if (window_log) ZSTD_CCtx_setParameter(cctx_, ZSTD_c_windowLog, window_log);
   pending_.reserve(kBatch);
 }
 

@@ -18,7 +18,9 @@ namespace cudatrace {
 class ZstdFileWriter {
  public:
   // Creates `path` exclusively (0600), never through a link. Errors: "cannot write PATH: why".
-  explicit ZstdFileWriter(const std::filesystem::path& path, int level = 1);
+  // `window_log`: the window a reader must hold (2^window_log bytes; 0: zstd's own for the
+  // level), for files read many at once.
+  explicit ZstdFileWriter(const std::filesystem::path& path, int level = 1, int window_log = 0);
   ~ZstdFileWriter();
   ZstdFileWriter(const ZstdFileWriter&) = delete;
   ZstdFileWriter& operator=(const ZstdFileWriter&) = delete;
