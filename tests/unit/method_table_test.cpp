@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "harness/out/summary.h"
+#include "tracers/tracer.h"
 
 using json = nlohmann::json;
 
@@ -53,10 +54,16 @@ const json* method_entry(const json& methods, const std::string& name) {
   return nullptr;
 }
 
-// The methods `--method all` names besides none, each with a long reason somewhere: every
-// method has a line to say, more than the end of the run has room for.
-const std::vector<std::string> kMethods = {"preload", "uprobe", "uprobe-enter", "uprobe-empty", "cupti", "cupti-inject",
-                                           "cupti-bare", "devhook", "devhook-thread", "bpftime", "sanitizer", "strace", "nsys"};
+// The methods `--method all` names besides none (the registry's: a new method joins the
+// test), each with a long reason somewhere: every method has a line to say, more than the
+// end of the run has room for.
+std::vector<std::string> all_but_none() {
+  std::vector<std::string> out;
+  for (const auto& m : cudatrace::methods())
+    if (m.name != "none") out.push_back(m.name);
+  return out;
+}
+const std::vector<std::string> kMethods = all_but_none();
 const std::string kLongReason =
     "cudart is linked statically into /opt/venv/lib/python3.12/site-packages/torch/lib/libtorch_cuda.so; "
     "the shim sees only calls made through the shared libcudart.so.13 and none of the library's own";
@@ -65,7 +72,7 @@ json layer(const std::string& name, int64_t expected, int64_t matched) {
   return {{"layer", name}, {"expected", expected}, {"matched", matched}};
 }
 
-// A matrix of 8 workloads x 2 linkages x (none + 13 methods), run with --cost: what a
+// A matrix of 8 workloads x 2 linkages x (none + every other method), run with --cost: what a
 // typical `harness --workload all --method all --cost` leaves in summary.json.
 json many_workloads_summary() {
   const std::vector<std::string> workloads = {"vecadd", "streams", "memheavy", "errors", "burst", "graphs", "driverapi", "dlopen"};

@@ -1,0 +1,42 @@
+#pragma once
+// The matcher's numbers for call families: every sorter of a run numbers them the same way,
+// so that the ledger's lanes and the method's sort in one order (sorted_events.h).
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "common/cuda_names.h"
+
+namespace cudatrace {
+
+// Numbers for call families ("" and "launch" among them), shared by every sorter so that
+// the ledger's lanes and the method's come in one order. A call's name is looked up as it
+// is: canonical_name() runs once per distinct name, not once per call.
+class Families {
+ public:
+  uint32_t of(std::string_view family) {
+    if (auto it = ids_.find(family); it != ids_.end()) return it->second;
+    names_.emplace_back(family);
+    return ids_.emplace(names_.back(), uint32_t(names_.size() - 1)).first->second;
+  }
+  uint32_t of_call(std::string_view name) {
+    if (auto it = by_call_.find(name); it != by_call_.end()) return it->second;
+    const uint32_t id = of(canonical_name(name));
+    by_call_.emplace(std::string(name), id);
+    return id;
+  }
+  const std::string& name(uint32_t id) const { return names_.at(id); }
+
+ private:
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>> ids_, by_call_;
+  std::deque<std::string> names_;  // a deque: the map's keys stay where they are
+};
+
+}  // namespace cudatrace
