@@ -117,15 +117,11 @@ json read_report(const fs::path& path, Totals& t) {
 }
 
 // One process's report and ring -> events.
-void convert_process(const json& rep, const fs::path& records_file, EventStoreWriter& out, Totals& t, json& notes) {
-  const bool per_thread = rep.value("mode", "block") == "thread";
-  const json& kernels = rep["kernels"];
-  const json& launches = rep["launches"];
-  const json& contexts = rep["contexts"];
-  const int64_t pid = rep.value("pid", 0);
+// What the agent's report says of a process's fatbins, launches and graph replays.
+void tally_report(const json& rep, Totals& t) {
   ++t.processes;
   for (const auto& f : rep["fatbins"]) ++(f.value("via", "__cudaRegisterFatBinary") == "__cudaRegisterFatBinary" ? t.fatbins : t.driver_images);
-  for (const auto& k : kernels) {
+  for (const auto& k : rep["kernels"]) {
     t.launches += k.value("launches", 0);
     t.launches_instrumented += k.value("instrumented", 0);
   }
@@ -133,15 +129,18 @@ void convert_process(const json& rep, const fs::path& records_file, EventStoreWr
   for (const auto& path : rep.value("private_cudart", json::array())) t.private_cudart.insert(path.get<std::string>());
   const json unchanged = rep.value("uninstrumented", json::object());
   for (const auto& [reason, n] : unchanged.items()) t.uninstrumented[reason] += n.get<int64_t>();
-  for (const auto& l : launches)
+  for (const auto& l : rep["launches"])
     if (l.size() > 9 && !l[9].is_null()) {
       ++t.graph_nodes;
       t.graph_executions += l[9].get<int64_t>();
     }
+}
 
-  // Every context's records, interleaved, in the order the agent drained them: a record
-  // names its launch, and the launch its context.
-  uint64_t n = tally_contexts(rep, t, notes);
+// Every context's records, interleaved, in the order the agent drained them: a record names
+// its launch, and the launch its context. `n`: how many the report says there are.
+std::map<BlockKey, BlockSeen> read_blocks(const json& rep, const fs::path& records_file, uint64_t n, Totals& t) {
+  const bool per_thread = rep.value("mode", "block") == "thread";
+  const json& launches = rep["launches"];
   // Per launch, its block's shape (thread mode): read from the report once, not per record.
   std::vector<std::array<uint64_t, 3>> block_dims;
   if (per_thread)
@@ -201,7 +200,16 @@ void convert_process(const json& rep, const fs::path& records_file, EventStoreWr
       b.threads[x + bx * (y + by * z)] |= uint8_t(kind);
     }
   }
+  return blocks;
+}
 
+// One device event per block seen, on its kernel's context's device and clock.
+void write_blocks(const json& rep, const std::map<BlockKey, BlockSeen>& blocks, EventStoreWriter& out) {
+  const bool per_thread = rep.value("mode", "block") == "thread";
+  const json& kernels = rep["kernels"];
+  const json& launches = rep["launches"];
+  const json& contexts = rep["contexts"];
+  const int64_t pid = rep.value("pid", 0);
   for (const auto& [key, b] : blocks) {
     const json& l = launches[key.launch];  // [kernel, context, gx, gy, gz, bx, by, bz, failed, executions]
     const int kernel = l[0].get<int>();
@@ -230,9 +238,11 @@ void convert_process(const json& rep, const fs::path& records_file, EventStoreWr
     if (per_thread) e.args["threads"] = std::count_if(b.threads.begin(), b.threads.end(), [](uint8_t k) { return k != 0; });
     out.write(e);
   }
+}
 
+void process_notes(const json& rep, json& notes) {
   json per_kernel = json::object();
-  for (const auto& k : kernels) {
+  for (const auto& k : rep["kernels"]) {
     json row = {{"launches", k["launches"]}, {"instrumented", k["instrumented"]}};
     if (!k.value("why_not", "").empty()) row["why_not"] = k["why_not"];
     per_kernel[kernel_display_name(k["name"].get<std::string>())] = row;
@@ -245,8 +255,15 @@ void convert_process(const json& rep, const fs::path& records_file, EventStoreWr
   notes["fatbin_ptx"] = sources;
   notes["mode"] = rep.value("mode", "block");
   notes["ring_records"] = rep.value("ring_records", 0);
-  for (const auto& c : contexts)
+  for (const auto& c : rep["contexts"])
     if (!c["clock_uncertainty_ns"].is_null()) notes["clock_uncertainty_ns"] = c["clock_uncertainty_ns"];
+}
+
+void convert_process(const json& rep, const fs::path& records_file, EventStoreWriter& out, Totals& t, json& notes) {
+  tally_report(rep, t);
+  const uint64_t n = tally_contexts(rep, t, notes);
+  write_blocks(rep, read_blocks(rep, records_file, n, t), out);
+  process_notes(rep, notes);
 }
 
 // "kernel k: a cubin ... (3); ..." — the three commonest reasons, then how many others.
