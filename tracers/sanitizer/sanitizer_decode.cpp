@@ -211,6 +211,72 @@ std::string kernels_short(const std::map<std::string, int64_t>& by_kernel) {
   return s;
 }
 
+// What the run lost, counted, and its notes: the counts, the patching's cost.
+void fill_loss_and_notes(TracerReport& report, const Totals& t, json& notes) {
+  report.loss = {{"launches_without_slot", t.no_slot},
+                 {"launches_in_unpatched_modules", t.unpatched},
+                 {"launches_in_modules_never_reported", t.module_unseen},
+                 {"launches_unread", t.unread},
+                 {"launches_short", t.short_launches},
+                 {"blocks_missing", t.blocks_missing},
+                 {"launches_over", t.over},
+                 {"blocks_over", t.blocks_over},
+                 {"launch_records_over_bound", t.records_over_bound},
+                 {"launch_records_truncated", t.records_truncated}};
+  notes["processes"] = t.processes;
+  notes["launches"] = t.launches;
+  notes["launches_counted_exactly"] = t.exact;
+  notes["graph_node_launches"] = t.graph_node_launches;
+  notes["blocks_launched"] = t.blocks_expected;
+  notes["blocks_counted"] = t.blocks_counted;
+  notes["modules_patched"] = t.modules_patched;
+  notes["modules_not_patched"] = t.modules_failed + t.modules_without_patches;
+  // The one-time cost of patching, per module (the run's notes are where users look for it).
+  notes["patch_ms_total"] = double(t.patch_ns_total) / 1e6;
+  notes["patch_ms_max"] = double(t.patch_ns_max) / 1e6;
+  notes["patch_ms_per_module"] = t.modules_patched ? double(t.patch_ns_total) / 1e6 / double(t.modules_patched) : 0.0;
+  notes["setup_ms"] = double(t.patch_ns_total) / 1e6;  // the cost mode's column (tracer.h)
+  notes["setup_what"] = "patching " + std::to_string(t.modules_patched) + " module(s) at load";
+  notes["device_graph_execs"] = t.device_graph_execs;
+  // Module loads that met another thread's patching (serialised), and those that waited
+  // past the bound and patched beside it.
+  notes["patch_lock_waits"] = t.patch_lock_waits;
+  notes["patch_lock_timeouts"] = t.patch_lock_timeouts;
+  notes["graph_uploads_skipped"] = t.graph_uploads_skipped;
+  if (!t.setup_errors.empty()) notes["setup_errors"] = t.setup_errors;
+  report.notes = notes;
+}
+
+// Why the device layer is seen only in part: each kind of launch that ran uncounted, or
+// counted otherwise than its grid, with how many; empty when none.
+std::string partly_unobserved(const Totals& t) {
+  std::vector<std::string> partly;
+  const auto count = [](int64_t n, const char* what) { return std::to_string(n) + " " + what; };
+  if (t.no_slot) partly.push_back(count(t.no_slot, "launches ran uncounted: their context's counter slots were all taken "
+                                                    "or the launch could not be given one (--set sanitizer.slots=N)"));
+  if (t.unpatched) partly.push_back(count(t.unpatched, "launches of kernels in modules that could not be patched"));
+  if (t.module_unseen)
+    partly.push_back(count(t.module_unseen, "launches of kernels in modules the driver never reported loaded to the "
+                                            "sanitizer, so never patched: they ran uncounted"));
+  if (t.unread) partly.push_back(count(t.unread, "launches whose context's counters could not be read back"));
+  if (t.short_launches)
+    partly.push_back(count(t.short_launches, "launches counted fewer blocks than their grid (") +
+                     std::to_string(t.blocks_missing) +
+                     " blocks): still running when the counters were read at exit, or their kernel failed");
+  if (t.over) partly.push_back(count(t.over, "launches counted more blocks than their grid"));
+  if (t.device_graph_execs)
+    partly.push_back(count(t.device_graph_execs, "graphs launch work from the device: kernels started there reach no "
+                                                  "launch callback and are not counted"));
+  if (t.records_over_bound)
+    partly.push_back(count(t.records_over_bound, "launch records over the bound of ") +
+                     std::to_string(kSanitizerMaxLaunchRecords) + " per run were not read");
+  for (const auto& e : t.setup_errors) partly.push_back(e);
+  std::string text;
+  for (const auto& p : partly) text += (text.empty() ? "" : "; ") + p;
+  if (!text.empty() && !t.short_by_kernel.empty()) text += "; kernels: " + kernels_short(t.short_by_kernel);
+  return text;
+}
+
 }  // namespace
 
 TracerReport convert_sanitizer_output(const fs::path& dir, const fs::path& events_file, int64_t main_pid) {
@@ -257,38 +323,7 @@ TracerReport convert_sanitizer_output(const fs::path& dir, const fs::path& event
   }
   out.close();
 
-  report.loss = {{"launches_without_slot", t.no_slot},
-                 {"launches_in_unpatched_modules", t.unpatched},
-                 {"launches_in_modules_never_reported", t.module_unseen},
-                 {"launches_unread", t.unread},
-                 {"launches_short", t.short_launches},
-                 {"blocks_missing", t.blocks_missing},
-                 {"launches_over", t.over},
-                 {"blocks_over", t.blocks_over},
-                 {"launch_records_over_bound", t.records_over_bound},
-                 {"launch_records_truncated", t.records_truncated}};
-  notes["processes"] = t.processes;
-  notes["launches"] = t.launches;
-  notes["launches_counted_exactly"] = t.exact;
-  notes["graph_node_launches"] = t.graph_node_launches;
-  notes["blocks_launched"] = t.blocks_expected;
-  notes["blocks_counted"] = t.blocks_counted;
-  notes["modules_patched"] = t.modules_patched;
-  notes["modules_not_patched"] = t.modules_failed + t.modules_without_patches;
-  // The one-time cost of patching, per module (the run's notes are where users look for it).
-  notes["patch_ms_total"] = double(t.patch_ns_total) / 1e6;
-  notes["patch_ms_max"] = double(t.patch_ns_max) / 1e6;
-  notes["patch_ms_per_module"] = t.modules_patched ? double(t.patch_ns_total) / 1e6 / double(t.modules_patched) : 0.0;
-  notes["setup_ms"] = double(t.patch_ns_total) / 1e6;  // the cost mode's column (tracer.h)
-  notes["setup_what"] = "patching " + std::to_string(t.modules_patched) + " module(s) at load";
-  notes["device_graph_execs"] = t.device_graph_execs;
-  // Module loads that met another thread's patching (serialised), and those that waited
-  // past the bound and patched beside it.
-  notes["patch_lock_waits"] = t.patch_lock_waits;
-  notes["patch_lock_timeouts"] = t.patch_lock_timeouts;
-  notes["graph_uploads_skipped"] = t.graph_uploads_skipped;
-  if (!t.setup_errors.empty()) notes["setup_errors"] = t.setup_errors;
-  report.notes = notes;
+  fill_loss_and_notes(report, t, notes);
 
   if (t.processes == 0) {
     int64_t started = 0;
@@ -306,33 +341,7 @@ TracerReport convert_sanitizer_output(const fs::path& dir, const fs::path& event
     return report;
   }
   report.layers = {layer::kDevice};
-  std::vector<std::string> partly;
-  const auto count = [](int64_t n, const char* what) { return std::to_string(n) + " " + what; };
-  if (t.no_slot) partly.push_back(count(t.no_slot, "launches ran uncounted: their context's counter slots were all taken "
-                                                    "or the launch could not be given one (--set sanitizer.slots=N)"));
-  if (t.unpatched) partly.push_back(count(t.unpatched, "launches of kernels in modules that could not be patched"));
-  if (t.module_unseen)
-    partly.push_back(count(t.module_unseen, "launches of kernels in modules the driver never reported loaded to the "
-                                            "sanitizer, so never patched: they ran uncounted"));
-  if (t.unread) partly.push_back(count(t.unread, "launches whose context's counters could not be read back"));
-  if (t.short_launches)
-    partly.push_back(count(t.short_launches, "launches counted fewer blocks than their grid (") +
-                     std::to_string(t.blocks_missing) +
-                     " blocks): still running when the counters were read at exit, or their kernel failed");
-  if (t.over) partly.push_back(count(t.over, "launches counted more blocks than their grid"));
-  if (t.device_graph_execs)
-    partly.push_back(count(t.device_graph_execs, "graphs launch work from the device: kernels started there reach no "
-                                                  "launch callback and are not counted"));
-  if (t.records_over_bound)
-    partly.push_back(count(t.records_over_bound, "launch records over the bound of ") +
-                     std::to_string(kSanitizerMaxLaunchRecords) + " per run were not read");
-  for (const auto& e : t.setup_errors) partly.push_back(e);
-  if (!partly.empty()) {
-    std::string text;
-    for (const auto& p : partly) text += (text.empty() ? "" : "; ") + p;
-    if (!t.short_by_kernel.empty()) text += "; kernels: " + kernels_short(t.short_by_kernel);
-    report.partly_unobserved[layer::kDevice] = text;
-  }
+  if (const std::string text = partly_unobserved(t); !text.empty()) report.partly_unobserved[layer::kDevice] = text;
   // A process owes a report only if it initialised CUDA (the library's marker, written at
   // cuInit): the program's own process may be a launcher whose ranks alone use the GPU.
   std::error_code marker_ec;
