@@ -118,152 +118,194 @@ void require(const std::set<std::string>& have, const std::string& table, std::i
 
 }  // namespace
 
+namespace {
+
+// What the capture is read with: its tables, its strings, and the shift onto the harness's
+// clock; and where each API call went in the events, for the kernels to find their launch.
+struct CaptureReading {
+  Database& db;
+  std::set<std::string> tables;
+  std::unordered_map<int64_t, std::string> strings;
+  int64_t to_monotonic = 0;
+  std::map<std::pair<int64_t, int64_t>, size_t> runtime_call_of, driver_call_of;  // (pid, corr) -> event
+  std::string string_of(int64_t id) const {
+    auto it = strings.find(id);
+    return it == strings.end() ? std::string() : it->second;
+  }
+};
+
+// The runtime and driver API calls, in time order.
+void read_calls(CaptureReading& c, NsysCapture& out) {
+  Database& db = c.db;
+  const std::set<std::string>& tables = c.tables;
+  auto& runtime_call_of = c.runtime_call_of;
+  auto& driver_call_of = c.driver_call_of;
+  const int64_t to_monotonic = c.to_monotonic;
+  const auto string_of = [&](int64_t id) { return c.string_of(id); };
+  out.return_codes = true;
+  for (const auto& [table, layer_name] : {std::pair<const char*, const char*>{"CUPTI_ACTIVITY_KIND_RUNTIME", layer::kRuntime},
+                                          {"CUPTI_ACTIVITY_KIND_DRIVER", layer::kDriver}}) {
+    if (!tables.count(table)) {
+      out.missing_tables.push_back(table);
+      continue;
+    }
+    const std::set<std::string> cols = columns_of(db.h, table);
+    require(cols, table, {"start", "end", "globalTid", "correlationId", "nameId"});
+    const bool has_ret = cols.count("returnValue");
+    out.return_codes = out.return_codes && has_ret;
+    Statement s(db.h, std::string("SELECT start, end, globalTid, correlationId, nameId") +
+                          (has_ret ? ", returnValue" : "") + " FROM " + table + " ORDER BY start");
+    auto& call_of = layer_name == std::string(layer::kRuntime) ? runtime_call_of : driver_call_of;
+    while (s.step()) {
+      Event e;
+      e.layer = layer_name;
+      e.name = string_of(s.integer(4));
+      if (layer_name == std::string(layer::kRuntime)) e.name = without_runtime_version(e.name);
+      if (e.name.empty()) e.name = "unknown";
+      e.ts = s.integer(0) + to_monotonic;
+      if (s.integer(1) >= s.integer(0)) e.dur = s.integer(1) - s.integer(0);
+      const int64_t global_tid = s.integer(2);
+      e.pid = (global_tid >> 24) & 0xFFFFFF;
+      e.tid = global_tid & 0xFFFFFF;
+      e.corr = uint64_t(s.integer(3));
+      if (has_ret) e.ret = s.integer(5);
+      call_of[{e.pid, int64_t(*e.corr)}] = out.events.size();
+      (layer_name == std::string(layer::kRuntime) ? out.runtime_calls : out.driver_calls) += 1;
+      out.events.push_back(std::move(e));
+    }
+  }
+
+}
+
+// nsys's own warnings, those that speak of loss counted apart.
+void read_warnings(CaptureReading& c, NsysCapture& out) {
+  Database& db = c.db;
+  const std::set<std::string>& tables = c.tables;
+  if (tables.count("DIAGNOSTIC_EVENT")) {
+    const std::set<std::string> cols = columns_of(db.h, "DIAGNOSTIC_EVENT");
+    if (cols.count("severity") && cols.count("text")) {
+      Statement s(db.h, "SELECT text FROM DIAGNOSTIC_EVENT WHERE severity > 1");
+      while (s.step()) {
+        const std::string text = s.text(0);
+        std::string lower = text;
+        for (char& ch : lower) ch = char(std::tolower(uint8_t(ch)));
+        ++out.warnings;
+        if (lower.find("drop") != std::string::npos || lower.find("lost") != std::string::npos) ++out.warnings_of_loss;
+        if (out.warning_examples.size() < 5) out.warning_examples.push_back(text.substr(0, 300));
+      }
+    }
+  }
+}
+
+// Each process's CUDA device numbers and the GPU each stands for, where this export has
+// the two tables: the bus id every process shares, whatever CUDA_VISIBLE_DEVICES did.
+std::map<std::pair<int64_t, int64_t>, std::string> read_bus_ids(CaptureReading& c, NsysCapture& out) {
+  Database& db = c.db;
+  const std::set<std::string>& tables = c.tables;
+  std::map<std::pair<int64_t, int64_t>, std::string> bus_id_of;  // (pid, CUDA device) -> bus id
+  if (tables.count("TARGET_INFO_CUDA_DEVICE") && tables.count("TARGET_INFO_GPU")) {
+    const std::set<std::string> dev_cols = columns_of(db.h, "TARGET_INFO_CUDA_DEVICE");
+    const std::set<std::string> gpu_cols = columns_of(db.h, "TARGET_INFO_GPU");
+    if (dev_cols.count("gpuId") && dev_cols.count("cudaId") && dev_cols.count("pid") && gpu_cols.count("id") &&
+        gpu_cols.count("busLocation")) {
+      Statement s(db.h, "SELECT c.pid, c.cudaId, g.busLocation FROM TARGET_INFO_CUDA_DEVICE c "
+                        "JOIN TARGET_INFO_GPU g ON g.id = c.gpuId");
+      while (s.step())
+        if (std::string id = normalize_pci_bus_id(s.text(2)); !id.empty()) bus_id_of[{s.integer(0), s.integer(1)}] = id;
+      out.device_ids = !bus_id_of.empty();
+    }
+  }
+  return bus_id_of;
+}
+
+// The kernels, each joined to the call that launched it (its device given to that call).
+void read_kernels(CaptureReading& c, const std::map<std::pair<int64_t, int64_t>, std::string>& bus_id_of,
+                  NsysCapture& out) {
+  Database& db = c.db;
+  const std::set<std::string>& tables = c.tables;
+  const auto& runtime_call_of = c.runtime_call_of;
+  const auto& driver_call_of = c.driver_call_of;
+  const int64_t to_monotonic = c.to_monotonic;
+  const auto string_of = [&](int64_t id) { return c.string_of(id); };
+  const char* kernels = "CUPTI_ACTIVITY_KIND_KERNEL";
+  if (!tables.count(kernels)) {
+    out.missing_tables.push_back(kernels);
+  } else {
+    const std::set<std::string> cols = columns_of(db.h, kernels);
+    require(cols, kernels, {"start", "end", "globalPid", "correlationId", "deviceId", "streamId", "gridX", "gridY",
+                            "gridZ", "blockX", "blockY", "blockZ"});
+    // The mangled name where this export has it (what the other methods record), else
+    // the demangled one: the report groups kernels by their demangled family either way.
+    const char* name_column = cols.count("mangledName")     ? "mangledName"
+                              : cols.count("demangledName") ? "demangledName"
+                              : cols.count("shortName")     ? "shortName"
+                                                            : nullptr;
+    if (!name_column) throw std::runtime_error("table CUPTI_ACTIVITY_KIND_KERNEL has no kernel name column");
+    Statement s(db.h, std::string("SELECT start, end, globalPid, correlationId, deviceId, streamId, gridX, gridY, "
+                                  "gridZ, blockX, blockY, blockZ, ") +
+                          name_column + " FROM " + kernels + " ORDER BY start");
+    while (s.step()) {
+      Event e;
+      e.layer = layer::kGpuActivity;
+      e.name = string_of(s.integer(12));
+      if (e.name.empty()) e.name = "kernel";
+      e.ts = s.integer(0) + to_monotonic;
+      if (s.integer(1) >= s.integer(0)) e.dur = s.integer(1) - s.integer(0);
+      e.pid = (s.integer(2) >> 24) & 0xFFFFFF;
+      e.corr = uint64_t(s.integer(3));
+      e.args = {{"kernel", e.name},
+                {"grid", {s.integer(6), s.integer(7), s.integer(8)}},
+                {"block", {s.integer(9), s.integer(10), s.integer(11)}},
+                {"stream", s.integer(5)},
+                {"device", s.integer(4)}};
+      e.device = s.integer(4);
+      if (auto id = bus_id_of.find({e.pid, s.integer(4)}); id != bus_id_of.end()) e.device_id = id->second;
+      // The launching call: the runtime's where the program used it, else the driver's.
+      const std::pair<int64_t, int64_t> key{e.pid, int64_t(*e.corr)};
+      size_t launch = out.events.size();
+      if (auto r = runtime_call_of.find(key); r != runtime_call_of.end())
+        launch = r->second;
+      else if (auto d = driver_call_of.find(key); d != driver_call_of.end())
+        launch = d->second;
+      if (launch < out.events.size()) {
+        ++out.kernels_joined;
+        e.tid = out.events[launch].tid;
+        e.args["launched_by"] = out.events[launch].name;
+        // A launch is on the device its kernel ran on: the one call whose device the export says.
+        out.events[launch].device = e.device;
+        out.events[launch].device_id = e.device_id;
+      }
+      ++out.kernels;
+      out.events.push_back(std::move(e));
+    }
+  }
+}
+
+}  // namespace
+
 NsysCapture read_nsys_capture(const std::filesystem::path& sqlite_file, int64_t realtime_minus_monotonic_ns) {
   NsysCapture out;
   try {
     Database db;
     open_readonly_copy(sqlite_file, db);
-    const std::set<std::string> tables = tables_of(db.h);
-    if (!tables.count("TARGET_INFO_SESSION_START_TIME"))
+    CaptureReading c{db, tables_of(db.h), {}, 0, {}, {}};
+    if (!c.tables.count("TARGET_INFO_SESSION_START_TIME"))
       throw std::runtime_error("the capture has no TARGET_INFO_SESSION_START_TIME: its times cannot be put on the "
                                "harness's clock");
-    int64_t session_start_utc = 0;
     {
       require(columns_of(db.h, "TARGET_INFO_SESSION_START_TIME"), "TARGET_INFO_SESSION_START_TIME", {"utcEpochNs"});
       Statement s(db.h, "SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME LIMIT 1");
       if (!s.step()) throw std::runtime_error("TARGET_INFO_SESSION_START_TIME is empty");
-      session_start_utc = s.integer(0);
+      c.to_monotonic = s.integer(0) - realtime_minus_monotonic_ns;
     }
-    const int64_t to_monotonic = session_start_utc - realtime_minus_monotonic_ns;
-
-    std::unordered_map<int64_t, std::string> strings;
-    if (tables.count("StringIds")) {
+    if (c.tables.count("StringIds")) {
       require(columns_of(db.h, "StringIds"), "StringIds", {"id", "value"});
       Statement s(db.h, "SELECT id, value FROM StringIds");
-      while (s.step()) strings[s.integer(0)] = s.text(1);
+      while (s.step()) c.strings[s.integer(0)] = s.text(1);
     }
-    auto string_of = [&](int64_t id) {
-      auto it = strings.find(id);
-      return it == strings.end() ? std::string() : it->second;
-    };
-
-    std::map<std::pair<int64_t, int64_t>, size_t> runtime_call_of, driver_call_of;  // (pid, corr) -> event
-    out.return_codes = true;
-    for (const auto& [table, layer_name] : {std::pair<const char*, const char*>{"CUPTI_ACTIVITY_KIND_RUNTIME", layer::kRuntime},
-                                            {"CUPTI_ACTIVITY_KIND_DRIVER", layer::kDriver}}) {
-      if (!tables.count(table)) {
-        out.missing_tables.push_back(table);
-        continue;
-      }
-      const std::set<std::string> cols = columns_of(db.h, table);
-      require(cols, table, {"start", "end", "globalTid", "correlationId", "nameId"});
-      const bool has_ret = cols.count("returnValue");
-      out.return_codes = out.return_codes && has_ret;
-      Statement s(db.h, std::string("SELECT start, end, globalTid, correlationId, nameId") +
-                            (has_ret ? ", returnValue" : "") + " FROM " + table + " ORDER BY start");
-      auto& call_of = layer_name == std::string(layer::kRuntime) ? runtime_call_of : driver_call_of;
-      while (s.step()) {
-        Event e;
-        e.layer = layer_name;
-        e.name = string_of(s.integer(4));
-        if (layer_name == std::string(layer::kRuntime)) e.name = without_runtime_version(e.name);
-        if (e.name.empty()) e.name = "unknown";
-        e.ts = s.integer(0) + to_monotonic;
-        if (s.integer(1) >= s.integer(0)) e.dur = s.integer(1) - s.integer(0);
-        const int64_t global_tid = s.integer(2);
-        e.pid = (global_tid >> 24) & 0xFFFFFF;
-        e.tid = global_tid & 0xFFFFFF;
-        e.corr = uint64_t(s.integer(3));
-        if (has_ret) e.ret = s.integer(5);
-        call_of[{e.pid, int64_t(*e.corr)}] = out.events.size();
-        (layer_name == std::string(layer::kRuntime) ? out.runtime_calls : out.driver_calls) += 1;
-        out.events.push_back(std::move(e));
-      }
-    }
-
-    if (tables.count("DIAGNOSTIC_EVENT")) {
-      const std::set<std::string> cols = columns_of(db.h, "DIAGNOSTIC_EVENT");
-      if (cols.count("severity") && cols.count("text")) {
-        Statement s(db.h, "SELECT text FROM DIAGNOSTIC_EVENT WHERE severity > 1");
-        while (s.step()) {
-          const std::string text = s.text(0);
-          std::string lower = text;
-          for (char& c : lower) c = char(std::tolower(uint8_t(c)));
-          ++out.warnings;
-          if (lower.find("drop") != std::string::npos || lower.find("lost") != std::string::npos) ++out.warnings_of_loss;
-          if (out.warning_examples.size() < 5) out.warning_examples.push_back(text.substr(0, 300));
-        }
-      }
-    }
-
-    // Each process's CUDA device numbers and the GPU each stands for, where this export has
-    // the two tables: the bus id every process shares, whatever CUDA_VISIBLE_DEVICES did.
-    std::map<std::pair<int64_t, int64_t>, std::string> bus_id_of;  // (pid, CUDA device) -> bus id
-    if (tables.count("TARGET_INFO_CUDA_DEVICE") && tables.count("TARGET_INFO_GPU")) {
-      const std::set<std::string> dev_cols = columns_of(db.h, "TARGET_INFO_CUDA_DEVICE");
-      const std::set<std::string> gpu_cols = columns_of(db.h, "TARGET_INFO_GPU");
-      if (dev_cols.count("gpuId") && dev_cols.count("cudaId") && dev_cols.count("pid") && gpu_cols.count("id") &&
-          gpu_cols.count("busLocation")) {
-        Statement s(db.h, "SELECT c.pid, c.cudaId, g.busLocation FROM TARGET_INFO_CUDA_DEVICE c "
-                          "JOIN TARGET_INFO_GPU g ON g.id = c.gpuId");
-        while (s.step())
-          if (std::string id = normalize_pci_bus_id(s.text(2)); !id.empty()) bus_id_of[{s.integer(0), s.integer(1)}] = id;
-        out.device_ids = !bus_id_of.empty();
-      }
-    }
-
-    const char* kernels = "CUPTI_ACTIVITY_KIND_KERNEL";
-    if (!tables.count(kernels)) {
-      out.missing_tables.push_back(kernels);
-    } else {
-      const std::set<std::string> cols = columns_of(db.h, kernels);
-      require(cols, kernels, {"start", "end", "globalPid", "correlationId", "deviceId", "streamId", "gridX", "gridY",
-                              "gridZ", "blockX", "blockY", "blockZ"});
-      // The mangled name where this export has it (what the other methods record), else
-      // the demangled one: the report groups kernels by their demangled family either way.
-      const char* name_column = cols.count("mangledName")     ? "mangledName"
-                                : cols.count("demangledName") ? "demangledName"
-                                : cols.count("shortName")     ? "shortName"
-                                                              : nullptr;
-      if (!name_column) throw std::runtime_error("table CUPTI_ACTIVITY_KIND_KERNEL has no kernel name column");
-      Statement s(db.h, std::string("SELECT start, end, globalPid, correlationId, deviceId, streamId, gridX, gridY, "
-                                    "gridZ, blockX, blockY, blockZ, ") +
-                            name_column + " FROM " + kernels + " ORDER BY start");
-      while (s.step()) {
-        Event e;
-        e.layer = layer::kGpuActivity;
-        e.name = string_of(s.integer(12));
-        if (e.name.empty()) e.name = "kernel";
-        e.ts = s.integer(0) + to_monotonic;
-        if (s.integer(1) >= s.integer(0)) e.dur = s.integer(1) - s.integer(0);
-        e.pid = (s.integer(2) >> 24) & 0xFFFFFF;
-        e.corr = uint64_t(s.integer(3));
-        e.args = {{"kernel", e.name},
-                  {"grid", {s.integer(6), s.integer(7), s.integer(8)}},
-                  {"block", {s.integer(9), s.integer(10), s.integer(11)}},
-                  {"stream", s.integer(5)},
-                  {"device", s.integer(4)}};
-        e.device = s.integer(4);
-        if (auto id = bus_id_of.find({e.pid, s.integer(4)}); id != bus_id_of.end()) e.device_id = id->second;
-        // The launching call: the runtime's where the program used it, else the driver's.
-        const std::pair<int64_t, int64_t> key{e.pid, int64_t(*e.corr)};
-        size_t launch = out.events.size();
-        if (auto r = runtime_call_of.find(key); r != runtime_call_of.end())
-          launch = r->second;
-        else if (auto d = driver_call_of.find(key); d != driver_call_of.end())
-          launch = d->second;
-        if (launch < out.events.size()) {
-          ++out.kernels_joined;
-          e.tid = out.events[launch].tid;
-          e.args["launched_by"] = out.events[launch].name;
-          // A launch is on the device its kernel ran on: the one call whose device the export says.
-          out.events[launch].device = e.device;
-          out.events[launch].device_id = e.device_id;
-        }
-        ++out.kernels;
-        out.events.push_back(std::move(e));
-      }
-    }
+    read_calls(c, out);
+    read_warnings(c, out);
+    read_kernels(c, read_bus_ids(c, out), out);
   } catch (const std::exception& e) {
     out.error = e.what();
   }
