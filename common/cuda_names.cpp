@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdlib>
 #include <cctype>
+#include <cstdint>
 
 namespace cudatrace {
 
