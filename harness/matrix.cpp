@@ -67,9 +67,10 @@ struct RunContext {
 constexpr uint64_t kSummaryReserve = uint64_t(4) << 20;
 
 // The untraced run's ending to compare a traced run of `combo` against: the same
-// repetition's, else the first's. Null when there is none.
+// repetition's, else the first's, else the cost mode's warm-up run (rep 0: in a drawn order,
+// round 1's traced runs may come before its untraced one). Null when there is none.
 const ChildResult* untraced_ending(const RunContext& ctx, const Combo& combo, int rep) {
-  for (const int r : {rep, 1})
+  for (const int r : {rep, 1, 0})
     if (auto it = ctx.untraced.find(combo.workload + "|" + combo.linkage + "|" + std::to_string(r)); it != ctx.untraced.end())
       return &it->second;
   return nullptr;
@@ -258,7 +259,7 @@ void check_result(RunState& r, RunContext& ctx) {
     return;
   }
   const ProgramResult* untraced = nullptr;
-  for (const int rep : {r.rep, 1})
+  for (const int rep : {r.rep, 1, 0})  // as untraced_ending
     if (auto it = ctx.untraced_results.find(key + std::to_string(rep)); it != ctx.untraced_results.end() && !untraced)
       untraced = &it->second;
   // A result read from a cut output is not the program's word: not compared, and said so
