@@ -1,6 +1,7 @@
 #include "harness/out/otlp_export.h"
 
 #include "common/event_store.h"
+#include "harness/out/results_io.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -270,12 +271,7 @@ OtlpRuns otlp_run_folders(const fs::path& dir) {
 // count: a real job's 10^7 to 10^8 events fit on a host with the memory for them.
 namespace {
 size_t otlp_event_bound() {
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key;
-  uint64_t kib = 0;
-  while (meminfo >> key && key != "MemAvailable:") meminfo.ignore(256, '\n');
-  if (key == "MemAvailable:") meminfo >> kib;
-  return size_t(std::max<uint64_t>(uint64_t(1) << 20, kib * 1024 / 2 / kHeldEventBytes));
+  return size_t(std::max<uint64_t>(uint64_t(1) << 20, available_memory_bytes() / 2 / kHeldEventBytes));
 }
 }  // namespace
 

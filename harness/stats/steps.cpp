@@ -7,6 +7,7 @@
 
 #include "common/bounded_lines.h"
 #include "common/outside_text.h"
+#include "harness/out/results_io.h"
 #include "harness/run/runner.h"
 #include "harness/stats/bench_stats.h"
 #include "harness/stats/cost.h"
@@ -16,10 +17,12 @@ namespace cudatrace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-StepMarks read_step_marks(const fs::path& file, int64_t start_ns, int64_t end_ns) {
+uint64_t step_file_bound() { return std::max<uint64_t>(uint64_t(8) << 20, available_memory_bytes() / 64); }
+
+StepMarks read_step_marks(const fs::path& file, int64_t start_ns, int64_t end_ns, uint64_t max_bytes) {
   StepMarks m;
   // A line's start is all that is read of it: a time is at most 20 digits.
-  BoundedLines in(file, kMaxStepFileBytes, nullptr, 256);
+  BoundedLines in(file, max_bytes, nullptr, 256);
   if (!in.is_open()) {
     m.why = in.why();
     return m;
@@ -75,6 +78,8 @@ StepRun step_run_of(int round, const json& steps) {
   r.round = round;
   if (!steps.is_object()) return r;
   if (steps.contains("startup_ns") && steps["startup_ns"].is_number()) r.startup_ns = int64_t(steps["startup_ns"].get<double>());
+  if (steps.contains("unread_bytes") && steps["unread_bytes"].is_number_integer() && steps["unread_bytes"].get<int64_t>() > 0)
+    r.unread_bytes = steps["unread_bytes"].get<uint64_t>();
   if (!steps.contains("durations_ns") || !steps["durations_ns"].is_array()) return r;
   const json& d = steps["durations_ns"];
   for (size_t i = warmup_steps(d.size()); i < d.size(); ++i)
@@ -184,9 +189,10 @@ json step_figures(const std::vector<StepRun>& runs, const std::vector<StepRun>& 
   };
   const std::map<int, const StepRun*> mine = by_round(runs, used), theirs = by_round(none, none_used);
   std::vector<double> steady, startups;
-  size_t marked = 0;
+  size_t marked = 0, cut = 0;
   for (const auto& [round, r] : mine) {
     marked += r->startup_ns.has_value();
+    cut += r->unread_bytes > 0;
     steady.insert(steady.end(), r->steady_ns.begin(), r->steady_ns.end());
     if (r->startup_ns) startups.push_back(double(*r->startup_ns));
   }
@@ -197,6 +203,11 @@ json step_figures(const std::vector<StepRun>& runs, const std::vector<StepRun>& 
             {"median_startup_ns", median_of(startups)},
             {"startup_ratio", nullptr},
             {"ratio", nullptr}};
+  // A step file past its bound gave only its first steps: figures from a prefix, said so.
+  if (cut)
+    j["steps_cut"] = std::to_string(cut) + " run(s)' step files were longer than the bound (" +
+                     std::to_string(step_file_bound() >> 20) + " MiB, a 64th of the memory available): their later "
+                     "steps were not read (run.json steps.unread_bytes)";
   if (is_baseline) {
     j.erase("startup_ratio");
     j.erase("ratio");

@@ -30,8 +30,11 @@ struct ChildResult;
 
 inline constexpr const char* kStepMarkEnv = "CUDATRACE_STEP_MARK";
 inline constexpr const char* kStepMarkFile = "step-marks.txt";  // in the run's target/
-// What one run's step file may hold: 8 MiB (some 400,000 marks); past it, unread and said.
-inline constexpr uint64_t kMaxStepFileBytes = uint64_t(8) << 20;
+// What one run's step file may hold: a 64th of the memory available (a mark of about 20
+// bytes is held as 8, and kept in run.json as a duration), at least 8 MiB (some 400,000
+// marks): a long job's millions of steps fit on a host with the memory for them. Past it,
+// the rest is unread, counted in run.json (unread_bytes) and named in the step figures.
+uint64_t step_file_bound();
 
 // The step ends one run's file gave, with what was ignored and why.
 struct StepMarks {
@@ -41,8 +44,9 @@ struct StepMarks {
   uint64_t unread_bytes = 0;     // past the bound
   std::string why;               // the file could not be read (missing, a link, ...); empty: it was
 };
-// Reads `file`, keeping the ends within [start_ns, end_ns].
-StepMarks read_step_marks(const std::filesystem::path& file, int64_t start_ns, int64_t end_ns);
+// Reads `file`, at most `max_bytes` of it, keeping the ends within [start_ns, end_ns].
+StepMarks read_step_marks(const std::filesystem::path& file, int64_t start_ns, int64_t end_ns,
+                          uint64_t max_bytes = step_file_bound());
 
 // run.json's "steps" for a command's run: {"marks", "startup_ns", "durations_ns", ...} or
 // {"marks": 0, "why"}.
@@ -57,6 +61,7 @@ struct StepRun {
   int round = 0;
   std::optional<int64_t> startup_ns;  // to the first step mark
   std::vector<double> steady_ns;      // step durations after the warm-up
+  uint64_t unread_bytes = 0;          // of its step file, past the bound: its later steps are not here
 };
 
 // The steady-state slowdown per step of a method against none, from the rounds in which

@@ -63,6 +63,9 @@ TEST(StepMarks, KeepsTheEndsAndCountsWhatIsNotOne) {
 }
 
 TEST(StepMarks, AHugeFileIsReadToItsBoundOnly) {
+  // The bound scales with the memory available, never under 8 MiB; here it is given.
+  const uint64_t kMaxStepFileBytes = uint64_t(8) << 20;
+  EXPECT_GE(step_file_bound(), kMaxStepFileBytes);
   const fs::path dir = testsupport::temp_dir("steps-huge");
   {
     std::ofstream f(dir / kStepMarkFile, std::ios::binary);
@@ -70,7 +73,7 @@ TEST(StepMarks, AHugeFileIsReadToItsBoundOnly) {
     f << "10\n" << filler << "\n";
     for (int64_t t = 11; f.tellp() < std::streamoff(kMaxStepFileBytes + (1 << 20)); ++t) f << t << "\n";
   }
-  const StepMarks m = read_step_marks(dir / kStepMarkFile, 0, INT64_MAX);
+  const StepMarks m = read_step_marks(dir / kStepMarkFile, 0, INT64_MAX, kMaxStepFileBytes);
   EXPECT_GT(m.unread_bytes, 0u) << "past 8 MiB, nothing is read";
   EXPECT_GT(m.ends_ns.size(), 100'000u);
   EXPECT_LT(m.ends_ns.size(), size_t(kMaxStepFileBytes / 4));
@@ -282,4 +285,16 @@ TEST(CostRecorder, TheWarmUpCountsNowhereAndStepsReachTheSummary) {
   ASSERT_TRUE(shim["steps"]["ratio"]["ci95"].is_array());
   EXPECT_NEAR(shim["steps"]["startup_ratio"]["value"].get<double>(), 1.2, 1e-9);
   EXPECT_NE(rec.table(s).find("per step (steady state"), std::string::npos) << rec.table(s);
+}
+
+// A step file past its bound gave its first steps only: the figures say so, never silently.
+TEST(StepStats, AStepFileCutAtItsBoundIsNamedInTheFigures) {
+  json cut = {{"startup_ns", 1000}, {"durations_ns", json::array({10, 10, 10, 10})}, {"unread_bytes", 4096}};
+  json whole = {{"startup_ns", 1000}, {"durations_ns", json::array({10, 10, 10, 10})}};
+  const std::vector<StepRun> traced = {step_run_of(1, cut)}, none = {step_run_of(1, whole)};
+  EXPECT_EQ(traced[0].unread_bytes, 4096u);
+  const json f = step_figures(traced, none, {1}, {1}, false);
+  ASSERT_TRUE(f.contains("steps_cut")) << f.dump();
+  EXPECT_NE(f["steps_cut"].get<std::string>().find("1 run(s)"), std::string::npos) << f.dump();
+  EXPECT_FALSE(step_figures(none, none, {1}, {1}, false).contains("steps_cut")) << "a whole file is not cut";
 }
