@@ -15,14 +15,27 @@ RunPlan sequential_plan(size_t combos, int reps) {
   return plan;
 }
 
-RunPlan interleaved_plan(const std::vector<std::string>& program_of, int rounds) {
+namespace {
+
+// The programs in the order they first appear, and each one's combinations (its methods).
+struct ByProgram {
   std::vector<std::string> programs;
   std::map<std::string, std::vector<size_t>> methods_of;
+};
+ByProgram by_program(const std::vector<std::string>& program_of) {
+  ByProgram b;
   for (size_t i = 0; i < program_of.size(); ++i) {
-    auto& m = methods_of[program_of[i]];
-    if (m.empty()) programs.push_back(program_of[i]);
+    auto& m = b.methods_of[program_of[i]];
+    if (m.empty()) b.programs.push_back(program_of[i]);
     m.push_back(i);
   }
+  return b;
+}
+
+}  // namespace
+
+RunPlan interleaved_plan(const std::vector<std::string>& program_of, int rounds) {
+  auto [programs, methods_of] = by_program(program_of);
   RunPlan plan;
   for (int k = 0; k < rounds; ++k)
     for (const auto& p : programs) {
@@ -34,13 +47,7 @@ RunPlan interleaved_plan(const std::vector<std::string>& program_of, int rounds)
 
 RunPlan randomised_plan(const std::vector<std::string>& program_of, const std::vector<size_t>& warm_up, int rounds,
                         uint64_t seed) {
-  std::vector<std::string> programs;
-  std::map<std::string, std::vector<size_t>> methods_of;
-  for (size_t i = 0; i < program_of.size(); ++i) {
-    auto& m = methods_of[program_of[i]];
-    if (m.empty()) programs.push_back(program_of[i]);
-    m.push_back(i);
-  }
+  auto [programs, methods_of] = by_program(program_of);
   RunPlan plan;
   for (size_t c : warm_up) plan.push_back({c, 0});
   std::mt19937_64 rng(seed);
