@@ -63,19 +63,16 @@ done
 
 if ((${#runs[@]} == 2)); then
   log "outcome of run 1 (${runs[0]})"
-  python3 "$here/bench_outcome.py" "${runs[0]}" > "$out/outcome-1.txt" 2>&1
+  "$here/../analysis/results.sh" bench-outcome "${runs[0]}" > "$out/outcome-1.txt" 2>&1
   sed -n '/^4b\./,$p' "$out/outcome-1.txt" | tee -a "$out/console.log"
   log "outcome of run 2 (${runs[1]}), checked against run 1"
-  python3 "$here/bench_outcome.py" "${runs[1]}" 2>&1 | tee "$out/outcome-2.txt" | tee -a "$out/console.log"
+  "$here/../analysis/results.sh" bench-outcome "${runs[1]}" 2>&1 | tee "$out/outcome-2.txt" | tee -a "$out/console.log"
   grep -q 'agreement with .*: PASS$' "$out/outcome-2.txt" || status=1
   # The report over both runs, drawn by the first python3 that has matplotlib.
-  for p in $(type -ap python3) /usr/bin/python3; do
-    if "$p" -c 'import matplotlib' 2>/dev/null; then
-      "$p" "$prefix/share/cudatrace/report/generate_report.py" "${runs[@]}" -o "$out/overhead.html" >/dev/null &&
-        log "report: $out/overhead.html"
-      break
-    fi
-  done
+  if p=$("$here/../analysis/find_python3.sh"); then
+    "$p" "$prefix/share/cudatrace/report/generate_report.py" "${runs[@]}" -o "$out/overhead.html" >/dev/null &&
+      log "report: $out/overhead.html"
+  fi
 fi
 if [[ -s $out/outcome-2.txt ]]; then
   log "4a: $(grep -m1 '^agreement with' "$out/outcome-2.txt" || grep -m1 -A1 '^4a\.' "$out/outcome-2.txt" | tail -1)"

@@ -158,7 +158,7 @@ if [[ $phase == cupti-split ]]; then
   CUDATRACE_METHOD=count CUDA_INJECTION64_PATH=$library CUDATRACE_CUPTI_MODE=count $percall \
     --benchmark_filter='cudaGetDevice|cudaLaunchKernel|cudaEventRecord' > /dev/null 2> "$split/count.log"
   grep 'count' "$split/count.log" | sort -t: -k3 -n -r | head -20 | tee -a "$out/console.log"
-  python3 ci/percall_table.py "$split" | tee -a "$out/console.log"
+  analysis/results.sh percall-table "$split" | tee -a "$out/console.log"
   exit 0
 fi
 
@@ -174,7 +174,7 @@ if [[ $phase == overhead ]]; then
     rm -rf "$results"
   done
   log "agreement of the two runs (issue 19's bar)"
-  python3 ci/bench_agreement.py "$out/bench_summary-1.json" "$out/bench_summary-2.json" | tee -a "$out/console.log" | tail -70
+  analysis/results.sh bench-agreement "$out/bench_summary-1.json" "$out/bench_summary-2.json" | tee -a "$out/console.log" | tail -70
   log "nsys and cupti against the ledger"
   $harness --workload vecadd,errors --method none,cupti,nsys --linkage both --out "$results" 2>&1 |
     tee -a "$out/console.log" | grep -v '^\[' | tail -30

@@ -57,7 +57,7 @@ harness_step() {
     3) log "$name: nothing could run here (reasons in $out/$name.log)" ;;
     *) log "$name: harness exit $rc (a run failed: $out/$name.log)"; status=1 ;;
   esac
-  [[ -s $out/$name.run ]] && python3 ci/per_device_summary.py "$(cat "$out/$name.run")" | tee -a "$out/summary.txt"
+  [[ -s $out/$name.run ]] && analysis/results.sh per-device-summary "$(cat "$out/$name.run")" | tee -a "$out/summary.txt"
 }
 
 for phase in "${phases[@]}"; do
@@ -93,16 +93,14 @@ for phase in "${phases[@]}"; do
         log "report: no results in $out yet (run a phase first)"
         continue
       fi
-      # As the harness does: the first python3 that has matplotlib, else the system's.
-      report_py=/usr/bin/python3
-      for p in python3 /usr/bin/python3 "$py"; do
-        if "$p" -c "import matplotlib" 2>/dev/null; then report_py=$p; break; fi
-      done
+      # As the harness does: the first python3 that has matplotlib, else the framework's, else the system's.
+      report_py=$(analysis/find_python3.sh 2>/dev/null) || report_py=$py
+      "$report_py" -c "import matplotlib" 2>/dev/null || report_py=/usr/bin/python3
       log "report: ${#runs[@]} results folder(s) -> $out/two-gpus.html"
       timeout -k 10 300 "$report_py" "$prefix/share/cudatrace/report/generate_report.py" "${runs[@]}" \
         -o "$out/two-gpus.html" 2>&1 | tail -3
       log "per process and GPU, every folder:"
-      python3 ci/per_device_summary.py "${runs[@]}" | tee "$out/summary.txt"
+      analysis/results.sh per-device-summary "${runs[@]}" | tee "$out/summary.txt"
       ;;
     *)
       echo "gpu-two-check: unknown phase '$phase' (ctest workloads nccl ddp report)" >&2

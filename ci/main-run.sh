@@ -125,10 +125,7 @@ done
 
 # One report over every step, drawn by the first python3 on PATH that has matplotlib (a
 # framework's environment on a GPU host), else the system's.
-python=""
-for p in $(type -ap python3) /usr/bin/python3; do
-  [[ $p == /* ]] && "$p" -c 'import matplotlib' 2>/dev/null && { python=$p; break; }
-done
+python=$(analysis/find_python3.sh 2>/dev/null) || python=""
 if ((${#folders[@]} == 0)); then
   echo "main: no run folder to draw a report from"
 elif [[ -n $python ]]; then

@@ -79,15 +79,23 @@ class TheHarnessDecides(unittest.TestCase):
     def test_no_reader_decides_it_again(self):
         # The rule's clauses (a delta below zero, an interval reaching zero, a pairing control)
         # live in harness/stats/bench_stats.cpp only.
-        for script in READERS:
+        for script in READERS + COMMAND_MODULES:
             with open(os.path.join(SOURCE, script)) as f:
                 text = f.read()
             self.assertIsNone(re.search(r"delta_ns\"\]\s*<\s*0|ci\[0\]\s*<=\s*0|ab\[0\]\s*<=\s*0|<=\s*abs\(control", text),
                               f"{script} re-derives 'no measurable cost'")
 
 
-READERS = ["reports/generate_report.py", "docs/make_results_doc.py", "ci/bench_agreement.py", "ci/bench_outcome.py",
-           "ci/percall_table.py", "ci/per_device_summary.py"]
+COMMANDS = ["bench_agreement", "bench_outcome", "percall_table", "per_device_summary"]
+READERS = ["reports/generate_report.py", "docs/make_results_doc.py"]
+COMMAND_MODULES = [f"analysis/cudatrace_results/{m}.py" for m in COMMANDS]
+
+
+def command(*args):
+    """python3 -m cudatrace_results ARGS, the package taken from this source tree."""
+    env = dict(os.environ, PYTHONPATH=os.path.join(SOURCE, "analysis"))
+    return subprocess.run([sys.executable, "-m", "cudatrace_results"] + list(args), env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
 class EveryReaderUsesThePackage(unittest.TestCase):
@@ -97,16 +105,53 @@ class EveryReaderUsesThePackage(unittest.TestCase):
                 text = f.read()
             self.assertIn("import cudatrace_results", text, script)
             self.assertNotIn("json.load(", text, f"{script} loads result files itself")
+        for module in COMMAND_MODULES:
+            with open(os.path.join(SOURCE, module)) as f:
+                self.assertNotIn("json.load(", f.read(), f"{module} loads result files itself")
+
+    def test_ci_reads_results_through_the_commands_only(self):
+        # ci/ keeps shell scripts; a Python reader there would be a second way in, outside the
+        # package's commands and tests.
+        self.assertEqual(glob.glob(os.path.join(SOURCE, "ci", "*.py")), [])
+        scripts = "".join(open(p).read() for p in glob.glob(os.path.join(SOURCE, "ci", "*.sh")))
+        used = set(re.findall(r"results\.sh\"? ([a-z-]+)", scripts))
+        self.assertTrue(used, "no ci script calls a command")
+        dispatcher = open(os.path.join(SOURCE, "analysis", "cudatrace_results", "__main__.py")).read()
+        for name in used:
+            self.assertIn(f'"{name}"', dispatcher, f"ci calls {name}, which the package does not have")
+
+    def test_every_command_is_listed_and_an_unknown_one_refused(self):
+        r = command("--help")
+        self.assertEqual(r.returncode, 0, r.stdout)
+        for name in COMMANDS:
+            self.assertIn(name.replace("_", "-"), r.stdout)
+        r = command("no-such-command")
+        self.assertEqual(r.returncode, 2, r.stdout)
+        self.assertIn("no command 'no-such-command'", r.stdout)
 
     def test_bench_agreement_reads_through_the_package(self):
         path = fixture("bench", "bench_summary.json")
-        r = subprocess.run([sys.executable, os.path.join(SOURCE, "ci", "bench_agreement.py"), path, path],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        r = command("bench-agreement", path, path)
         self.assertEqual(r.returncode, 0, r.stdout)
-        r = subprocess.run([sys.executable, os.path.join(SOURCE, "ci", "bench_agreement.py"), path,
-                            fixture("future", "summary.json")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("PASS", r.stdout)
+        r = command("bench-agreement", path, fixture("future", "summary.json"))
+        self.assertEqual(r.returncode, 2, r.stdout)
         self.assertIn("schema_version 2", r.stdout)
+
+    def test_per_device_summary_names_what_the_harness_found_short(self):
+        r = command("per-device-summary", fixture("twogpu"), fixture("twogpu-command"))
+        self.assertEqual(r.returncode, 0, r.stdout)
+        self.assertIn("twoproc.shared preload      ok: SHORT runtime rank 1 on gpu1 0/18", r.stdout)
+        self.assertIn("preload      runtime       SHORT process 1 on gpu0 4300/6740", r.stdout)
+        r = command("per-device-summary", fixture("future"))
+        self.assertEqual(r.returncode, 2, r.stdout)
+        self.assertIn("schema_version 2", r.stdout)
+
+    def test_percall_table_command(self):
+        r = command("percall-table", fixture("percall"))
+        self.assertEqual(r.returncode, 0, r.stdout)
+        self.assertIn("broken.r1.json: unreadable", r.stdout)
+        self.assertRegex(r.stdout, r"cudaGetDevice +preload +1 +130\.0 +\+30\.0 .* \+25\.0 \(\+1\.0\)")
 
     def test_percall_folder(self):
         warned = []
@@ -148,15 +193,13 @@ class BenchVersion2(unittest.TestCase):
                       results.target_text(calls["cuLaunchKernel", "shared"]["target"]))
 
     def test_bench_outcome_prints_4a_4b_4c(self):
-        r = subprocess.run([sys.executable, os.path.join(SOURCE, "ci", "bench_outcome.py"), fixture("bench-v2")],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        r = command("bench-outcome", fixture("bench-v2"))
         self.assertEqual(r.returncode, 0, r.stdout)
         for text in ("4a. agreement", "agreement with 20260101T000000Z-bench-v1", "4b. cupti", "<= 0.7x nsys: met",
                      "4c. uprobe", "how: entry = uprobe-enter", "ncclAllReduce_4KiB_2GPUs: this process sees 1 GPU"):
             self.assertIn(text, r.stdout)
         self.assertRegex(r.stdout, r"\n  uprobe +6\.5 s ")
-        r = subprocess.run([sys.executable, os.path.join(SOURCE, "ci", "bench_outcome.py"), fixture("legacy")],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        r = command("bench-outcome", fixture("legacy"))
         self.assertEqual(r.returncode, 0, r.stdout)
         self.assertIn("not checked: this run was not made with --agree-with", r.stdout)
 

@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
-"""ci/bench_agreement.py on runs written here: it shows the harness's verdict (the rule is
+"""The analysis package's bench-agreement command on runs written here: it shows the harness's verdict (the rule is
 bench_agreement's, harness/stats/bench_stats.h), passes what agrees, fails what does not, names
 every delta outside with how far the untraced call moved, and refuses what it cannot read.
-    usage: check_agreement.py PATH/TO/bench_agreement.py   (CUDATRACE_BENCH_AGREEMENT: the program)"""
+    usage: check_agreement.py PATH/TO/analysis   (the folder holding cudatrace_results;
+                                                  CUDATRACE_BENCH_AGREEMENT: the program)"""
 import json
 import os
 import subprocess
 import sys
 import tempfile
 
-script = sys.argv[1]
+# python3 -m cudatrace_results bench-agreement, the package taken from the folder given.
+command = [sys.executable, "-m", "cudatrace_results", "bench-agreement"]
+env = dict(os.environ, PYTHONPATH=sys.argv[1])
 
 
 def row(call, method, delta, ci, in_process=None, none_ns=100.0):
@@ -33,7 +36,7 @@ def agreement(rows_a, rows_b, version=2, as_folders=False):
                 json.dump({"schema_version": version, "run_id": "run-" + name, "rows": rows}, f)
         if as_folders:
             paths = [os.path.dirname(p) for p in paths]
-        p = subprocess.run([sys.executable, script] + paths, capture_output=True, text=True)
+        p = subprocess.run(command + paths, capture_output=True, text=True, env=env)
         return p.returncode, p.stdout + p.stderr
 
 
@@ -80,9 +83,9 @@ code, out = agreement(base, base, version=1)
 check(code == 0, "version 1 summaries compare", out)
 
 # Called without two runs, it says how to call it and does not read a verdict into nothing.
-p = subprocess.run([sys.executable, script, "only-one.json"], capture_output=True, text=True)
+p = subprocess.run(command + ["only-one.json"], capture_output=True, text=True, env=env)
 check(p.returncode == 2 and "usage:" in p.stdout, "one argument is a usage error (exit 2)", p.stdout + p.stderr)
-p = subprocess.run([sys.executable, script, "--help"], capture_output=True, text=True)
+p = subprocess.run(command + ["--help"], capture_output=True, text=True, env=env)
 check(p.returncode == 0 and "usage:" in p.stdout, "--help prints the usage", p.stdout + p.stderr)
 
 for f in failures:

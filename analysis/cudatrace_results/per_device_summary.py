@@ -1,20 +1,14 @@
-#!/usr/bin/env python3
 """One screen per results folder, per process and GPU: for each workload and method, the
-layers whose runs held several processes or GPUs and which (process, GPU) fell short; for a
-command, each method's coverage per process and GPU against CUPTI's; the processes left
-running and whose they were; runs that failed or timed out, with their first reason.
-    usage: ci/per_device_summary.py RESULTS_DIR [RESULTS_DIR ...]"""
+layers whose runs held several processes or GPUs and which (process, GPU) fell short (as the
+harness named them); for a command, each method's coverage per process and GPU against CUPTI's;
+the processes left running and whose they were; runs that failed or timed out, with their
+first reason.
+    usage: python3 -m cudatrace_results per-device-summary RESULTS_DIR [RESULTS_DIR ...]"""
 import os
 import sys
 
-# The analysis package: beside this script where installed (share/cudatrace/report/), in
-# analysis/ of the source tree otherwise.
-_here = os.path.dirname(os.path.abspath(__file__))
-for _p in (_here, os.path.join(_here, "..", "analysis"), os.path.join(_here, "..", "share", "cudatrace", "report")):
-    if os.path.isdir(os.path.join(_p, "cudatrace_results")):
-        sys.path.insert(0, _p)
-        break
-import cudatrace_results as results  # noqa: E402
+from . import devices
+from .load import SchemaError, load_result, load_runs
 
 WIDTH = 118
 
@@ -27,7 +21,7 @@ def workload_lines(run, names):
     lines = []
     combos = [c for c in run.combos if c.get("workload")]
     by_combo = {}
-    for r in results.devices.workload_rows(combos):
+    for r in devices.workload_rows(combos):
         by_combo.setdefault((r["workload"], r["linkage"], r["method"]), []).append(r)
     for c in combos:
         key = (c["workload"], c.get("linkage"), c["method"])
@@ -37,7 +31,7 @@ def workload_lines(run, names):
         short = [r for r in rows if r["short"]]
         verdict = "no per-device layer" if not rows else (
             f"{len(layers)} layer(s) complete on every process and GPU" if not short else
-            "SHORT " + "; ".join(f'{r["layer"]} {r["process"]} on {results.devices.short_device_label(r["device"], names)} '
+            "SHORT " + "; ".join(f'{r["layer"]} {r["process"]} on {devices.short_device_label(r["device"], names)} '
                                  f'{r["matched"]}/{r["expected"]}' for r in short[:3])
             + (f" (+{len(short) - 3})" if len(short) > 3 else ""))
         lines.append(cut(f'  {c["workload"]}.{c.get("linkage")} {c["method"]:<12} {status}: {verdict}'))
@@ -45,7 +39,7 @@ def workload_lines(run, names):
 
 
 def command_lines(run, names):
-    ref, why, processes = results.devices.command_reference(run.summary)
+    ref, why, processes = devices.command_reference(run.summary)
     lines = [cut("  command: " + " ".join(run.summary.get("command_line", [])[-2:]))]
     for c in run.combos:
         if c.get("failed", 0):
@@ -56,7 +50,7 @@ def command_lines(run, names):
     lines.append(cut("  reference (" + ref + "): " + "; ".join(
         f'{p["process"]} pids {",".join(map(str, p.get("pids", [])))}' for p in processes)))
     per_method = {}
-    for r in results.devices.command_rows(run.summary):
+    for r in devices.command_rows(run.summary):
         per_method.setdefault((r["method"], r["layer"]), []).append(r)
     for (method, layer), rows in sorted(per_method.items()):
         short = [r for r in rows if r["short"]]
@@ -64,7 +58,7 @@ def command_lines(run, names):
             text = f"complete on {len(rows)} (process, GPU)"
         else:
             text = "SHORT " + "; ".join(
-                f'{r["process"].split(" (")[0]} on {results.devices.short_device_label(r["device"], names)} '
+                f'{r["process"].split(" (")[0]} on {devices.short_device_label(r["device"], names)} '
                 f'{r["matched"]}/{r["reference"]}' for r in short[:2])
         lines.append(cut(f"  {method:<12} {layer:<13} {text}"))
     return lines
@@ -80,7 +74,7 @@ def leftover_lines(folder):
         path = os.path.join(runs, name, "run.json")
         if not os.path.isfile(path):
             continue
-        run = results.load_result(path)
+        run = load_result(path)
         for left in run.get("left_running_detail") or []:
             out.setdefault(f'{left.get("name")} ({left.get("belongs")}: {left.get("why")})', []).append(name)
         if run.get("status") == "timeout":
@@ -88,12 +82,18 @@ def leftover_lines(folder):
     return [cut(f"  left running: {what} in {len(where)} run(s), e.g. {where[0]}") for what, where in out.items()]
 
 
-def main():
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    runs = results.load_runs(sys.argv[1:])
-    names = results.devices.gpu_indexes([r.manifest for r in runs])
-    for folder, run in zip(sys.argv[1:], runs):
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__)
+        return 0 if argv else 2
+    try:
+        runs = load_runs(argv)
+    except (SchemaError, OSError, ValueError) as e:
+        print(f"per_device_summary: {e}")
+        return 2
+    names = devices.gpu_indexes([r.manifest for r in runs])
+    for folder, run in zip(argv, runs):
         if not run.summary:
             continue
         print(f"== {run.run_id}")
@@ -105,7 +105,8 @@ def main():
         lines += leftover_lines(folder)
         for line in lines:
             print(line)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

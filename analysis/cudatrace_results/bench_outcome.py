@@ -1,0 +1,98 @@
+"""What a `harness --bench` run decided, as text: its agreement with the run it was checked
+against (--agree-with), cupti against Nsight Systems and the empty CUPTI subscriber, uprobe's
+entry and return probes, the calls it could not make, and where its time went. Every
+figure and verdict is the harness's (bench_summary.json); nothing is decided here.
+    usage: python3 -m cudatrace_results bench-outcome RUN   (a results folder or its bench_summary.json)
+Exit status 0; 2 when the run cannot be read."""
+import collections
+import os
+import sys
+
+from .bench import agreement, agreement_lines, calls_skipped, estimators, target_text, uprobe_split
+from .load import SchemaError, load_result, schema_version
+
+
+def ns(block, key="delta_ns"):
+    return f"{block[key]:+.0f}" if block else "-"
+
+
+def ratio(x):
+    return f"{x:.2f}x" if isinstance(x, (int, float)) else "-"
+
+
+def estimator_lines(bench):
+    est = estimators(bench)
+    if not est.get("calls"):
+        return [f"not made: {est.get('why', 'this summary predates it')}"]
+    lines = [f"{'call':30} {'cudart':7} {'kind':7} {'cupti':>8} {'nsys':>8} {'bare':>8} {'/nsys':>7} {'/bare':>7} "
+             f"{'cupti A/B':>10}  target"]
+    for e in est["calls"]:
+        ab = e.get("cupti_in_process")
+        lines.append(f"{e['call']:30} {e['linkage']:7} {e.get('call_kind') or '?':7} {ns(e['cupti']):>8} "
+                     f"{ns(e.get('nsys')):>8} {ns(e.get('empty_subscriber')):>8} {ratio(e.get('cupti_over_nsys')):>7} "
+                     f"{ratio(e.get('cupti_over_empty_subscriber')):>7} {ns(ab):>10}  {target_text(e['target'])}")
+    lines.append(f"targets: {est['met']} met, {est['missed']} missed, {est['not_judged']} not judged")
+    return lines
+
+
+def uprobe_lines(bench):
+    split = uprobe_split(bench)
+    if not split.get("calls"):
+        return [f"not made: {split.get('why', 'this summary predates it')}"]
+    lines = [f"{'call':30} {'cudart':7} {'kind':10} {'entry':>8} {'return':>8} {'whole':>8} {'empty':>8}"]
+    for e in split["calls"]:
+        lines.append(f"{e['call']:30} {e['linkage']:7} {e['kind']:10} {ns(e['entry'], 'ns'):>8} "
+                     f"{ns(e['return'], 'ns'):>8} {ns(e['whole'], 'ns'):>8} {ns(e.get('empty'), 'ns'):>8}"
+                     + "".join(f"  {c}" for c in e.get("caveats", [])))
+    lines.append(f"how: {split['how']}")
+    return lines
+
+
+def time_lines(bench):
+    seconds = collections.defaultdict(list)
+    for p in bench.get("process_seconds", []):
+        seconds[p["method"]].append(p["seconds"])
+    if not seconds:
+        return []
+    total = sum(sum(v) for v in seconds.values())
+    lines = [f"\ntime in benchmark processes: {total:.0f} s; per method (all rounds and linkages, longest first):"]
+    for method, v in sorted(seconds.items(), key=lambda kv: -sum(kv[1])):
+        lines.append(f"  {method:16} {sum(v):7.1f} s  ({len(v)} process{'es' if len(v) != 1 else ''}, "
+                     f"mean {sum(v) / len(v):.1f} s, longest {max(v):.1f} s)")
+    return lines
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1 or argv[0] in ("-h", "--help"):
+        print(__doc__)
+        return 0 if argv[:1] in (["-h"], ["--help"]) else 2
+    path = os.path.join(argv[0], "bench_summary.json") if os.path.isdir(argv[0]) else argv[0]
+    try:
+        bench = load_result(path)
+    except (SchemaError, OSError, ValueError) as e:
+        print(f"bench_outcome: {e}")
+        return 2
+    print(f"bench run {bench.get('run_id', '?')} (schema_version {schema_version(bench)}, "
+          f"{bench.get('repetitions', '?')} rounds)")
+    print("\n4a. agreement")
+    a = agreement(bench)
+    for line in agreement_lines(a) if a else ["not checked: this run was not made with --agree-with"]:
+        print(line)
+    print("\n4b. cupti against nsys and the empty subscriber (cupti-bare): difference to none between processes, ns")
+    print("\n".join(estimator_lines(bench)))
+    print("\n4c. uprobe's cost, entry and return probes, ns per call")
+    print("\n".join(uprobe_lines(bench)))
+    skipped = calls_skipped(bench)
+    if skipped:
+        print("\ncalls not measured")
+        for s in skipped:
+            n = len(s["processes"])
+            print(f"  {s['call']}: {s['reason']} ({n} process{'es' if n != 1 else ''})")
+    for line in time_lines(bench):
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
