@@ -87,7 +87,9 @@ class TheHarnessDecides(unittest.TestCase):
 
 
 COMMANDS = ["bench_agreement", "bench_outcome", "percall_table", "per_device_summary"]
-READERS = ["reports/generate_report.py", "docs/make_results_doc.py"]
+# The report generator and the section modules beside it (reports/report_*.py) read alike.
+READERS = (["reports/generate_report.py", "docs/make_results_doc.py"]
+           + sorted(os.path.relpath(p, SOURCE) for p in glob.glob(os.path.join(SOURCE, "reports", "report_*.py"))))
 COMMAND_MODULES = [f"analysis/cudatrace_results/{m}.py" for m in COMMANDS]
 
 

@@ -1,0 +1,210 @@
+"""The per-call benchmark's sections (bench_summary.json): the chart and table of every call,
+how far the untraced calls moved, and what the harness derived from a run (agreement, cupti
+against nsys, uprobe's probes, calls not measured). Every verdict is the harness's, as written."""
+import cudatrace_results as results
+from report_page import esc, plt, png, table
+
+
+def per_call_section(bench_rows):
+    """Median ns per call and method (log scale), whiskers from min to max repetition."""
+    if not bench_rows:
+        return "<p>No per-call benchmark in these results (run <code>harness --bench</code>).</p>", ""
+    linkages = sorted({r["linkage"] for r in bench_rows})
+    methods = sorted({r["method"] for r in bench_rows}, key=lambda m: (m != "none", m))
+    calls = sorted({r["call"] for r in bench_rows})
+    fig, axes = plt.subplots(len(linkages), 1, figsize=(11, 3.6 * len(linkages)), squeeze=False)
+    width = 0.8 / max(1, len(methods))
+    # One colour per method on every panel; a method with no row for a linkage gets no bar
+    # and no legend entry there.
+    colours = {m: plt.cm.tab10(i % 10) for i, m in enumerate(methods)}
+    for ax, linkage in zip(axes[:, 0], linkages):
+        for i, m in enumerate(methods):
+            xs, ys, lo, hi = [], [], [], []
+            for j, c in enumerate(calls):
+                row = next((r for r in bench_rows if r["call"] == c and r["method"] == m and r["linkage"] == linkage), None)
+                if not row:
+                    continue
+                xs.append(j + (i - (len(methods) - 1) / 2) * width)
+                ys.append(row["median_ns"])
+                lo.append(row["median_ns"] - min(row["values_ns"]))
+                hi.append(max(row["values_ns"]) - row["median_ns"])
+            if xs:
+                ax.bar(xs, ys, width, yerr=[lo, hi], capsize=2, label=m, color=colours[m])
+        ax.set_yscale("log")
+        ax.set_ylabel("ns per call (median)")
+        ax.set_title(f"{linkage} cudart")
+        ax.set_xticks(range(len(calls)))
+        ax.set_xticklabels(calls, rotation=20, ha="right", fontsize=8)
+        ax.legend(fontsize=8)
+    fig.tight_layout(h_pad=2.5)
+    chart = f'<img id="per-call-chart" alt="per-call overhead" src="{png(fig)}">'
+    rows = []
+    for r in sorted(bench_rows, key=lambda r: (r["call"], r["linkage"], r["method"], r["run"])):
+        if r["method"] == "none":
+            continue
+        ci = r.get("delta_ci95_ns", [None, None])
+        delta = f'{r["delta_ns"]:+.1f}' if "delta_ns" in r else "—"
+        interval = f"[{ci[0]:+.1f}, {ci[1]:+.1f}]" if ci[0] is not None else "—"
+        ratio = f'{r["ratio"]:.2f}×' if "ratio" in r else "—"
+        # "No measurable cost" is the harness's decision (harness/stats/bench_stats.h), as written.
+        if "delta_ns" in r and results.between_is_noise(r):
+            delta, ratio = "no measurable cost", "—"
+        ab = r.get("in_process_delta_ci95_ns")
+        in_process = (f'{r["in_process_delta_ns"]:+.1f} [{ab[0]:+.1f}, {ab[1]:+.1f}]' if ab else "—")
+        if ab and results.in_process_is_noise(r):
+            in_process = f"no measurable cost [{ab[0]:+.1f}, {ab[1]:+.1f}]"
+        # The pairing control: both halves paused, what the pairing reads when nothing differs.
+        control = f'{r["in_process_control_ns"]:+.1f}' if "in_process_control_ns" in r else "—"
+        # Measured while the tracer dropped records: not the cost of tracing, and said so.
+        method = esc(r["method"])
+        # Measured without one of the method's layers, or part of one (bench.cpp): the cost
+        # of the rest only.
+        for key, part in (("layers_not_covered", ""), ("layers_partly_covered", "part of ")):
+            for layer, why in sorted(r.get(key, {}).items()):
+                method += f'<br><b class="bad" title="{esc(why)}">without {part}its {esc(layer)} layer</b>'
+        if r.get("loss_during_runs"):
+            lost = ", ".join(f"{k}={v}" for k, v in sorted(r["loss_during_runs"].items()))
+            method += f'<br><b class="bad">measured under loss: {esc(lost)}</b>'
+        rows.append([esc(r["call"]), esc(r["linkage"]), method, f'{r["median_ns"]:.1f}', delta, interval, ratio,
+                     in_process, control, r["reps"], esc(r.get("run", ""))])
+    return chart, table(["call", "cudart", "method", "median ns", "Δ vs none ns", "95% interval", "ratio",
+                         "in-process A/B Δ ns [95%]", "pairing control ns", "reps", "bench run"], rows, "per-call-table")
+
+
+def untraced_section(benches):
+    """How far each untraced call moved between the processes of a bench run: the floor
+    under every per-call cost above (harness/stats/bench.cpp says where it comes from)."""
+    rows = []
+    for b in benches:
+        for u in sorted(b.get("untraced_between_processes", []), key=lambda u: -u["max_over_min"]):
+            spread = f'{u["max_over_min"]:.2f}×'
+            if u["max_over_min"] >= 1.2:
+                spread = f'<b class="bad">{spread}</b>'
+            rows.append([esc(u["call"]), esc(u["linkage"]), u["processes"], f'{u["min_ns"]:.0f}',
+                         f'{u["median_ns"]:.0f}', f'{u["max_ns"]:.0f}', spread, esc(b.get("run_id", ""))])
+    if not rows:
+        return ""
+    return ("<h3>How far the untraced calls moved between processes</h3>"
+            "<p>The same call with nothing recording (<code>none</code>'s processes and every pausing "
+            "method's paused halves), process by process. Where it moved by 1.2× or more (red), the machine "
+            "itself moved between processes, and every cost of that call moves with it: read the 95% "
+            "intervals above, not the medians alone, and add <code>--reps</code> to narrow them.</p>"
+            + table(["call", "cudart", "processes", "min ns", "median ns", "max ns", "max / min", "bench run"],
+                    rows, "untraced-spread"))
+
+
+def bench_agreement_section(benches):
+    """4a: a bench run made with --agree-with, against the earlier run it names: the
+    harness's verdict, the share, and every delta that fell outside."""
+    out = []
+    for b in benches:
+        a = results.agreement(b)
+        if not a:
+            continue
+        verdict = '<b class="good">PASS</b>' if a["pass"] else '<b class="bad">FAIL</b>'
+        why = f' ({esc(a["why"])})' if a.get("why") else ""
+        one_run = f' {a["not_compared"]} delta(s) measured in one run only.' if a.get("not_compared") else ""
+        out.append(f'<p id="bench-agreement">Run {esc(b.get("run_id", ""))} against {esc(a["against"])}: {verdict}, '
+                   f'{a["within"]} of {a["compared"]} deltas agree ({100 * a["fraction"]:.1f}%, at least '
+                   f'{100 * a["required"]:.0f}% needed){why}.{one_run} Rule: {esc(a.get("rule", ""))}.</p>')
+        rows = []
+        for o in a.get("outside", []):
+            untraced = o.get("untraced_ns") or [None, None]
+            moved = "—" if None in untraced else f"{untraced[0]:.0f} → {untraced[1]:.0f}"
+            lo, hi = o["first_ci95_ns"]
+            rows.append([esc(o["call"]), esc(o["linkage"]), esc(o["method"]), esc(o["kind"]),
+                         f'{o["first_ns"]:+.1f} [{lo:+.1f}, {hi:+.1f}]', f'{o["second_ns"]:+.1f}',
+                         f'{o["difference_ns"]:+.1f}', moved])
+        out.append(table(["call", "cudart", "method", "delta", "earlier run ns [95%]", "this run ns", "difference ns",
+                          "untraced call ns (earlier → this)"], rows, "bench-agreement-outside",
+                         empty="Every delta the two runs share agreed."))
+    if not out:
+        return ""
+    return "<h3>Do two back-to-back benchmark runs agree?</h3>" + "\n".join(out)
+
+
+def bench_estimator_section(benches):
+    """4b: cupti against Nsight Systems and an empty CUPTI subscriber, one estimator for all
+    three (the difference of medians to none between processes, same run), each its own row
+    under the call; cupti's in-process A/B on a row of its own, labelled as the other
+    quantity it is."""
+    def delta(block):
+        if not block:
+            return "—"
+        lo, hi = block["ci95_ns"]
+        text = f'{block["delta_ns"]:+.0f} [{lo:+.0f}, {hi:+.0f}]'
+        return text + " (no measurable cost)" if block.get("no_measurable_cost") else text
+
+    def ratio(x):
+        return f"{x:.2f}×" if isinstance(x, (int, float)) else "—"
+
+    rows, notes = [], []
+    for b in benches:
+        est = results.estimators(b)
+        if not est.get("calls"):
+            continue
+        run = esc(b.get("run_id", ""))
+        notes.append(f'{run}: {est["met"]} met, {est["missed"]} missed, {est["not_judged"]} not judged')
+        for e in est["calls"]:
+            t = e["target"]
+            cls = "empty" if t["met"] is None else "good" if t["met"] else "bad"
+            where = [esc(e["call"]), esc(e["linkage"]), esc(e.get("call_kind") or "?")]
+            rows.append(where + ["<b>cupti</b>", delta(e["cupti"]), "",
+                                 f'<b class="{cls}">{esc(results.target_text(t))}</b>', run])
+            for key, name, r, against in (("nsys", "nsys", "cupti_over_nsys", "nsys"),
+                                          ("empty_subscriber", "empty CUPTI subscriber (cupti-bare)",
+                                           "cupti_over_empty_subscriber", "cupti-bare")):
+                bar = "the bar for this call" if t["against"] == against else ""
+                rows.append(where + [esc(name), delta(e.get(key)), ratio(e.get(r)), bar, run])
+            if e.get("cupti_in_process"):
+                rows.append(where + ["<i>cupti, in process: paused against live (another quantity)</i>",
+                                     delta(e["cupti_in_process"]), "", "", run])
+    if not rows:
+        return ""
+    return ("<h3>cupti against Nsight Systems and an empty CUPTI subscriber</h3>"
+            "<p>One estimator for the three: each method's difference of medians to <code>none</code> between "
+            "processes, in the same run (Nsight Systems cannot be paused in process). The empty subscriber "
+            "(<code>cupti-bare</code>, both callback domains, an empty callback) is the floor any CUPTI-based "
+            "tool pays. Targets: cupti at most 0.7× nsys on launches and copies, at most 1.2× the empty "
+            "subscriber on every other call. The row in italics is another quantity, labelled: cupti paused and "
+            "live in one process, what its callbacks and activity add over a subscribed, idle CUPTI.</p>"
+            f'<p>{"; ".join(notes)}.</p>'
+            + table(["call", "cudart", "kind", "who", "Δ vs none ns [95%]", "cupti ÷ this", "target", "bench run"],
+                    rows, "cupti-estimators"))
+
+
+def bench_uprobe_split_section(benches):
+    """4c: uprobe's per-call cost split into its entry and return probes, as the harness
+    derived it, with how."""
+    rows, how = [], ""
+    for b in benches:
+        split = results.uprobe_split(b)
+        how = how or split.get("how", "")
+        for e in split.get("calls", []):
+            def fig(f):
+                return "—" if not f else f'{f["ns"]:+.0f} [{f["ci95_ns"][0]:+.0f}, {f["ci95_ns"][1]:+.0f}]'
+            caveats = "".join(f'<br><b class="bad">{esc(c)}</b>' for c in e.get("caveats", []))
+            rows.append([esc(e["call"]), esc(e["linkage"]), esc(e["kind"]), fig(e["entry"]), fig(e["return"]),
+                         fig(e["whole"]) + caveats, fig(e.get("empty")), esc(b.get("run_id", ""))])
+    if not rows:
+        return ""
+    return ("<h3>uprobe's cost: entry probe and return probe</h3>"
+            f"<p>How: {esc(how)}.</p>"
+            + table(["call", "cudart", "measured", "entry ns [95%]", "return ns [95%]", "uprobe (both) ns [95%]",
+                     "uprobe-empty (traps alone) ns [95%]", "bench run"], rows, "uprobe-split"))
+
+
+def bench_skipped_calls_section(benches):
+    """Calls the benchmark could not make (the two-GPU calls on one GPU, NCCL absent), with why."""
+    items = []
+    for b in benches:
+        for c in results.calls_skipped(b):
+            items.append(f'<li><b>{esc(c["call"])}</b>: {esc(c["reason"])} ({len(c["processes"])} processes, '
+                         f'{esc(b.get("run_id", ""))})</li>')
+    return f'<p>Calls not measured:</p><ul id="bench-calls-skipped">{"".join(items)}</ul>' if items else ""
+
+
+def bench_derived_sections(benches):
+    return (bench_agreement_section(benches) + bench_estimator_section(benches)
+            + bench_uprobe_split_section(benches) + bench_skipped_calls_section(benches))
+
