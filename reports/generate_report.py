@@ -26,7 +26,7 @@ from report_page import SCRIPT, STYLE, esc, section, table  # noqa: E402
 from report_first_screen import overview_section  # noqa: E402
 from report_coverage import (completeness_section, unobserved_table, command_section, per_device_section,  # noqa: E402
                              per_device_command, fidelity_table)
-from report_per_call import per_call_section, untraced_section, bench_derived_sections  # noqa: E402
+from report_per_call import per_call_section, per_call_cost_chart, untraced_section, bench_derived_sections  # noqa: E402
 from report_cost import cost_section, slowdown_section, loss_table, results_changed_section  # noqa: E402
 
 
@@ -96,7 +96,7 @@ def main():
 {overview_section(o)}
 {section("sec-completeness", "Workloads: what each method saw", completeness_section(combos) + unobserved_table(combos) + fidelity_table(combos))}
 {"".join(program_sections)}
-{section("sec-per-call", "Per-call cost", chart + per_call + untraced_section(benches) + bench_derived_sections(benches))}
+{section("sec-per-call", "Per-call cost", per_call_cost_chart(runs) + chart + per_call + untraced_section(benches) + bench_derived_sections(benches))}
 {section("sec-cost", "Slowdown per program", cost_section(runs))}
 {section("sec-per-device", "Workloads per process and GPU", per_device_section(runs))}
 {section("sec-loss", "Loss", "<p>Every counter a tracer reports about events it could not keep; 0 is the only good value.</p>" + loss_table(combos))}

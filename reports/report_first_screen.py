@@ -39,9 +39,9 @@ def overview_section(o):
         cells = [_cell(r["workloads"], "sec-completeness")]
         cells += [_cell(r["programs"][p["anchor"]], p["anchor"]) for p in progs]
         if o["launch_call"]:
-            cells.append(_cell(r["launch"], "sec-per-call"))
+            cells.append(_cell(r["launch"], "per-call-cost"))
         if o["cheap_call"]:
-            cells.append(_cell(r["cheap"], "sec-per-call"))
+            cells.append(_cell(r["cheap"], "per-call-cost"))
         cells += [_cell(r["slowdown"][p["anchor"] + ":" + p["label"]], "sec-cost") for p in slow]
         cells.append(_cell(r["loss"], "sec-loss"))
         body.append(f"<tr><th>{esc(m)}</th>{''.join(cells)}</tr>")

@@ -2,7 +2,7 @@
 how far the untraced calls moved, and what the harness derived from a run (agreement, cupti
 against nsys, uprobe's probes, calls not measured). Every verdict is the harness's, as written."""
 import cudatrace_results as results
-from report_page import esc, plt, png, table
+from report_page import esc, matplotlib, plt, png, table
 
 
 def per_call_section(bench_rows):
@@ -208,3 +208,58 @@ def bench_derived_sections(benches):
     return (bench_agreement_section(benches) + bench_estimator_section(benches)
             + bench_uprobe_split_section(benches) + bench_skipped_calls_section(benches))
 
+
+
+def per_call_cost_chart(runs):
+    """The first screen's per-call cells drawn: per method, the Δ of a launch and of a cheap call
+    (left and right), one bar per cudart linkage with the harness's 95% interval as whiskers.
+    A figure the harness called no measurable cost is a grey bar so labelled; one measured
+    without part of the method's layers or under loss is edged red and starred."""
+    data = results.overview.per_call_costs(runs)
+    calls = [c for c in (data["launch_call"], data["cheap_call"]) if c]
+    if not data["costs"]:
+        return '<p id="per-call-cost" class="empty">No per-call benchmark in these results.</p>'
+    methods, linkages = data["methods"], data["linkages"]
+    colours = {l: plt.cm.tab10(i % 10) for i, l in enumerate(linkages)}
+    height = 0.8 / max(1, len(linkages))
+    fig, axes = plt.subplots(1, len(calls), figsize=(11, 0.9 + 0.28 * len(methods) * len(linkages)),
+                             squeeze=False, sharey=True)
+    for ax, call in zip(axes[0], calls):
+        shown = [e["cost"] for (_, c, _), e in data["costs"].items() if c == call]
+        # Room on the right for each bar's label; on the left only as far as an interval reaches.
+        low = min([0.0] + [c.ci[0] for c in shown] + [c.value for c in shown])
+        high = max([1.0] + [c.ci[1] for c in shown] + [c.value for c in shown])
+        ax.set_xlim(low - 0.05 * (high - low), high + 0.3 * (high - low))
+        for j, method in enumerate(methods):
+            if not any((method, call, linkage) in data["costs"] for linkage in linkages):
+                ax.text(0, j, " not measured", va="center", fontsize=7, color="#777")
+        for i, linkage in enumerate(linkages):
+            for j, method in enumerate(methods):
+                entry = data["costs"].get((method, call, linkage))
+                if entry is None:
+                    continue
+                c = entry["cost"]
+                y = j + (i - (len(linkages) - 1) / 2) * height
+                err = [[max(0.0, c.value - c.ci[0])], [max(0.0, c.ci[1] - c.value)]]
+                ax.barh([y], [c.value], height, xerr=err, capsize=2, color="#ccc" if c.noise else colours[linkage],
+                        edgecolor="#b00" if entry["caveats"] else "none", linewidth=1.5)
+                label = "no measurable cost" if c.noise else f"{c.value:+.0f}"
+                ax.text(max(c.value, c.ci[1], 0), y, " " + label + (" *" if entry["caveats"] else ""),
+                        va="center", fontsize=7, color="#555" if c.noise else "#222")
+        ax.axvline(0, color="#444", linewidth=0.8)
+        ax.set_title(f"{call}: Δ ns per call [95%]", fontsize=9)
+        ax.set_xlabel("ns added per call (in process where the method pauses, else against none)", fontsize=8)
+    axes[0, 0].set_yticks(range(len(methods)))
+    axes[0, 0].set_yticklabels(methods, fontsize=8)
+    axes[0, 0].invert_yaxis()
+    handles = [matplotlib.patches.Patch(color=colours[l], label=f"{l} cudart") for l in linkages]
+    handles.append(matplotlib.patches.Patch(color="#ccc", label="no measurable cost"))
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    # Under the panels: inside one it would cover the longest bars.
+    fig.legend(handles=handles, fontsize=8, loc="lower center", ncol=len(handles), frameon=False)
+    return (f'<div id="per-call-cost"><h3>What a launch and a cheap call cost under each method</h3>'
+            f'<img id="per-call-cost-chart" alt="per-call cost of a launch and a cheap call per method" '
+            f'src="{png(fig)}"><p>The first screen\'s per-call figures for every method and cudart linkage: '
+            f'{esc(" and ".join(calls))}. Grey: no measurable cost, as the harness decided it '
+            f'(harness/stats/bench_stats.h). Red edge, *: measured without part of the method\'s layers or '
+            f'under loss (the table below says which).</p></div>')

@@ -270,13 +270,52 @@ def _cost_cell(row):
     else:
         text, tone = _ns(c.value), "plain"
     title = f'{row["call"]} ({row["linkage"]} cudart): Δ {c.value:+.1f} ns [{lo:+.1f}, {hi:+.1f}] at 95%, {kind}'
+    return _marked(tone, text, title, _cost_caveats(row), "; ")
+
+
+def _cost_caveats(row):
+    """What the harness wrote against a benchmark row's figure: a layer of the method's left out
+    (in whole or in part) while it was measured, events lost while it ran."""
     flags = []
     for key, part in (("layers_not_covered", ""), ("layers_partly_covered", "part of ")):
         for layer, why in sorted((row.get(key) or {}).items()):
             flags.append(f"without {part}its {layer} layer: {one_line(why)}")
     if row.get("loss_during_runs"):
         flags.append("measured under loss: " + lost_text(row["loss_during_runs"]))
-    return _marked(tone, text, title, flags, "; ")
+    return flags
+
+
+def _first_call(bench_rows, calls):
+    """The first of `calls` (LAUNCH_CALLS, CHEAP_CALLS) that the benchmark made."""
+    return next((c for c in calls if any(r["call"] == c for r in bench_rows)), None)
+
+
+def per_call_costs(runs):
+    """The first screen's two per-call figures, for every method and linkage, for the report's
+    per-call cost chart: the launch and the cheap call the first screen shows (LAUNCH_CALLS,
+    CHEAP_CALLS), each figure the harness's as bench.cost_of reads it (in process where the
+    method pauses, else against none between processes; its interval; "no measurable cost" as
+    written) with its caveats. Where several runs measured one (call, linkage, method), the first
+    given is taken, as on the first screen.
+    -> {"launch_call", "cheap_call", "methods": [in the order first met], "linkages": [...],
+        "costs": {(method, call, linkage): {"cost": bench.Cost, "caveats": [...]}}}"""
+    bench_rows = [row for r in runs for row in r.bench_rows()]
+    launch, cheap = _first_call(bench_rows, LAUNCH_CALLS), _first_call(bench_rows, CHEAP_CALLS)
+    methods, linkages, costs = [], [], {}
+    for row in bench_rows:
+        key = (row["method"], row["call"], row["linkage"])
+        if row["call"] not in (launch, cheap) or key in costs:
+            continue
+        c = _bench.cost_of(row)
+        if c is None:
+            continue
+        costs[key] = {"cost": c, "caveats": _cost_caveats(row)}
+        if row["method"] not in methods:
+            methods.append(row["method"])
+        if row["linkage"] not in linkages:
+            linkages.append(row["linkage"])
+    return {"launch_call": launch, "cheap_call": cheap, "methods": methods,
+            "linkages": sorted(linkages, key=lambda l: (l != "shared", l)), "costs": costs}
 
 
 def _marked(tone, text, title, marks, lead):
@@ -422,8 +461,7 @@ def build(runs):
         rows[m] = {"workloads": workload, "programs": per_program, "launch": _cost_cell(launch),
                    "cheap": _cost_cell(cheap), "slowdown": slow, "loss": _loss_cell([_run_loss(r, m) for r in runs])}
     return {"methods": methods, "programs": plist, "slowdown_programs": slowdown_programs, "rows": rows,
-            "launch_call": next((c for c in LAUNCH_CALLS if any(r["call"] == c for r in bench_rows)), None),
-            "cheap_call": next((c for c in CHEAP_CALLS if any(r["call"] == c for r in bench_rows)), None),
+            "launch_call": _first_call(bench_rows, LAUNCH_CALLS), "cheap_call": _first_call(bench_rows, CHEAP_CALLS),
             "facts": run_facts(runs)}
 
 

@@ -52,6 +52,7 @@ timeout 60 "$browser" "${flags[@]}" --window-size=1300,2400 --screenshot="$out/o
 fail=0
 expect() { grep -Eq "$1" <<<"$title" || { echo "FAIL: $2"; fail=1; }; }
 expect 'per-call-chart=[0-9]{3,}x[0-9]{3,}' "per-call chart did not render"
+expect 'per-call-cost-chart=[0-9]{3,}x[0-9]{3,}' "per-call cost chart (a launch and a cheap call per method) did not render"
 expect 'completeness-heatmap=[0-9]{3,}x[0-9]{3,}' "completeness heatmap did not render"
 expect 'per-call-table:rows=250' "per-call table should have 250 rows (10 calls x 2 linkages x 11 methods and references; 10 x shared x preload, devhook, devhook-thread)"
 # How far each untraced call moved between processes: 10 calls x 2 linkages of the full bench
