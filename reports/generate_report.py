@@ -99,7 +99,7 @@ def main():
 {section("sec-per-call", "Per-call cost", per_call_cost_chart(runs) + chart + per_call + untraced_section(benches) + bench_derived_sections(benches))}
 {section("sec-cost", "Slowdown per program", cost_section(runs))}
 {section("sec-per-device", "Workloads per process and GPU", per_device_section(runs))}
-{section("sec-loss", "Loss", "<p>Every counter a tracer reports about events it could not keep; 0 is the only good value.</p>" + loss_table(combos))}
+{section("sec-loss", "Loss", "<p>Every counter a tracer reports about events it could not keep; 0 is the only good value.</p>" + loss_table(runs))}
 {section("sec-results-changed", "Results changed by tracing", "<p>A traced run whose result (<code>--result</code>) differs from the untraced run's: tracing changed what the program computed.</p>" + results_changed_section(combos))}
 {section("sec-slowdown-matrix", "Whole-workload slowdown (matrix repetitions)", "<p>From the repetitions of each combination, run one after another (the cost mode pairs interleaved rounds instead).</p>" + slowdown_section(combos))}
 {section("sec-skipped", "Skipped, and why", skipped_section(summaries + benches))}

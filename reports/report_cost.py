@@ -171,15 +171,14 @@ def slowdown_section(combos):
                  rows, "slowdown-table", empty="No workload ran under both a method and none: no slowdown to show.")
 
 
-def loss_table(combos):
+def loss_table(runs):
     rows = []
-    for c in combos:
+    for run, c in ((r, c) for r in runs for c in r.combos):
         if c["method"] == "none":
             continue
         loss = c.get("loss", {})
-        # Counted as the harness counts a run's loss (verdict.cpp lost_events): positive integer
-        # counters; a flag is shown among the counters, never added.
-        total = results.overview.lost_events(loss)
+        # The harness's count (summary.json methods[].lost); a flag is shown among the counters.
+        total = results.overview.combo_lost(run, c)
         detail = ", ".join(f"{esc(k)} {esc(v)}" for k, v in sorted(loss.items())) or "—"
         unobserved = [u["layer"] for u in c.get("unobserved", [])]
         # Zero loss of a layer never observed is no good news.

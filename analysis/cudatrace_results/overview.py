@@ -465,6 +465,20 @@ def build(runs):
             "facts": run_facts(runs)}
 
 
+def combo_lost(run, combo):
+    """The events one combination lost: the harness's figure where the file has it (summary.json
+    methods[].lost.where names every combination that lost any; one it does not name lost
+    none), else counted from its counters as the harness counts (lost_events)."""
+    decided = _decided(run, combo.get("method"))
+    if decided is None:
+        return lost_events(combo.get("loss"))
+    program = "command"
+    if combo.get("workload"):
+        program = combo["workload"] + (f'.{combo["linkage"]}' if isinstance(combo.get("linkage"), str) else "")
+    where = ((decided or {}).get("lost") or {}).get("where") or []
+    return next((w.get("events", 0) for w in where if w.get("program") == program), 0)
+
+
 def _run_loss(run, method):
     """One run's lost events for `method` as summary.json `methods[].lost` says them (None where
     it ran nothing); for a file that predates the field, counted here from its combinations as

@@ -556,6 +556,13 @@ class Overview(unittest.TestCase):
         self.assertIn("libfoo.so refused", rows["preload"]["workloads"]["title"])
         self.assertNotIn("/opt/x/", rows["preload"]["workloads"]["title"])
         self.assertEqual(rows["preload"]["loss"]["text"], "7 in 1 of 1")
+        # The loss table's figure per combination is the harness's too, where its counters say 0.
+        vecadd = next(c for c in matrix.combos if c["method"] == "preload" and c["workload"] == "vecadd"
+                      and c["linkage"] == "shared")
+        self.assertEqual(results.overview.lost_events(vecadd.get("loss")), 0)
+        self.assertEqual(results.overview.combo_lost(matrix, vecadd), 7)
+        self.assertEqual(results.overview.combo_lost(command, next(c for c in command.combos if c["method"] == "preload")),
+                         0)
         self.assertEqual(rows["nsys"]["workloads"]["text"], "not run")
         self.assertEqual(rows["nsys"]["workloads"]["title"], "nsys is not installed")
         self.assertIsNone(rows["uprobe"]["workloads"], "the field names no uprobe entry: nothing is judged here")
