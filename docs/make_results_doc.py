@@ -69,13 +69,14 @@ def layer_cell(combo, layer):
     if not s or not s.get("expected"):
         return ""
     partly = any(p["layer"] == layer for p in combo.get("partly_observed", []))
-    cell = f'{100.0 * s["matched"] / s["expected"]:.1f}%'
+    # As the harness words a share: rounded down, so a shortfall never reads 100.0%.
+    cell = results.overview.share_text(s["matched"], s["expected"])
     return cell + (" (part)" if partly else "")
 
 
 def loss_cell(combo):
-    total = sum(v for v in combo.get("loss", {}).values() if isinstance(v, (int, float)))
-    return str(int(total))
+    # Counted as the harness counts a run's loss (positive integer counters; a flag is no count).
+    return str(results.overview.lost_events(combo.get("loss")))
 
 
 def matrix_section(folder, summary, manifest):
