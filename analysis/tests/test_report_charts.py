@@ -1,5 +1,6 @@
-"""The report's per-call cost chart (#53): the first screen's launch and cheap-call figures for
-every method, drawn from recorded results (ctest: Analysis.Package)."""
+"""The report's charts (#53): the per-call cost chart (the first screen's launch and cheap-call
+figures for every method, drawn from recorded results) and the heat map's labels
+(ctest: Analysis.Package)."""
 import base64
 import os
 import re
@@ -97,6 +98,17 @@ class TheChartInTheReport(unittest.TestCase):
         self.assertGreater(links, 0)
         self.assertLessEqual(links, 2 * methods)
         self.assertNotIn('href="#sec-per-call"', overview)
+
+
+class HeatMapLabels(unittest.TestCase):
+    def test_a_shortfall_never_reads_whole(self):
+        if subprocess.run(["/usr/bin/python3", "-c", "import matplotlib"], stderr=subprocess.DEVNULL).returncode:
+            raise unittest.SkipTest("python3-matplotlib missing")
+        code = ("import sys; sys.path[:0] = sys.argv[1:3]; import report_coverage as c; "
+                "print(c.heat_label({'matched': 320004, 'expected': 320006}), c.heat_label({'matched': 5, 'expected': 5}))")
+        out = subprocess.run(["/usr/bin/python3", "-c", code, os.path.join(SOURCE, "reports"),
+                              os.path.join(SOURCE, "analysis")], capture_output=True, text=True, check=True).stdout
+        self.assertEqual(out.split(), ["99.9%", "100.0%"])
 
 
 if __name__ == "__main__":
