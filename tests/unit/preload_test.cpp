@@ -292,6 +292,27 @@ TEST(PreloadShim, FlushesBeforeExecAndOnFatalSignals) {
   }
 }
 
+// Python's subprocess vforks and execs: the child runs the shim's exec hook in the
+// parent's memory. Every record must stay the parent's (one pid, nothing lost), not be
+// written under the child's pid with the parent's descriptors closed in the child's table.
+TEST(PreloadShim, AVforkChildThatExecsLeavesTheParentsRecordsToIt) {
+  constexpr int kCalls = 5;
+  auto dir = testsupport::temp_dir("vfork");
+  auto r = testsupport::run_command("LD_PRELOAD=" + std::string(CUDATRACE_PRELOAD_SHIM) + " " + kDirEnv + "=" +
+                                    dir.string() + " " + CUDATRACE_EXIT_PATHS + " vfork " + std::to_string(kCalls));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  TracerReport rep = convert_preload_output(dir, dir / cudatrace::kEventsFile);
+  for (const char* kind : {"dropped", "missing", "unterminated_files", "corrupt_records"}) EXPECT_EQ(rep.loss[kind], 0) << kind;
+  std::set<int64_t> pids;
+  int seen = 0;
+  for (const auto& e : read_events(dir / cudatrace::kEventsFile).events) {
+    pids.insert(e.pid);
+    seen += e.name == "cudaGetDeviceCount";
+  }
+  EXPECT_EQ(seen, 2 * kCalls);
+  EXPECT_EQ(pids.size(), 1u) << "the parent's records were split over " << pids.size() << " pids";
+}
+
 // The shim must hook every CUDA runtime function the workloads call (cudart's fatbin
 // registration and <<<>>> call-configuration plumbing aside).
 TEST(PreloadShim, CoversEveryCudaFunctionTheWorkloadsCall) {

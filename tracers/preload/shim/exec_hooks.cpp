@@ -2,7 +2,8 @@
 // gone without a trace (no file, so not even counted as cut short). Every libc entry that
 // replaces the image is hooked. The list forms (execl, execlp, execle) are rebuilt on the
 // vector forms: glibc implements them with its internal execve, which no preloaded
-// library can interpose.
+// library can interpose. A vfork child execs through the same hooks: it leaves the parent's
+// buffers alone (flush_before_exec).
 #include <unistd.h>
 
 #include <cstdarg>
@@ -18,7 +19,7 @@ extern "C" int execveat(int dirfd, const char* path, char* const argv[], char* c
   static std::atomic<void*> real_##NAME{nullptr};                                  \
   extern "C" int NAME PARAMS {                                                     \
     const auto real = next_symbol_once<int(*) PARAMS>(real_##NAME, #NAME);         \
-    flush_all();                                                                    \
+    flush_before_exec();                                                            \
     return real ARGS;                                                               \
   }
 EXEC_HOOK(execve, (const char* path, char* const argv[], char* const envp[]), (path, argv, envp))

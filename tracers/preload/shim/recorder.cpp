@@ -33,6 +33,11 @@ namespace {
 
 char g_dir[4096];
 bool g_recording = false;
+// The process whose memory holds the buffers. A vfork child shares that memory and runs no
+// fork handler, so its pid differs from this one (glibc's getpid() asks the kernel each
+// time): Python's subprocess vforks and then execs, and flushing there wrote the parent's
+// records under the child's pid and closed the parent's descriptors in the child's table.
+pid_t g_owner = 0;
 // The threads that have recorded, by their thread-local buffer: a thread removes its own
 // when it ends (under the lock), so flush_all() never reads a dead thread's TLS.
 std::mutex g_registry_mu;
@@ -272,6 +277,7 @@ void after_fork_in_child() {
   b.fd = -1;
   b.generation = 0;
   b.registered = false;
+  g_owner = getpid();
   g_devices_written = 0;  // another process: its own table
   contexts_may_have_changed();  // the parent's contexts are not this process's
 }
@@ -280,6 +286,7 @@ __attribute__((constructor)) void start() {
   const char* dir = std::getenv(kDirEnv);
   if (!dir || !*dir || std::strlen(dir) >= sizeof g_dir) return;
   std::strcpy(g_dir, dir);
+  g_owner = getpid();
   g_buffers = new std::vector<ThreadBuffer*>;
   g_kernels = new std::unordered_map<uint64_t, std::string>;
   g_stub_names = new std::unordered_map<uint64_t, std::string>;
@@ -391,6 +398,11 @@ void flush_all() {
   write_generic_table();
   // Any thread that calls CUDA after this starts a new segment of its file.
   g_shim.generation.fetch_add(1);
+}
+
+void flush_before_exec() {
+  if (getpid() != g_owner) return;  // a vfork child: the parent, which owns them, writes its records
+  flush_all();
 }
 
 }  // namespace cudatrace::preload

@@ -172,5 +172,8 @@ const char* kernel_name_of_stub(uint64_t host_stub);    // or null
 
 // Everything buffered goes to disk now (before exec, at exit, on a fatal signal).
 void flush_all();
+// flush_all() for an exec hook: in the process that owns the buffers only, never in a vfork
+// child, which shares them with a parent that goes on recording.
+void flush_before_exec();
 
 }  // namespace cudatrace::preload
