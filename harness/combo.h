@@ -55,6 +55,9 @@ struct ComboOutcome {
   // Repetitions whose traced program computed otherwise than untraced (--result): what each
   // printed against the untraced run's, as run.json's result_changed says it.
   std::vector<std::string> results_changed;
+  // --result: traced runs whose result differed from their own untraced run's but equalled
+  // another untraced run's (the program's result varies untraced): each one's why.
+  std::vector<std::string> results_vary_untraced;
 };
 
 

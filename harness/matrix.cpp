@@ -58,7 +58,7 @@ struct RunContext {
   std::map<std::string, ChildResult> untraced;
   // --result: the pattern, and what each untraced run computed (nullopt: printed nothing it matches).
   std::optional<std::regex> result_re;
-  std::map<std::string, ProgramResult> untraced_results;
+  std::map<std::string, UntracedResults> untraced_results;  // by "workload|linkage"
   SpaceReserve* reserve = nullptr;  // freed for the summary when the disk is full
 };
 
@@ -249,39 +249,19 @@ void check_result(RunState& r, RunContext& ctx) {
   // Output past the runner's cap is gone: its last lines may have held the result.
   if (got.cut.empty() && !r.child.stdout_kept.cut_reason.empty())
     got.cut = "stdout was cut (" + r.child.stdout_kept.cut_reason + "): its last lines are not kept";
-  const auto as_json = [](const std::optional<std::string>& v) { return v ? json(*v) : json(nullptr); };
-  const auto as_text = [](const std::optional<std::string>& v) { return v ? "'" + shown(*v, 80) + "'" : std::string("nothing"); };
-  const std::string key = r.combo.workload + "|" + r.combo.linkage + "|";
+  UntracedResults& untraced = ctx.untraced_results[r.combo.workload + "|" + r.combo.linkage];
   if (r.combo.method == "none") {
-    ctx.untraced_results[key + std::to_string(r.rep)] = got;
-    r.run["result"] = as_json(got.value);
+    untraced[r.rep] = got;
+    r.run["result"] = got.value ? json(*got.value) : json(nullptr);
     if (!got.cut.empty()) r.run["result_cut"] = got.cut;
     return;
   }
-  const ProgramResult* untraced = nullptr;
-  for (const int rep : {r.rep, 1, 0})  // as untraced_ending
-    if (auto it = ctx.untraced_results.find(key + std::to_string(rep)); it != ctx.untraced_results.end() && !untraced)
-      untraced = &it->second;
-  // A result read from a cut output is not the program's word: not compared, and said so
-  // on the run's line (a bound reached is never a silent "same").
-  const std::string cut = !got.cut.empty() ? "traced: " + got.cut
-                          : untraced && !untraced->cut.empty() ? "untraced: " + untraced->cut : "";
-  if (!untraced || !untraced->value || !cut.empty()) {
-    r.run["result_check"] = {{"traced", as_json(got.value)},
-                             {"untraced", untraced ? as_json(untraced->value) : json(nullptr)},
-                             {"why", !untraced          ? "no untraced run to compare with"
-                                     : !cut.empty()     ? "not compared: " + cut
-                                                        : "the untraced run printed no line --result matches: nothing to compare"}};
-    if (!cut.empty()) r.run["result_unchecked"] = "not compared: " + cut;
-    return;
-  }
-  const bool same = untraced->value == got.value;
-  r.run["result_check"] = {{"traced", as_json(got.value)}, {"untraced", as_json(untraced->value)}, {"same", same}};
-  if (same) return;
-  const std::string what = "traced, the program computed otherwise than untraced: its result (--result) read " +
-                           as_text(got.value) + " where the untraced run's read " + as_text(untraced->value);
-  r.run["result_changed"] = what;
-  if (ctx.opts.strict_result) r.failures.insert(r.failures.begin(), what);
+  ResultVerdict v = compare_result(got, untraced, r.rep);
+  r.run["result_check"] = std::move(v.check);
+  if (!v.unchecked.empty()) r.run["result_unchecked"] = v.unchecked;
+  if (v.changed.empty()) return;
+  r.run["result_changed"] = v.changed;
+  if (ctx.opts.strict_result) r.failures.insert(r.failures.begin(), v.changed);
 }
 
 // Stage 6, a workload: its ledgers and the method's store, scored as streams; each layer
@@ -436,6 +416,8 @@ void record_run(RunState& r, RunContext& ctx, ComboOutcome& outcome) {
   }
   if (ctx.otlp) ctx.otlp->send_run(r.dir.filename().string(), r.run, *ctx.manifest, r.events.events);
   if (r.run.contains("result_changed")) outcome.results_changed.push_back(r.run["result_changed"].get<std::string>());
+  if (r.run.value("result_check", json::object()).contains("as_untraced_run"))
+    outcome.results_vary_untraced.push_back(r.run["result_check"]["why"].get<std::string>());
   outcome.statuses.push_back(r.failures.empty() ? "ok" : to_string(r.child.status));
   outcome.wall_ns.push_back(r.child.wall_ns);
   if (r.failures.empty()) {

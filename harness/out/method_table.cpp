@@ -418,11 +418,13 @@ std::string end_of_run_text(const json& summary, const std::filesystem::path& ro
   const json counts = summary.value("counts", json::object());
   const int64_t unobserved_total = counts.value("layers_not_observed", int64_t(0));
   const int64_t changed = counts.value("results_changed", int64_t(0));
-  char line[512];
-  std::snprintf(line, sizeof line, "harness: %d run(s) ok, %d failed, %lld combination(s) skipped%s%s%s\n",
+  const int64_t vary = counts.value("results_vary_untraced", int64_t(0));
+  char line[640];
+  std::snprintf(line, sizeof line, "harness: %d run(s) ok, %d failed, %lld combination(s) skipped%s%s%s%s\n",
                 counts.value("ok", 0), counts.value("failed", 0), static_cast<long long>(counts.value("skipped_combinations", int64_t(0))),
                 unobserved_total ? (", " + std::to_string(unobserved_total) + " method layer(s) NOT OBSERVED").c_str() : "",
                 changed ? (", " + std::to_string(changed) + " run(s) whose result tracing CHANGED (see their lines)").c_str() : "",
+                vary ? (", " + std::to_string(vary) + " traced run(s) whose result differs from its untraced run's but equals another's: the result varies untraced, not by tracing").c_str() : "",
                 summary.value("interrupted", false) ? ", INTERRUPTED (partial results kept)" : "");
   std::error_code ec;
   const bool report = std::filesystem::exists(root / "overhead.html", ec);

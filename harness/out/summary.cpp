@@ -65,6 +65,8 @@ json combo_json(const ComboOutcome& o, const std::vector<ComboOutcome>& all) {
   // Tracing changed what the program computed (--result): how often, and what it printed.
   j["results_changed"] = {{"runs", o.results_changed.size()}, {"examples", json::array()}};
   for (size_t i = 0; i < o.results_changed.size() && i < 4; ++i) j["results_changed"]["examples"].push_back(o.results_changed[i]);
+  if (!o.results_vary_untraced.empty())
+    j["results_vary_untraced"] = {{"runs", o.results_vary_untraced.size()}, {"example", o.results_vary_untraced[0]}};
   j["device_attribution"] = attribution;
   if (!o.processes.empty()) {
     json processes = json::array();
@@ -132,6 +134,9 @@ void print_progress(size_t index, size_t total, const Combo& c, int rep, int rep
   if (run.contains("result_changed") && run["ok"].get<bool>())
     extra += "  RESULT CHANGED (" + run["result_changed"].get<std::string>() + ")";
   if (run.contains("result_unchecked")) extra += "  RESULT " + run["result_unchecked"].get<std::string>();
+  if (const json rc = run.value("result_check", json::object()); rc.contains("as_untraced_run"))
+    extra += "  RESULT as untraced rep " + std::to_string(rc["as_untraced_run"].get<int>()) +
+             "'s: the untraced runs differ among themselves";
   // Lost events always show, whatever the shares read.
   if (const json loss = run.value("tracer", json::object()).value("loss", json::object()); lost_events(loss) > 0)
     extra += "  LOST " + std::to_string(lost_events(loss)) + " events (" + lost_text(loss) + ")";
@@ -183,11 +188,13 @@ json build_summary(const SummaryInputs& in, const std::vector<ComboOutcome>& out
                   {"counts", {{"runs", ok + failed}, {"ok", ok}, {"failed", failed}, {"skipped_combinations", in.skipped.size()}}},
                   {"combos", combos_json},
                   {"skipped", in.skipped}};
-  int64_t unobserved_total = 0, results_changed = 0;
+  int64_t unobserved_total = 0, results_changed = 0, results_vary = 0;
   for (const auto& o : outcomes) unobserved_total += int64_t(o.unobserved.size());
   for (const auto& o : outcomes) results_changed += int64_t(o.results_changed.size());
+  for (const auto& o : outcomes) results_vary += int64_t(o.results_vary_untraced.size());
   summary["counts"]["layers_not_observed"] = unobserved_total;
   summary["counts"]["results_changed"] = results_changed;
+  summary["counts"]["results_vary_untraced"] = results_vary;
   if (in.otlp) summary["otlp"] = in.otlp->summary();
   if (in.cost) {
     // A method the command line took out is named on every program's row, not left blank.

@@ -4,9 +4,12 @@
 // run says so beside the untraced run's value, and --strict-result fails it.
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <regex>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 namespace cudatrace {
 
@@ -23,5 +26,22 @@ struct ProgramResult {
   std::string cut;
 };
 ProgramResult program_result(const std::filesystem::path& stdout_file, const std::regex& pattern, uint64_t max_bytes);
+
+// One program's untraced results by repetition (0: the cost mode's warm-up run).
+using UntracedResults = std::map<int, ProgramResult>;
+
+// A traced run's result against the untraced runs'. `check` is run.json's result_check;
+// `changed` (the run's "result_changed") is set only where tracing changed the result;
+// `unchecked` where it could not be compared (an output cut at its bound).
+struct ResultVerdict {
+  nlohmann::json check;
+  std::string changed, unchecked;
+};
+// Compared with the same repetition's untraced run, else the first's, else the warm-up's.
+// Where that one differs but another untraced run computed exactly the traced value, the
+// program's result varies untraced (XLA's autotuner picks kernels by timing them: on an
+// H100 one untraced jax_step in five summed otherwise, and all its traced runs matched the
+// other four): that is not tracing's doing, and is named as such, not as a change.
+ResultVerdict compare_result(const ProgramResult& traced, const UntracedResults& untraced, int rep);
 
 }  // namespace cudatrace
