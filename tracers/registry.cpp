@@ -18,6 +18,7 @@
 #include "tracers/preload/preload_method.h"
 #include "tracers/sanitizer/sanitizer_method.h"
 #include "tracers/strace/strace_method.h"
+#include "tracers/torchprof/torchprof_method.h"
 #include "tracers/uprobe/uprobe_method.h"
 
 namespace cudatrace {
@@ -36,6 +37,7 @@ constexpr std::vector<Method> (*kMethodLists[])() = {
     bpftime_methods,
     sanitizer_methods,
     strace_methods,
+    torchprof_methods,
     nsys_methods,
 };
 

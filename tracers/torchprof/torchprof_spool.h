@@ -1,0 +1,44 @@
+#pragma once
+// What the hook left in the program's folder, process by process, read as the program's
+// files: torchprof.<pid>.status.json (how far the process got: hook/cudatrace_torchprof.py
+// writes its phases), torchprof.<pid>.json (its trace) and torchprof.<pid>.json.tmp (a
+// trace Kineto began and never renamed: the export was cut short). And Kineto's own words
+// on loss, which reach only the program's stderr.
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace cudatrace {
+
+struct SpooledProcess {
+  int64_t pid = 0;
+  bool has_status = false;
+  std::string phase;         // the status's phase; empty when it has none or could not be read
+  std::string status_error;  // why the status could not be read
+  nlohmann::json status;     // as read (bounded), for the notes
+  std::map<int64_t, std::string> bus_ids;  // device ordinal -> PCI bus id, where it said
+  std::string trace;  // the trace file's name, or its .tmp, or empty
+  bool trace_tmp = false;
+};
+
+// Every process the hook left a file for, by pid. Names of any other shape are not read.
+std::map<int64_t, SpooledProcess> read_spool(const std::filesystem::path& dir);
+
+// The phases (cudatrace_torchprof.py): which ones mean the profiler ran in the process.
+bool phase_profiled(const std::string& phase);
+
+// Kineto's warnings in the program's stderr: that it stopped tracing (its GPU buffers
+// full) and records CUPTI dropped. The program could print the same lines: they would
+// only count against its own trace.
+struct KinetoLossLines {
+  int64_t stopped_tracing = 0, dropped_records = 0;
+  std::vector<std::string> examples;
+  std::string unread;  // why the file was not read, or past what bound
+};
+KinetoLossLines read_kineto_loss_lines(const std::filesystem::path& program_stderr);
+
+}  // namespace cudatrace
