@@ -29,10 +29,11 @@ std::vector<Method> torchprof_methods() {
   m.limits = {
       {layer::kRuntime, "Kineto leaves out the calls on its blocklist (cudaGetDevice, cudaSetDevice, cudaGetLastError, "
                         "cudaEventCreate, cudaEventCreateWithFlags, cudaEventDestroy in 2026; the list varies by "
-                        "version), and every call a process made before it imported torch"},
+                        "version), and every call a process made before its first CUDA initialization through torch"},
       {layer::kDriver, "Kineto keeps only the driver calls it tracks (cuLaunchKernel(Ex), and the virtual memory calls "
-                       "in recent versions), and none made before the process imported torch"},
-      {layer::kGpuActivity, "kernels of a process that did not import torch, or that was forked, are not traced"}};
+                       "in recent versions), and none made before the process's first CUDA initialization through torch"},
+      {layer::kGpuActivity, "kernels of a process that did not start CUDA through torch, or was forked from one that "
+                            "profiled, are not traced"}};
   const std::string joined = "a launch, copy or set takes the device of its GPU record, joined by correlation id "
                              "within 65,536 calls; other calls name none: the trace does not say which context was "
                              "current for them";

@@ -2,8 +2,8 @@
 // Method `torchprof`: the PyTorch profiler (torch.profiler, Kineto on CUPTI) around the
 // whole of a Python program, checked against the same truth as every method. The harness
 // puts the hook folder (hook/sitecustomize.py) first on PYTHONPATH; every interpreter of
-// the program writes a status file there, and each one that imports torch profiles until
-// it exits and exports its Chrome trace (torchprof.<pid>.json). After the run the traces
+// the program writes a status file there, and each one that starts CUDA through torch
+// profiles from then until it exits and exports its Chrome trace (torchprof.<pid>.json). After the run the traces
 // are read as the program's files (torchprof_trace.h) into the event store, and what the
 // status files and the program's stderr say of traces missing, cut or stopped is its loss.
 #include <cstdint>
