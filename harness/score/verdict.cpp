@@ -340,6 +340,15 @@ json command_verdict(const std::vector<MethodView>& methods) {
         row["status"] = "not observed";
         row["reason"] = r != m.unobserved.end() ? r->second : (m.ran_ok ? "no reason given" : "the method's runs failed");
         row["coverage"] = nullptr;
+        // CUPTI's callbacks saw no call of the layer (a driver-API program has no runtime
+        // calls): the method missed nothing, whatever it could not have seen. A union
+        // reference of 0 says no such thing: every method may have been blind to it.
+        if (total == 0 && cupti && cupti->observed.count(rl) && m.ran_ok) {
+          row["status"] = "nothing to see";
+          row["seen"] = row["matched"] = row["reference"] = 0;
+          row["missed_families"] = json::array();
+          row["why"] = "CUPTI saw no call of this layer; nor could this method have: " + row["reason"].get<std::string>();
+        }
         coverage.push_back(row);
         continue;
       }

@@ -80,7 +80,10 @@ TEST(Verdict, CuptiIsTheReferenceAndShortfallsAreNamed) {
   std::vector<Event> partial{ev("runtime", "cudaMalloc"), ev("runtime", "cudaMalloc"), ev("runtime", "cudaFree"),
                              ev("runtime", "cudaPeekAtLastError")};
   std::vector<Event> blocks{ev("device", "k", {{"kernel", "k"}, {"launch", 0}})};
-  MethodView cupti = view("cupti", {"runtime", "driver", "gpu-activity"}, {"runtime", "driver", "gpu-activity"}, all);
+  std::vector<Event> all_and_a_driver_call = all;  // a driver layer preload can miss
+  all_and_a_driver_call.push_back(ev("driver", "cuInit"));
+  MethodView cupti = view("cupti", {"runtime", "driver", "gpu-activity"}, {"runtime", "driver", "gpu-activity"},
+                          all_and_a_driver_call);
   MethodView preload = view("preload", {"runtime", "driver"}, {"runtime"}, partial);
   preload.unobserved["driver"] = "never reached libcuda";
   MethodView devhook = view("devhook", {"device"}, {"device"}, blocks);
@@ -179,6 +182,22 @@ TEST(Verdict, UnobservedLayersCarryTheTracersReasonOrSayWhy) {
   EXPECT_FALSE(u[1]["reason"].get<std::string>().empty());
   r.error = "collector died";
   EXPECT_NE(unobserved_layers(m, r)[1]["reason"].get<std::string>().find("collector died"), std::string::npos);
+}
+
+// A driver-API program makes no runtime call: a method that cannot see the runtime (no
+// cudart to probe) missed nothing there. With CUPTI's 0 the layer is "nothing to see", its
+// reason kept; with a union's 0 (no CUPTI run) it stays not observed: all may have been blind.
+TEST(CommandVerdict, ALayerCuptiSawNothingOfIsNothingToSeeForAMethodThatCouldNotSeeIt) {
+  const std::vector<Event> driver_only = {ev("driver", "cuInit"), ev("driver", "cuLaunchKernel")};
+  MethodView cupti = view("cupti", {"runtime", "driver"}, {"runtime", "driver"}, driver_only);
+  MethodView uprobe = view("uprobe", {"runtime", "driver"}, {"driver"}, driver_only);
+  uprobe.unobserved["runtime"] = "no cudart to probe";
+  const json v = command_verdict({cupti, uprobe});
+  const json& r = row(v, "uprobe", "runtime");
+  EXPECT_EQ(r["status"], "nothing to see") << r.dump();
+  EXPECT_NE(r.value("why", "").find("no cudart to probe"), std::string::npos) << r.dump();
+  EXPECT_EQ(row(command_verdict({uprobe}), "uprobe", "runtime")["status"], "not observed");
+  EXPECT_NE(verdict_text(v).find("nothing to see (0 seen); why: CUPTI saw no call"), std::string::npos) << verdict_text(v);
 }
 
 // The ledger side of real patterns: graph replays, captured launches, a program's own
