@@ -36,6 +36,15 @@ def _lazy_init():
 def current_device():
     _lazy_init()
     return 0
+from . import memory
+)PY";
+
+// As torch's own submodules do, one that took _lazy_init by name at import.
+const char* kFakeCudaMemory = R"PY(
+from . import _lazy_init
+def memory_allocated():
+    _lazy_init()
+    return 0
 )PY";
 
 // torch.profiler.profile as the hook uses it: start(), stop(), export_chrome_trace(path).
@@ -70,7 +79,7 @@ const char* kProgram = R"PY(
 import multiprocessing as mp, os, sys
 def child():
     import torch
-    torch.cuda.current_device()
+    torch.cuda.memory.memory_allocated()  # its first CUDA use, through a submodule's _lazy_init
 if __name__ == "__main__":
     p = mp.get_context("spawn").Process(target=child)
     p.start()
@@ -104,6 +113,7 @@ HookRun run_with_hook(const std::string& program, const std::string& tag) {
   write(user / "sitecustomize.py", "import os\nos.environ['USER_SITECUSTOMIZE'] = 'ran'\n");
   write(fake / "torch" / "__init__.py", "__version__ = '0.0+fake'\nfrom . import cuda\n");
   write(fake / "torch" / "cuda" / "__init__.py", kFakeCuda);
+  write(fake / "torch" / "cuda" / "memory.py", kFakeCudaMemory);
   write(fake / "torch" / "profiler" / "__init__.py", kFakeProfiler);
   const fs::path prog = write(h.run_dir / "prog.py", program);
   const char* old = std::getenv("PYTHONPATH");

@@ -130,7 +130,11 @@ def _arm():
             _start_profiler()
         return first_use(*args, **kwargs)
 
-    cuda._lazy_init = lazy_init
+    # torch.cuda's own submodules took the function by name when torch was imported
+    # (`from . import _lazy_init`): theirs is replaced too.
+    for name, module in list(sys.modules.items()):
+        if (name == "torch.cuda" or name.startswith("torch.cuda.")) and getattr(module, "_lazy_init", None) is first_use:
+            module._lazy_init = lazy_init
     if _state["prof"] is None:
         _write_status("armed")
 
