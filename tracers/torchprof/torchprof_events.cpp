@@ -53,16 +53,18 @@ bool makes_gpu_work(const std::string& name) {
 
 void KinetoEvents::add(const json& ev, int64_t ts, std::optional<int64_t> dur) {
   const auto cat = ev.find("cat");
-  if (cat == ev.end() || !cat->is_string()) {
-    ++reading_.other_events;
-    return;
-  }
+  if (cat == ev.end() || !cat->is_string()) return other("");
   const std::string& c = cat->get_ref<const std::string&>();
   if (c == "cuda_runtime" || c == "cuda_driver") return api_call(ev, c, ts, dur);
   if (c == "kernel" || c == "gpu_memcpy" || c == "gpu_memset") return gpu_record(ev, c, ts, dur);
+  other(c);
+}
+
+void KinetoEvents::other(const std::string& cat) {
   ++reading_.other_events;
-  if (reading_.other_categories.size() < 32 || reading_.other_categories.count(c))
-    ++reading_.other_categories[c];
+  if (cat.empty()) return;
+  if (reading_.other_categories.size() < 32 || reading_.other_categories.count(cat))
+    ++reading_.other_categories[cat];
   else
     ++reading_.other_categories["(other)"];
 }

@@ -26,6 +26,9 @@ class KinetoEvents {
   // One traceEvents element with ph "X": `ev` as built (ts and dur taken out, already on
   // the harness's clock and in ns; 0 and nullopt when absent).
   void add(const nlohmann::json& ev, int64_t ts, std::optional<int64_t> dur);
+  // An event that is none of the above (a CPU op, a flow, metadata): counted by its "cat"
+  // where it has one.
+  void other(const std::string& cat);
   // The end of the trace: the calls still waiting for a GPU record are written as they are.
   void finish();
 

@@ -130,7 +130,7 @@ class TraceSax {
 
   // A value in the one being built, within the bounds; past them the rest is not kept.
   json* put(json&& v) {
-    if (overflow_) return nullptr;
+    if (overflow_ || skipping_) return nullptr;
     if (++values_ > limits_.max_event_values || bytes_ > limits_.max_event_bytes) {
       overflow_ = true;
       return nullptr;
@@ -147,6 +147,7 @@ class TraceSax {
 
   bool scalar(json&& v) {
     if (building_) {
+      if (building_event_ && depth_ == start_depth_ && v.is_string()) skip_unless_ours(v.get_ref<const std::string&>());
       put(std::move(v));
       return true;
     }
@@ -181,7 +182,7 @@ class TraceSax {
     key_.clear();
     values_ = bytes_ = 0;
     lost_depth_ = 0;
-    overflow_ = false;
+    overflow_ = skipping_ = false;
     ts_.reset();
     dur_.reset();
     return true;
@@ -204,15 +205,32 @@ class TraceSax {
     return true;
   }
 
+  // Most of a trace is CPU ops with their shapes and stacks: an event whose "ph" or "cat"
+  // (written before its args) says it is none of ours is counted, not built.
+  void skip_unless_ours(const std::string& value) {
+    if (key_ == "ph" && value != "X") {
+      skipping_ = true;
+      skipped_cat_.clear();
+    } else if (key_ == "cat" && value != "cuda_runtime" && value != "cuda_driver" && value != "kernel" &&
+               value != "gpu_memcpy" && value != "gpu_memset") {
+      skipping_ = true;
+      skipped_cat_ = value;
+    }
+  }
+
   void finish_event() {
     any_event_ = true;
+    if (skipping_) {
+      events_.other(skipped_cat_);
+      return;
+    }
     if (overflow_) {
       ++r_.events_too_large;
       return;
     }
     const auto ph = root_.find("ph");
     if (ph == root_.end() || !ph->is_string() || *ph != "X") {
-      ++r_.other_events;
+      events_.other("");
       return;
     }
     events_.add(root_, ts_ ? to_monotonic(*ts_) : 0, dur_ && *dur_ >= 0 ? dur_ : std::nullopt);
@@ -252,7 +270,8 @@ class TraceSax {
   bool in_events_ = false, any_event_ = false, closed_ = false;
   std::string error_;
   // The value being built (an event, or Kineto's log lines).
-  bool building_ = false, building_event_ = false, overflow_ = false;
+  bool building_ = false, building_event_ = false, overflow_ = false, skipping_ = false;
+  std::string skipped_cat_;
   int start_depth_ = 0, lost_depth_ = 0;
   json root_;
   std::vector<json*> stack_;
