@@ -4,6 +4,7 @@
 #include <elf.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -141,6 +142,23 @@ TEST(CuptiSlots, EveryEntryMatchesHooksDef) {
     ASSERT_NE(call, nullptr) << e.cbid << " is not in hooks.def";
     EXPECT_EQ(call->slots.size(), e.slots) << e.cbid;
   }
+}
+
+// The library writes a call's record over the last one in its batch slot without clearing
+// it first: whatever the call leaves unused must come out 0.
+TEST(CuptiSlots, EverySlotIsWrittenTheUnusedOnesZero) {
+  uint64_t s[cupti::kSlots];
+  std::fill(std::begin(s), std::end(s), ~uint64_t(0));
+  cudaSetDevice_v3020_params d{3};
+  EXPECT_TRUE(cupti::fill_slots(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaSetDevice_v3020, &d, s));
+  EXPECT_EQ(s[0], 3u);
+  for (int i = 1; i < cupti::kSlots; ++i) EXPECT_EQ(s[i], 0u) << "slot " << i;
+  std::fill(std::begin(s), std::end(s), ~uint64_t(0));
+  EXPECT_FALSE(cupti::fill_slots(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020, &d, s));
+  for (int i = 0; i < cupti::kSlots; ++i) EXPECT_EQ(s[i], 0u) << "a call not in call_slots.def, slot " << i;
+  std::fill(std::begin(s), std::end(s), ~uint64_t(0));
+  EXPECT_FALSE(cupti::fill_slots(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaSetDevice_v3020, nullptr, s));
+  for (int i = 0; i < cupti::kSlots; ++i) EXPECT_EQ(s[i], 0u) << "no parameters, slot " << i;
 }
 
 TEST(CuptiSlots, OutParametersAfterTheCallAndNullConfigs) {

@@ -10,9 +10,10 @@ namespace cudatrace::cupti {
 
 inline constexpr int kSlots = 5;
 
-// Fills `slots` for the call CUPTI reports as (domain, cbid) with parameter struct `params`,
-// at the call's exit (out-parameters are read then). Calls not in call_slots.def keep zeros;
-// returns whether the call is one it decodes.
+// Fills all kSlots `slots` for the call CUPTI reports as (domain, cbid) with parameter struct
+// `params`, at the call's exit (out-parameters are read then); slots the call does not use,
+// and all five of a call not in call_slots.def, are 0. Returns whether the call is one it
+// decodes.
 bool fill_slots(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* params, uint64_t* slots);
 
 }  // namespace cudatrace::cupti
