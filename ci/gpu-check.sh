@@ -140,7 +140,7 @@ if [[ $phase == cupti-split ]]; then
   split=$out/cupti-split
   mkdir -p "$split"
   for round in $(seq 1 "${2:-3}"); do
-    for label in none bare bare-runtime bare-driver kernel-activity api-activity full nsys nsys-all; do
+    for label in none bare bare-clock bare-tsc bare-runtime bare-driver kernel-activity api-activity full nsys nsys-all; do
       json=$split/$label.r$round.json
       args=(--benchmark_filter="$calls" --benchmark_out="$json" --benchmark_out_format=json)
       case $label in

@@ -4,10 +4,14 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <tuple>
 
+#include "common/clock.h"
 #include "common/event_store.h"
 #include "common/event_io.h"
 #include "harness/run/runner.h"
@@ -65,6 +69,7 @@ TEST_P(CuptiCollector, SeesEveryCallAndTheKernelThroughTheUsdtProbes) {
   EXPECT_EQ(r.report.loss["ring_full"], 0);
   EXPECT_EQ(r.report.loss["unreadable_batched_calls"], 0);
   EXPECT_EQ(r.report.loss["api_calls_not_received"], 0);
+  EXPECT_EQ(r.report.notes["library_api_calls"], 5) << "parent and forked child each count their own";
   EXPECT_EQ(r.report.loss["kernels_not_received"], 0);
   EXPECT_EQ(r.report.loss["activity_dropped_by_cupti"], 2) << "CUPTI's own drops are passed on";
 
@@ -118,4 +123,108 @@ TEST(CuptiCollectorErrors, SubscriberTakenIsReportedAndTheProgramRunsOn) {
   EXPECT_TRUE(r.report.layers.empty());
   EXPECT_NE(r.stderr_text.find("CUPTI is already in use by Nsight Systems (fake)"), std::string::npos) << r.stderr_text;
   EXPECT_TRUE(r.events.empty());
+}
+
+namespace {
+
+// The fake app's "bracket CORR BEGIN END" lines (tests/support/fake_cupti/cupti_fake_app.cpp).
+std::map<uint64_t, std::pair<int64_t, int64_t>> brackets(const std::filesystem::path& stdout_file) {
+  std::map<uint64_t, std::pair<int64_t, int64_t>> out;
+  std::ifstream in(stdout_file);
+  std::string word;
+  uint64_t corr = 0;
+  int64_t begin = 0, end = 0;
+  while (in >> word)
+    if (word == "bracket" && in >> corr >> begin >> end) out[corr] = {begin, end};
+  return out;
+}
+
+}  // namespace
+
+// Volume on several threads: batches handed over full and, at each thread's end, part full;
+// driver calls made inside runtime calls, and batches that end inside a runtime call (one of
+// them 30 ms long). Every call the library counted arrives; each thread's calls begin in the
+// order it made them, on the CLOCK_MONOTONIC scale (however the library took its stamps); a
+// nested call lies inside the call around it; and calls bracketed by the program's own clock
+// reads fall inside their brackets.
+TEST(CuptiCollectorVolume, EveryCallArrivesTimedInOrderOnTheLedgersClock) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root for BPF";
+  constexpr int64_t kThreads = 4, kRounds = 1000;
+  for (const char* clock : {"", "monotonic"}) {
+    SCOPED_TRACE(std::string("CUDATRACE_CUPTI_CLOCK=") + clock);
+    const auto dir = testsupport::temp_dir("cupti-volume");
+    CuptiTracer tracer(CUDATRACE_CUPTI_LIBRARY, 8 << 20, false, uint64_t(1) << 30);
+    Launch launch{{CUDATRACE_CUPTI_FAKE_APP},
+                  {{"FAKE_APP_LOOP", std::to_string(kRounds)},
+                   {"FAKE_APP_THREADS", std::to_string(kThreads)},
+                   {"CUDATRACE_CUPTI_CLOCK", clock}}};
+    tracer.prepare(launch, Target{launch.argv, "static"}, dir);
+    const int64_t started = monotonic_ns();
+    const ChildResult child = run_child(ChildSpec{launch, dir, 120}, tracer);
+    const int64_t ended = monotonic_ns();
+    TracerReport report = tracer.finish(dir);
+    ASSERT_EQ(child.status, ChildStatus::Exited) << child.detail;
+    ASSERT_EQ(child.exit_code, 0);
+    EXPECT_EQ(report.error, "") << report.notes.dump();
+    EXPECT_EQ(report.loss.at("api_calls_not_received"), 0) << report.loss.dump();
+    EXPECT_EQ(report.loss.at("ring_full"), 0);
+    std::vector<Event> events = read_events(dir / cudatrace::kEventsFile).events;
+
+    std::map<std::string, int64_t> count;
+    std::map<int64_t, std::vector<const Event*>> by_thread;
+    for (const Event& e : events) {
+      ++count[e.name];
+      by_thread[e.tid].push_back(&e);
+    }
+    EXPECT_EQ(report.notes["library_api_calls"], report.notes["api_calls"]) << "the summary counts what was emitted";
+    EXPECT_EQ(count["cudaGetDevice"], 2 * kThreads * kRounds + 1);
+    EXPECT_EQ(count["cudaStreamSynchronize"], 1);
+    EXPECT_EQ(count["cuCtxGetDevice"], 70);
+    EXPECT_EQ(count["__cudaLaunchKernel"], kThreads * kRounds);
+    EXPECT_EQ(count["cuLaunchKernel"], kThreads * kRounds) << "a nested driver launch is scored: kept";
+    EXPECT_EQ(count["cuKernelGetName"], 2 * kThreads * kRounds) << "the program's own and cudart's inside launches";
+    EXPECT_EQ(by_thread.size(), size_t(kThreads));
+
+    // Calls of one batch are mapped with its clock, a call in flight over a batch's end with
+    // the next one's: they agree within the points' stated error.
+    const int64_t slack = int64_t(std::ceil(report.notes["clock_spread_ns_max"].get<double>()));
+    EXPECT_LT(slack, 1000);
+    EXPECT_EQ(report.notes["calls_extrapolated"], 0) << "each batch's first point comes before its calls began";
+    EXPECT_EQ(report.notes["calls_untimed"], 0);
+    for (auto& [tid, calls] : by_thread) {
+      // Program order: correlation ids count up; a nested call shares its runtime call's id.
+      std::stable_sort(calls.begin(), calls.end(), [](const Event* a, const Event* b) {
+        return std::tie(a->corr, b->layer) < std::tie(b->corr, a->layer);  // runtime before driver
+      });
+      const Event* prev = nullptr;  // the last call made at the top, not inside another
+      int64_t disorder = 0, outside = 0, backwards = 0;
+      for (const Event* e : calls) {
+        backwards += !e->dur || *e->dur < 0;
+        outside += e->ts < started || e->ts + e->dur.value_or(0) > ended;
+        if (prev && prev->corr == e->corr) {  // nested in prev, the runtime launch
+          outside += e->ts + slack < prev->ts || e->ts + *e->dur > prev->ts + *prev->dur + slack;
+          continue;
+        }
+        if (prev) disorder += e->ts + slack < prev->ts + prev->dur.value_or(0);
+        prev = e;
+      }
+      EXPECT_EQ(backwards, 0) << "tid " << tid << ": an exit stamped before its entry";
+      EXPECT_EQ(outside, 0) << "tid " << tid << ": outside the run, or a nested call outside its runtime call";
+      EXPECT_EQ(disorder, 0) << "tid " << tid << ": a call began before the one before it returned";
+    }
+
+    const auto bracket = brackets(dir / "stdout.txt");
+    ASSERT_EQ(bracket.size(), 2u);
+    // Within the error the tracer states for its clock points (0 when it read CLOCK_MONOTONIC
+    // itself): a call mapped with a rate or a point that does not hold over its whole span is
+    // off by far more over 30 ms.
+    const int64_t kTolerance = slack + 1;
+    for (const Event& e : events) {
+      const auto it = bracket.find(e.corr.value_or(0));
+      if (it == bracket.end()) continue;
+      const auto [begin, end] = it->second;
+      EXPECT_GE(e.ts, begin - kTolerance) << it->first;
+      EXPECT_LE(e.ts + e.dur.value_or(0), end + kTolerance) << it->first;
+    }
+  }
 }

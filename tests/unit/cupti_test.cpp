@@ -105,6 +105,7 @@ TEST(CuptiLibrary, PauseSwitchesCallbacksAndActivityOffAndOn) {
   const std::pair<const char*, const char*> modes[] = {
       {"full", "pause 7 0 7\n"},          {"bare", "pause 3 0 3\n"},
       {"bare-runtime", "pause 1 0 1\n"},  {"bare-driver", "pause 2 0 2\n"},
+      {"bare-clock", "pause 3 0 3\n"},   {"bare-tsc", "pause 3 0 3\n"},
       {"count", "pause 3 0 3\n"},         {"kernel-activity", "pause 4 0 4\n"},
       {"api-activity", "pause 28 0 28\n"}};
   for (const auto& [mode, expected] : modes) {
@@ -397,4 +398,69 @@ TEST(CuptiDecode, SubscriberTakenAndUnknownIdsAreReported) {
   ASSERT_EQ(events.size(), 2u);
   EXPECT_EQ(events[1].name, "cbid:2:60000");
   EXPECT_EQ(events[0].name, "kernel") << "a nameless kernel record keeps a name";
+}
+
+namespace {
+cupti_record clock_record(uint32_t tid, uint64_t ticks0, uint64_t ns0, uint64_t ticks1, uint64_t ns1, uint64_t spread) {
+  cupti_record c{};
+  c.kind = CUPTI_REC_CLOCK;
+  c.pid = 100;
+  c.tid = tid;
+  c.t0 = ticks0;
+  c.v[0] = ns0;
+  c.t1 = ticks1;
+  c.v[1] = ns1;
+  c.v[2] = spread;
+  return c;
+}
+}  // namespace
+
+// A batch's calls carry TSC ticks, mapped to CLOCK_MONOTONIC ns along the line through the two
+// points its clock record carries; a call whose batch has no usable clock keeps its place,
+// not a made-up time, and is counted.
+TEST(CuptiDecode, TicksAreMappedToTheMonotonicClockThroughTheirBatchsPoints) {
+  std::vector<cupti_record> records;
+  // 2 ticks per ns between (1000 ticks, 5 ms) and (3000 ticks, 5 ms + 1000 ns).
+  records.push_back(clock_record(11, 1000, 5000000, 3000, 5001000, 40));
+  cupti_record get = api(kCuptiRuntimeDomain, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, 1, 11, 1500, 0, {0});
+  get.t1 = 2900;
+  get.flags |= CUPTI_F_TICKS;
+  records.push_back(get);
+  cupti_record unstamped = get;  // its entry callback came before the library subscribed
+  unstamped.corr = 2;
+  unstamped.t0 = 0;
+  records.push_back(unstamped);
+  cupti_record other_thread = get;  // not this clock's thread
+  other_thread.tid = 12;
+  other_thread.corr = 3;
+  records.push_back(other_thread);
+  records.push_back(api(kCuptiRuntimeDomain, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, 4, 11, 7000000, 0, {0}));
+  records.push_back(clock_record(11, 3000, 5001000, 3000, 5001000, 0));  // no interval: unusable
+  cupti_record late = get;
+  late.corr = 5;
+  records.push_back(late);
+  records.push_back(clock_record(11, 1000, 5000000, 3000, 5001000, 40));
+  cupti_record early = get;  // began before its batch's first point: mapped all the same, and counted
+  early.corr = 6;
+  early.t0 = 600;
+  records.push_back(early);
+
+  CuptiDecodeStats stats;
+  std::map<uint64_t, Event> by_corr;
+  for (Event& e : decode_cupti_records(records, stats)) by_corr[e.corr.value_or(0)] = std::move(e);
+  ASSERT_EQ(by_corr.size(), 6u);
+  EXPECT_EQ(by_corr[1].ts, 5000250);
+  EXPECT_EQ(by_corr[1].dur, 700);
+  EXPECT_EQ(by_corr[2].ts, 0) << "an entry never stamped stays unknown";
+  EXPECT_FALSE(by_corr[2].dur.has_value());
+  EXPECT_EQ(by_corr[3].ts, 0) << "another thread's clock does not time it";
+  EXPECT_EQ(by_corr[4].ts, 7000000) << "a call without CUPTI_F_TICKS is in ns already";
+  EXPECT_EQ(by_corr[4].dur, 500);
+  EXPECT_EQ(by_corr[5].ts, 0) << "a clock with no interval between its points maps nothing";
+  EXPECT_EQ(by_corr[6].ts, 4999800);
+  EXPECT_EQ(stats.calls_in_ticks, 3);
+  EXPECT_EQ(stats.calls_extrapolated, 1);
+  EXPECT_EQ(stats.calls_untimed, 2);
+  EXPECT_DOUBLE_EQ(stats.clock_spread_ns_max, 10.0) << "half of 40 ticks, at 2 ticks per ns";
+  EXPECT_EQ(stats.api_calls, 6);
 }

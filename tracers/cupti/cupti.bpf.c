@@ -79,7 +79,7 @@ int BPF_USDT(api_exit, __u64 corr, __u64 id, __s64 ret, __u64 enter_ns, __u64 ex
 }
 
 // A thread's batch of finished calls (tracers/cupti/injection/usdt_probes.h): one copy into one sample of
-// CUPTI_BATCH records, whose kind, pid, tid and flags are set here.
+// its clock record and CUPTI_BATCH call records, whose kind, pid, tid and flags are set here.
 SEC("usdt")
 int BPF_USDT(api_batch, __u64 calls, __u64 count) {
   __u64 id = bpf_get_current_pid_tgid();
@@ -95,6 +95,10 @@ int BPF_USDT(api_batch, __u64 calls, __u64 count) {
     count_lost(CUPTI_LOST_UNREADABLE, count);
     return 0;
   }
+  b->clock.kind = CUPTI_REC_CLOCK;
+  b->clock.pid = id >> 32;
+  b->clock.tid = (__u32)id;
+  b->clock.flags = 0;
   for (__u32 i = 0; i < CUPTI_BATCH; ++i) {
     struct cupti_record* r = &b->calls[i];
     r->kind = i < count ? CUPTI_REC_API : 0;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <climits>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <unordered_map>
@@ -83,9 +85,14 @@ void CuptiRecordDecoder::add(const cupti_record& r) {
   if (r.kind == 0) return;  // an unused slot of a batch
   ++stats_.records;
   switch (r.kind) {
+    case CUPTI_REC_CLOCK:
+      set_clock(r);
+      break;
     case CUPTI_REC_API: {
       ++stats_.api_calls;
-      Event e = api_event(r, stats_);
+      cupti_record call = r;
+      if (call.flags & CUPTI_F_TICKS) to_ns(call);
+      Event e = api_event(call, stats_);
       const bool launch = e.corr && is_launch(e.name);
       const bool runtime = e.layer == layer::kRuntime;
       emit(std::move(e));  // before the kernels that may join it
@@ -145,6 +152,32 @@ void CuptiRecordDecoder::add(const cupti_record& r) {
     default:
       break;
   }
+}
+
+// The line through the batch's two (ticks, ns) points. Its calls began after the first point
+// and returned before the second, so mapping them is interpolating, whose error is at most
+// the points' own (half their brackets), however close together the points are.
+void CuptiRecordDecoder::set_clock(const cupti_record& r) {
+  clock_ = {};
+  if (r.t1 <= r.t0 || r.v[1] < r.v[0] || r.v[0] > uint64_t(INT64_MAX)) return;  // no ticks in the batch, or garbage
+  clock_ = {r.pid, r.tid, r.t0, r.t1, int64_t(r.v[0]), double(r.v[1] - r.v[0]) / double(r.t1 - r.t0), true};
+  stats_.clock_spread_ns_max = std::max(stats_.clock_spread_ns_max, double(r.v[2]) * clock_.ns_per_tick / 2);
+}
+
+void CuptiRecordDecoder::to_ns(cupti_record& call) {
+  if (!clock_.usable || clock_.pid != call.pid || clock_.tid != call.tid) {
+    ++stats_.calls_untimed;
+    call.t0 = call.t1 = 0;
+    return;
+  }
+  ++stats_.calls_in_ticks;
+  if ((call.t0 != 0 && call.t0 < clock_.ticks) || call.t1 > clock_.last_ticks) ++stats_.calls_extrapolated;
+  const auto ns = [this](uint64_t ticks) {
+    return uint64_t(std::max<int64_t>(
+        1, clock_.ns + std::llround(double(int64_t(ticks - clock_.ticks)) * clock_.ns_per_tick)));
+  };
+  if (call.t0 != 0) call.t0 = ns(call.t0);  // 0: the entry was not stamped
+  call.t1 = ns(call.t1);
 }
 
 // Past the window, the oldest waiting kernel goes out with the launch known by now (a

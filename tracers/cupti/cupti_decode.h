@@ -40,6 +40,13 @@ struct CuptiDecodeStats {
   std::vector<std::string> problems;  // subscriber taken, CUPTI errors: one line each
   bool summary = false;             // the library's exit summary arrived
   uint64_t library_api_exits = 0, library_kernels = 0;  // what the library said it emitted
+  // Calls stamped in TSC ticks and mapped to CLOCK_MONOTONIC with their batch's clock record,
+  // and those whose batch had no usable one (ts 0: order kept, time unknown).
+  int64_t calls_in_ticks = 0, calls_untimed = 0;
+  // Of those in ticks, calls stamped outside their batch's two points: mapped by extending the
+  // line, not between its points. The library picks the points so that none is.
+  int64_t calls_extrapolated = 0;
+  double clock_spread_ns_max = 0;   // the widest half-bracket of a clock point used: their error bound
   int64_t devices_named = 0;        // (process, device) pairs whose bus id the library sent
   // Kernels that went out with no launch to join (it never came, or not within the window)
   // and so carry CUPTI's thread rather than the launching one.
@@ -70,6 +77,16 @@ class CuptiRecordDecoder {
     uint64_t id;  // domain << 32 | cbid: its name, looked up when a kernel joins
     bool runtime;
   };
+  // The clock of the batch being read: its calls follow its CUPTI_REC_CLOCK record.
+  struct TickClock {
+    uint32_t pid = 0, tid = 0;
+    uint64_t ticks = 0, last_ticks = 0;  // the first point's and the second's
+    int64_t ns = 0;                      // the first point's
+    double ns_per_tick = 0;
+    bool usable = false;
+  };
+  void set_clock(const cupti_record& r);
+  void to_ns(cupti_record& call);
   const Launch* known_launch(const Key& key) const;
   void remember_launch(uint32_t pid, uint32_t tid, uint64_t corr, uint64_t id, bool runtime);
   void emit(Event&& e);
@@ -78,6 +95,7 @@ class CuptiRecordDecoder {
 
   CuptiDecodeStats& stats_;
   Sink sink_;
+  TickClock clock_;
   size_t max_launches_, max_waiting_;
   std::map<std::pair<int64_t, int64_t>, std::string> bus_id_of_;  // (pid, ordinal) -> bus id
   std::unordered_map<Key, Launch, KeyHash> launches_;

@@ -16,6 +16,9 @@ enum cupti_record_kind {
   CUPTI_REC_DROPPED = 3,  /* v[0] = activity records CUPTI dropped */
   CUPTI_REC_STATUS = 4,   /* id = enum cudatrace_cupti_status; t0 = when; v[0] = value; text = message */
   CUPTI_REC_SUMMARY = 5,  /* v[0..2] = api exits, kernels, activity dropped, as the library counted */
+  CUPTI_REC_CLOCK = 6,    /* heads a batch: t0 ticks at v[0] CLOCK_MONOTONIC ns, t1 ticks at v[1] ns;
+                             v[2] = the wider of the two points' brackets, in ticks. The batch's
+                             CUPTI_F_TICKS calls began after the first point. */
 };
 
 /* Counters of what did not reach user space, one slot each in a per-CPU array. */
@@ -31,14 +34,18 @@ enum cupti_loss {
  * The library's word, kept by the collector (CUPTI_F_LIBRARY); CUPTI_F_TEXT is the collector's. */
 #define CUPTI_F_DEVICE 2u
 #define CUPTI_DEVICE_SHIFT 16
-#define CUPTI_F_LIBRARY 0xFFFF0002u
+/* t0 and t1 are TSC ticks (tracers/cupti/injection/call_clock.h), to be mapped to CLOCK_MONOTONIC
+ * ns with the CUPTI_REC_CLOCK record that heads the call's batch; without it they are ns. */
+#define CUPTI_F_TICKS 4u
+#define CUPTI_F_LIBRARY 0xFFFF0006u
 
 /* A thread's finished calls, kept by the injection library as records laid out as the
  * ring's (the collector sets kind, pid, tid and flags itself: who made a call is the
  * kernel's word, not the process's) and handed over through the api_batch probe
  * CUPTI_BATCH at a time: one probe hit and one ring sample per batch instead of one per
- * call (a probe hit costs about as much as a CUDA call: see the card). Slots past the batch's count go out
- * with kind 0, which the decoder skips. */
+ * call (a probe hit costs about as much as a CUDA call: see the card). The batch's clock
+ * record comes first; slots past the batch's count go out with kind 0, which the decoder
+ * skips. */
 #define CUPTI_BATCH 64
 
 struct cupti_record {
@@ -54,6 +61,7 @@ struct cupti_record {
 };
 
 struct cupti_batch {
+  struct cupti_record clock; /* CUPTI_REC_CLOCK */
   struct cupti_record calls[CUPTI_BATCH];
 };
 

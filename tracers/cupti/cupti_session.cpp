@@ -75,7 +75,9 @@ void CuptiSession::attach(const std::filesystem::path& library, bool per_call) {
 void CuptiSession::trace_process(pid_t pid) { trace_process_tree(skel_->maps.traced, pid); }
 
 void CuptiSession::start(const std::filesystem::path& spool, uint64_t max_bytes) {
-  spool_ = std::make_unique<RingSpool>(bpf_map__fd(skel_->maps.records), sizeof(cupti_record), spool, max_bytes, CUPTI_BATCH);
+  // A batch's sample: its clock record and CUPTI_BATCH calls.
+  spool_ = std::make_unique<RingSpool>(bpf_map__fd(skel_->maps.records), sizeof(cupti_record), spool, max_bytes,
+                                       sizeof(cupti_batch) / sizeof(cupti_record));
 }
 
 void CuptiSession::stop() {

@@ -107,7 +107,17 @@ TracerReport CuptiTracer::finish(const fs::path& run_dir) {
                   {"cupti_version", stats.cupti_version},
                   // The driver loads the library at cuInit: calls that began before are not seen.
                   {"library_loaded_ns", stats.loaded_ns},
-                  {"library_summary", stats.summary ? "received" : "missing: the process did not exit normally"}};
+                  {"library_summary", stats.summary ? "received" : "missing: the process did not exit normally"},
+                  {"call_clock", stats.calls_in_ticks > 0
+                                     ? "TSC ticks, mapped to CLOCK_MONOTONIC with the two clock points each batch "
+                                       "carries (within clock_spread_ns_max)"
+                                     : "CLOCK_MONOTONIC"},
+                  {"calls_in_ticks", stats.calls_in_ticks},
+                  // A batch whose clock record was unusable: its calls keep their order, not their time.
+                  {"calls_untimed", stats.calls_untimed},
+                  {"calls_extrapolated", stats.calls_extrapolated},
+                  {"clock_spread_ns_max", stats.clock_spread_ns_max}};
+  if (stats.summary) report.notes["library_api_calls"] = stats.library_api_exits;
   if (!stats.problems.empty()) {
     report.error = stats.problems.front();
     report.notes["problems"] = stats.problems;

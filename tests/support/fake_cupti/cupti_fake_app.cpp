@@ -13,6 +13,16 @@
 // bench/percall does) and print what the fake CUPTI had switched on before, while paused
 // and after: "pause 7 0 7" (bit 0 runtime, 1 driver callbacks, 2 kernel activity, 3 and 4
 // runtime and driver API activity).
+// FAKE_APP_LOOP=N (FAKE_APP_THREADS=T, default 1): instead, each of T threads makes N rounds
+// of: cudaGetDevice; cuKernelGetName (the program's own); __cudaLaunchKernel with the
+// driver's cuKernelGetName and cuLaunchKernel inside it (as cudart makes them under CUPTI);
+// cudaGetDevice again. Five records a round: a batch of 64 ends at every place in a round,
+// inside the launch too.
+// Correlation ids count up per thread from thread << 20. Prints "loop: NS ns per round"
+// (the callbacks' own cost, no CUPTI in it) to stderr. Thread 0 then makes a cudaGetDevice
+// and, 30 ms later, a cudaStreamSynchronize that takes 30 ms and then makes 70
+// cuCtxGetDevice inside it, each top-level call between two CLOCK_MONOTONIC reads, printed
+// to stdout as "bracket CORR BEGIN END": where a tracer's timestamps must fall.
 #include <cupti.h>
 #include <dlfcn.h>
 #include <sys/wait.h>
@@ -20,6 +30,9 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
+#include <thread>
+#include <vector>
 
 extern "C" CUpti_CallbackFunc fake_cupti_callback(void** userdata);
 extern "C" void fake_cupti_add_kernel(const CUpti_ActivityKernel10* k);
@@ -52,6 +65,76 @@ void api_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, uint32_t corr,
 }
 
 void nothing() {}
+
+int64_t monotonic_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+void loop_rounds(uint64_t rounds, uint64_t thread) {
+  uint32_t corr = uint32_t(thread << 20);
+  int device = 0;
+  const char* name = nullptr;
+  cudaGetDevice_v3020_params get{&device};
+  cuKernelGetName_params get_name{&name, reinterpret_cast<CUkernel>(0x77)};
+  const void* stub = reinterpret_cast<const void*>(0x4242);
+  cudaLaunchKernel_v7000_params launch{stub, dim3(4, 2, 1), dim3(256, 1, 1), nullptr, 0, nullptr};
+  cuLaunchKernel_params driver_launch{reinterpret_cast<CUfunction>(0x5151), 4, 2, 1, 256, 1, 1, 0, nullptr, nullptr,
+                                      nullptr};
+  for (uint64_t i = 0; i < rounds; ++i) {
+    api_call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, ++corr, get, 0, nullptr, nothing);
+    api_call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuKernelGetName, ++corr, get_name, 0, nullptr, nothing);
+    const uint32_t launch_corr = ++corr;
+    api_call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, launch_corr, launch, 0,
+             "fake_kernel", [&] {
+               api_call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuKernelGetName, launch_corr, get_name, 0,
+                        nullptr, nothing);
+               api_call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, launch_corr, driver_launch,
+                        0, "fake_kernel", nothing);
+             });
+    api_call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, ++corr, get, 0, nullptr, nothing);
+  }
+}
+
+int run_loop(uint64_t rounds, uint64_t threads) {
+  const int64_t t0 = monotonic_ns();
+  std::vector<std::thread> workers;
+  for (uint64_t t = 1; t < threads; ++t) workers.emplace_back(loop_rounds, rounds, t);
+  loop_rounds(rounds, 0);
+  for (auto& w : workers) w.join();
+  const double ns = double(monotonic_ns() - t0) / double(rounds);
+  std::fprintf(stderr, "loop: %.1f ns per round\n", ns);
+  const timespec pause{0, 30 * 1000 * 1000};
+  const auto bracketed = [](uint32_t corr, auto call) {
+    const int64_t begin = monotonic_ns();
+    call();
+    const int64_t end = monotonic_ns();
+    std::printf("bracket %u %lld %lld\n", corr, static_cast<long long>(begin), static_cast<long long>(end));
+  };
+  int device = 0;
+  cudaGetDevice_v3020_params get{&device};
+  bracketed(0xF0000001u, [&] {
+    api_call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, 0xF0000001u, get, 0, nullptr,
+             nothing);
+  });
+  nanosleep(&pause, nullptr);
+  // A long runtime call that fills a batch with its own driver calls: the batch ends while
+  // it is in flight, 30 ms after it began.
+  CUdevice ctx_device = 0;
+  cuCtxGetDevice_params ctx_get{&ctx_device};
+  cudaStreamSynchronize_v3020_params sync{nullptr};
+  bracketed(0xF0000002u, [&] {
+    api_call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, 0xF0000002u, sync, 0,
+             nullptr, [&] {
+               nanosleep(&pause, nullptr);
+               for (int i = 0; i < 70; ++i)
+                 api_call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuCtxGetDevice, 0xF0000002u, ctx_get, 0,
+                          nullptr, nothing);
+             });
+  });
+  return 0;
+}
 
 }  // namespace
 
@@ -87,6 +170,10 @@ int main() {
   }
   g_callback = fake_cupti_callback(&g_userdata);
   if (!g_callback) return 0;  // the library stood aside (CUPTI taken): run on, untraced
+  if (const char* loop = std::getenv("FAKE_APP_LOOP")) {
+    const char* threads = std::getenv("FAKE_APP_THREADS");
+    return run_loop(std::strtoull(loop, nullptr, 10), threads ? std::strtoull(threads, nullptr, 10) : 1);
+  }
 
   void* device_ptr = nullptr;
   cudaMalloc_v3020_params malloc_params{&device_ptr, 4096};

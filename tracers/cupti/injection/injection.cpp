@@ -8,7 +8,6 @@
 // the others are cost references that split its cost into CUPTI's parts (which callback
 // domain, which activity kind) for the per-call benchmark.
 #include <cupti.h>
-#include <dlfcn.h>
 #include <pthread.h>
 
 #include <algorithm>
@@ -16,11 +15,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 
-#include "tracers/cupti/cupti_event.h"
 #include "common/dim3_pack.h"
-#include "tracers/cupti/injection/call_slots.h"
+#include "tracers/cupti/cupti_event.h"
+#include "tracers/cupti/injection/api_calls.h"
+#include "tracers/cupti/injection/call_clock.h"
 #include "tracers/cupti/injection/usdt_probes.h"
 #include "tracers/pause_hook.h"
 
@@ -35,58 +34,18 @@ CUDATRACE_PROBES(CUDATRACE_DEFINE_SEMAPHORE)
 namespace {
 
 using cudatrace::pack_dim3;
-using cudatrace::cupti::fill_slots;
-using cudatrace::cupti::kSlots;
+using cudatrace::cupti::report;
 
 constexpr size_t kActivityBufferBytes = 8u << 20;
 
 CUpti_SubscriberHandle g_subscriber = nullptr;
-// What the library emitted, for the collector to compare with what it received.
-std::atomic<uint64_t> g_api_exits{0}, g_kernels{0}, g_activity_dropped{0};
-
-uint64_t now_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
-}
+// What the library emitted of kernels, for the collector to compare with what it received
+// (the API calls are counted per thread: api_calls.cpp).
+std::atomic<uint64_t> g_kernels{0}, g_activity_dropped{0};
 
 // CUPTI stamps activity records with this clock too (it converts GPU times to it), so
 // kernel times and API times share the ledger's clock.
-uint64_t CUPTIAPI cupti_timestamp() { return now_ns(); }
-
-// A thread's finished calls, handed over CUPTI_BATCH at a time through api_batch, and the
-// rest when the thread ends (pthread key destructor) or, for the thread that calls exit(),
-// in the atexit handler. Plain C (no thread_local object): nothing of libstdc++'s runtime
-// gets into a library that is loaded into every kind of program.
-struct Batch {
-  uint32_t n;
-  cupti_batch records;
-};
-__thread Batch* t_batch = nullptr;
-pthread_key_t g_batch_key;
-
-void flush(Batch* b) {
-  if (b->n > 0 && CUDATRACE_PROBE_ON(api_batch))
-    STAP_PROBE2(cudatrace, api_batch, uint64_t(b->records.calls), uint64_t(b->n));
-  b->n = 0;
-}
-
-void batch_ends_with_thread(void* b) {
-  flush(static_cast<Batch*>(b));
-  std::free(b);
-}
-
-Batch* this_threads_batch() {
-  if (!t_batch) {
-    t_batch = static_cast<Batch*>(std::calloc(1, sizeof(Batch)));
-    if (t_batch) pthread_setspecific(g_batch_key, t_batch);
-  }
-  return t_batch;
-}
-
-void report(cudatrace_cupti_status code, uint64_t value, const char* text) {
-  if (CUDATRACE_PROBE_ON(status)) STAP_PROBE3(cudatrace, status, uint64_t(code), value, text);
-}
+uint64_t CUPTIAPI cupti_timestamp() { return cudatrace::cupti::monotonic_ns(); }
 
 void report_error(const char* what, CUptiResult r) {
   const char* why = nullptr;
@@ -97,98 +56,9 @@ void report_error(const char* what, CUptiResult r) {
   report(CUDATRACE_CUPTI_ERROR, uint64_t(r), text);
 }
 
-// ---- which device a call is on ----
-// The context current when a call returns names its device (cuptiGetDeviceId, a CUPTI
-// call: no driver call in the hot path), kept per thread for the context last seen. The
-// first time a process sees a device, its PCI bus id is asked of the driver once and sent
-// with the status probe: ordinals differ between processes, the bus id does not.
-__thread CUcontext t_context = nullptr;
-__thread uint32_t t_device_flags = 0;
-__thread bool t_own_call = false;  // the library's own driver call: not the program's
-using BusIdFn = CUresult (*)(char*, int, CUdevice);
-BusIdFn g_bus_id_of = nullptr;  // resolved at InitializeInjection, while the driver is loading us
-constexpr uint32_t kMaxNamedDevices = 64;
-std::atomic<uint64_t> g_devices_named{0};
-
-void name_device(uint32_t device) {
-  if (device >= kMaxNamedDevices || !g_bus_id_of) return;
-  const uint64_t bit = uint64_t(1) << device;
-  if (g_devices_named.fetch_or(bit) & bit) return;
-  char id[32] = {};
-  t_own_call = true;
-  const CUresult r = g_bus_id_of(id, sizeof id - 1, CUdevice(device));
-  t_own_call = false;
-  if (r == CUDA_SUCCESS) report(CUDATRACE_CUPTI_DEVICE, device, id);
-}
-
-uint32_t device_flags_of(CUcontext context) {
-  if (!context) return 0;
-  if (context != t_context) {
-    uint32_t device = 0;
-    t_device_flags = cuptiGetDeviceId(context, &device) == CUPTI_SUCCESS && device <= 0xFFFF
-                         ? CUPTI_F_DEVICE | device << CUPTI_DEVICE_SHIFT
-                         : 0;
-    t_context = context;
-    if (t_device_flags) name_device(device);
-  }
-  return t_device_flags;
-}
-
 }  // namespace
 
 extern "C" {
-
-// CUPTI's API callback (exported so that a test can drive it without a GPU).
-__attribute__((visibility("default"))) void CUPTIAPI cudatrace_cupti_on_api(void*, CUpti_CallbackDomain domain,
-                                                                            CUpti_CallbackId cbid, const void* data) {
-  // A collector attaches to api_exit (a probe hit per call) or to api_batch.
-  const bool enter_on = CUDATRACE_PROBE_ON(api_enter), exit_on = CUDATRACE_PROBE_ON(api_exit),
-             batch_on = CUDATRACE_PROBE_ON(api_batch);
-  if (!enter_on && !exit_on && !batch_on) return;
-  if (t_own_call) return;
-  const auto* cb = static_cast<const CUpti_CallbackData*>(data);
-  const uint64_t id = uint64_t(domain) << 32 | cbid;
-  const uint64_t corr = cb->correlationId;
-  if (cb->callbackSite == CUPTI_API_ENTER) {
-    // CUPTI keeps this word for us until the matching exit.
-    const uint64_t t = now_ns();
-    if (cb->correlationData) *cb->correlationData = t;
-    if (enter_on) STAP_PROBE3(cudatrace, api_enter, corr, id, t);
-    return;
-  }
-  if (!exit_on && !batch_on) return;
-  const uint64_t exit_ns = now_ns();
-  const uint64_t enter_ns = cb->correlationData ? *cb->correlationData : 0;
-  // cudaError_t and CUresult are both an int-sized enum.
-  const int64_t ret = cb->functionReturnValue ? *static_cast<const int*>(cb->functionReturnValue) : -1;
-  g_api_exits.fetch_add(1, std::memory_order_relaxed);
-  const uint32_t device_flags = device_flags_of(cb->context);
-  if (exit_on) {
-    uint64_t s[kSlots] = {};
-    fill_slots(domain, cbid, cb->functionParams, s);
-    STAP_PROBE12(cudatrace, api_exit, corr, id, ret, enter_ns, exit_ns, s[0], s[1], s[2], s[3], s[4],
-                 cb->symbolName, uint64_t(device_flags));
-    return;
-  }
-  Batch* batch = this_threads_batch();
-  if (!batch) return;  // out of memory: counted above, so the summary shows the shortfall
-  cupti_record& c = batch->records.calls[batch->n++];
-  c.id = id;
-  c.corr = corr;
-  c.t0 = enter_ns;
-  c.t1 = exit_ns;
-  c.ret = ret;
-  uint64_t* slots = reinterpret_cast<uint64_t*>(c.v);
-  for (int i = 0; i < kSlots; ++i) slots[i] = 0;
-  fill_slots(domain, cbid, cb->functionParams, slots);
-  c.flags = device_flags;
-  c.text[0] = 0;
-  if (cb->symbolName) {
-    std::strncpy(c.text, cb->symbolName, sizeof c.text - 1);
-    c.text[sizeof c.text - 1] = 0;
-  }
-  if (batch->n == CUPTI_BATCH) flush(batch);
-}
 
 // One kernel activity record (exported for the same test).
 __attribute__((visibility("default"))) void cudatrace_cupti_on_kernel(const CUpti_ActivityKernel10* k) {
@@ -207,12 +77,14 @@ namespace {
 
 void CUPTIAPI on_api_bare(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
 
-// An empty callback that reads the clock at each call's entry and exit, as the method
-// must to time a call, and keeps the entry's in CUPTI's word: the floor of any CUPTI tracer
-// that times calls, above `bare` by the two clock reads.
+// An empty callback that reads a clock at each call's entry and exit, as a tracer must to
+// time a call, and keeps the entry's in CUPTI's word: the floor of any CUPTI tracer that
+// times calls with that clock, above `bare` by its two reads. `bare-clock` reads
+// CLOCK_MONOTONIC (clock_gettime), `bare-tsc` the TSC, which is what `full` reads now.
+template <uint64_t (*Read)()>
 void CUPTIAPI on_api_clock(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void* data) {
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
-  const uint64_t t = now_ns();
+  const uint64_t t = Read();
   if (cb->callbackSite == CUPTI_API_ENTER) {
     if (cb->correlationData) *cb->correlationData = t;
   } else if (cb->correlationData) {
@@ -266,18 +138,16 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_t* buff
 
 // At exit: hand over every kernel record still in CUPTI's buffers, then say what was emitted.
 void flush_at_exit() {
-  if (t_batch) flush(t_batch);
+  cudatrace::cupti::flush_this_thread();
   if (CUptiResult r = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); r != CUPTI_SUCCESS)
     report_error("cuptiActivityFlushAll at exit", r);
-  const uint64_t calls = g_api_exits.load(), kernels = g_kernels.load(), dropped = g_activity_dropped.load();
-  if (CUDATRACE_PROBE_ON(summary)) STAP_PROBE3(cudatrace, summary, calls, kernels, dropped);
+  const cudatrace::cupti::CallTotals calls = cudatrace::cupti::call_totals();
+  const uint64_t kernels = g_kernels.load(), dropped = g_activity_dropped.load();
+  if (CUDATRACE_PROBE_ON(summary)) STAP_PROBE3(cudatrace, summary, calls.recorded, kernels, dropped);
 }
 
-// A forked child counts its own calls, and does not hand over its parent's batch again.
+// A forked child counts its own kernels (its calls: api_calls.cpp).
 void reset_counts_in_child() {
-  if (t_batch) t_batch->n = 0;
-  g_devices_named = 0;  // the child is another process: it names its devices itself
-  g_api_exits = 0;
   g_kernels = 0;
   g_activity_dropped = 0;
 }
@@ -319,7 +189,8 @@ constexpr Mode kModes[] = {
     {"bare", on_api_bare, true, true, false, false},
     {"bare-runtime", on_api_bare, true, false, false, false},
     {"bare-driver", on_api_bare, false, true, false, false},
-    {"bare-clock", on_api_clock, true, true, false, false},
+    {"bare-clock", on_api_clock<cudatrace::cupti::monotonic_ns>, true, true, false, false},
+    {"bare-tsc", on_api_clock<cudatrace::cupti::ticks>, true, true, false, false},
     // bare, counting callbacks per call id (printed at exit; costs an atomic per callback).
     {"count", on_api_count, true, true, false, false},
     // Kernel activity records alone, no callbacks.
@@ -379,26 +250,25 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   g_mode = &kModes[0];
   if (name && *name) {
     const Mode* found = nullptr;
-    for (const Mode& m : kModes)
+    char valid[256] = {};  // no std::string: its template code would be exported from the library
+    for (const Mode& m : kModes) {
       if (std::strcmp(m.name, name) == 0) found = &m;
+      const size_t used = std::strlen(valid);
+      std::snprintf(valid + used, sizeof valid - used, "%s%s", used ? ", " : "", m.name);
+    }
     if (!found)
-      std::fprintf(stderr,
-                   "cudatrace-cupti: unknown CUDATRACE_CUPTI_MODE '%s' (valid: full, bare, bare-runtime, bare-driver, "
-                   "bare-clock, count, kernel-activity, api-activity); using full\n",
-                   name);
+      std::fprintf(stderr, "cudatrace-cupti: unknown CUDATRACE_CUPTI_MODE '%s' (valid: %s); using full\n", name, valid);
     else
       g_mode = found;
+  }
+  // Before the callbacks are switched on: they may come on another thread at once.
+  if (g_mode->callback == cudatrace_cupti_on_api) {
+    cudatrace::cupti::start_api_calls();
+    pthread_atfork(nullptr, nullptr, reset_counts_in_child);
   }
   if (!start_mode()) {
     g_mode = nullptr;
     return 1;
-  }
-  if (g_mode->callback == cudatrace_cupti_on_api) {
-    // The driver that loads us is loaded already: looked up now, never inside a callback.
-    if (void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD))
-      g_bus_id_of = reinterpret_cast<BusIdFn>(dlsym(driver, "cuDeviceGetPCIBusId"));
-    pthread_key_create(&g_batch_key, batch_ends_with_thread);
-    pthread_atfork(nullptr, nullptr, reset_counts_in_child);
   }
   if (g_mode->callback == on_api_count) std::atexit(print_callback_counts);
   // Kernel records still in CUPTI's buffers are handed over at exit (and, in full mode,

@@ -10,18 +10,20 @@
 //       id = domain << 32 | cbid (CUPTI's callback domain and id); slots as hooks.def lays
 //       out that call's arguments; kernel_name = a char* for launches, else 0;
 //       device_flags = CUPTI_F_DEVICE | ordinal << CUPTI_DEVICE_SHIFT, or 0 (no context).
-//   api_batch(calls, count)
-//       the same facts for `count` finished calls of this thread, as an array of
-//       CUPTI_BATCH struct cupti_record (tracers/cupti/cupti_event.h; the first `count` used). While
-//       api_batch is attached and api_exit is not, calls are kept per thread and handed
-//       over CUPTI_BATCH at a time (and the rest when the thread ends): one probe hit per
-//       batch instead of one per call.
+//   api_batch(batch, count)
+//       the same facts for `count` finished calls of this thread, as a struct cupti_batch
+//       (tracers/cupti/cupti_event.h): a clock record, then CUPTI_BATCH call records, the
+//       first `count` used. While api_batch is attached and api_exit is not, calls are kept
+//       per thread and handed over CUPTI_BATCH at a time (and the rest when the thread
+//       ends): one probe hit per batch instead of one per call. Their t0/t1 are TSC ticks
+//       where CUPTI_F_TICKS says so, mapped to CLOCK_MONOTONIC ns with the clock record.
 //   kernel(corr, start_ns, end_ns, grid, block, stream, device, name)
 //       one per kernel activity record; grid and block packed as common/dim3_pack.h says.
 //   activity_dropped(count)   CUPTI dropped this many activity records (buffer full)
 //   status(code, value, text) see enum cudatrace_cupti_status
 //   summary(api_exits, kernels, activity_dropped) at process exit: what the library emitted
-// Timestamps are CLOCK_MONOTONIC ns (kernel times are CUPTI's, converted to that clock).
+// Timestamps are CLOCK_MONOTONIC ns (kernel times are CUPTI's, converted to that clock),
+// but for api_batch's ticks.
 #define _SDT_HAS_SEMAPHORES 1
 #include <sys/sdt.h>
 
