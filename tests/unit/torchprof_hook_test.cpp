@@ -7,6 +7,9 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "common/clock.h"
 #include "common/event_store.h"
@@ -36,6 +39,8 @@ def _lazy_init():
 def current_device():
     _lazy_init()
     return 0
+def synchronize():
+    _lazy_init()  # looked up at call time, as torch.cuda's own functions do: the hook's wrapper
 from . import memory
 )PY";
 
@@ -48,29 +53,58 @@ def memory_allocated():
 )PY";
 
 // torch.profiler.profile as the hook uses it: start(), stop(), export_chrome_trace(path).
-// The trace it writes stamps unix time and counts it from Kineto's three-month base.
+// The trace it writes stamps unix time and counts it from Kineto's three-month base. As the
+// real one does, stop() and the export go through torch.cuda (its _lazy_init, the hook's
+// wrapper), and a profiler started while another runs cancels that one's trace (Kineto's
+// "Cancelling current trace request in order to start higher priority synchronous
+// request"), whose export then holds no event. Each start and cancel is logged beside the
+// spool (profilers.log), so a test can count the profilers of each process.
 const char* kFakeProfiler = R"PY(
 import json, os, time
 class ProfilerActivity:
     CPU = "cpu"
     CUDA = "cuda"
+_running = None
+def _log(what, prof):
+    log = os.path.join(os.environ["CUDATRACE_TORCHPROF_DIR"], os.pardir, "profilers.log")
+    with open(log, "a") as f:
+        f.write("%s %d %d\n" % (what, os.getpid(), prof.serial))
 class profile:
+    _made = 0
     def __init__(self, activities):
         assert ProfilerActivity.CUDA in activities
+        profile._made += 1
+        self.serial = profile._made
+        self.cancelled = False
     def start(self):
+        global _running
+        if _running is not None:
+            _running.cancelled = True
+            _log("cancel", _running)
+        _running = self
+        _log("start", self)
         self.t0 = time.time_ns()
     def stop(self):
+        global _running
+        import torch
+        torch.cuda.synchronize()
         self.t1 = time.time_ns()
+        if _running is self:
+            _running = None
     def export_chrome_trace(self, path):
+        import torch
+        torch.cuda.synchronize()
+        _log("export", self)
         base = time.time_ns() // (7889238 * 10**9) * (7889238 * 10**9)
         us = lambda ns: "%d.%03d" % ((ns - base) // 1000, (ns - base) % 1000)
         pid = os.getpid()
-        text = ('{"schemaVersion": 1, "baseTimeNanoseconds": %d, "traceEvents": [\n'
-                '{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": %d, "tid": %d, '
-                '"ts": %s, "dur": 1.000, "args": {"cbid": 211, "correlation": 1}},\n'
-                '{"ph": "X", "cat": "kernel", "name": "fake_kernel", "pid": 0, "tid": 7, "ts": %s, "dur": 1.000, '
-                '"args": {"device": 0, "stream": 7, "correlation": 1, "grid": [1, 1, 1], "block": [32, 1, 1]}}\n'
-                ']}') % (base, pid, pid, us(self.t0), us(self.t1))
+        events = ('{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": %d, "tid": %d, '
+                  '"ts": %s, "dur": 1.000, "args": {"cbid": 211, "correlation": 1}},\n'
+                  '{"ph": "X", "cat": "kernel", "name": "fake_kernel", "pid": 0, "tid": 7, "ts": %s, "dur": 1.000, '
+                  '"args": {"device": 0, "stream": 7, "correlation": 1, "grid": [1, 1, 1], "block": [32, 1, 1]}}\n'
+                  ) % (pid, pid, us(self.t0), us(self.t1))
+        text = '{"schemaVersion": 1, "baseTimeNanoseconds": %d, "traceEvents": [\n%s]}' % (
+            base, "" if self.cancelled else events)
         with open(path, "w") as f:
             f.write(text)
 )PY";
@@ -209,4 +243,35 @@ TEST(TorchprofHook, TheBenchmarkSeesNoLayerWithoutEventsAndAbandonRemovesTheFile
   EXPECT_EQ(loss->at("traces_cut"), 1);
   tracer.abandon(dir);
   EXPECT_TRUE(fs::is_empty(dir / "target"));
+}
+
+// The stand-in's stop() and export go through torch.cuda's _lazy_init, the hook's wrapper, as
+// torch's do. At f94b720 the export cleared the hook's profiler first, so the wrapper started
+// a second one there, which cancelled the first's trace: every real trace came out with 64
+// events and one CUDA call. One profiler per process, and its own trace exported, whole.
+TEST(TorchprofHook, OneProfilerPerProcessAndItsOwnTraceIsTheOneExported) {
+  if (!have_python3()) GTEST_SKIP() << "python3 not on PATH: the hook is Python";
+  const HookRun h = run_with_hook(kProgram, "torchprof-hook-once");
+  ASSERT_EQ(h.exit_code, 0);
+  std::ifstream log(h.run_dir / "profilers.log");
+  std::map<int64_t, std::vector<int>> started, exported;
+  int cancelled = 0;
+  std::string what;
+  int64_t pid = 0;
+  int serial = 0;
+  while (log >> what >> pid >> serial) {
+    if (what == "start") started[pid].push_back(serial);
+    else if (what == "export") exported[pid].push_back(serial);
+    else if (what == "cancel") ++cancelled;
+  }
+  EXPECT_EQ(started.size(), 2u);  // the parent and its spawned child; the forked worker none
+  EXPECT_EQ(cancelled, 0);
+  for (const auto& [p, serials] : started) {
+    EXPECT_EQ(serials.size(), 1u) << "process " << p << " started " << serials.size() << " profilers";
+    EXPECT_EQ(exported[p], serials) << "process " << p << " exported another profiler's trace";
+  }
+  // Each trace holds its process's call and kernel: none is an empty second profiler's.
+  EXPECT_EQ(h.report.notes["traces"], 2) << h.report.notes.dump();
+  EXPECT_EQ(h.report.notes["runtime_calls"], 2) << h.report.notes.dump();
+  EXPECT_EQ(h.report.notes["kernels"], 2) << h.report.notes.dump();
 }
