@@ -4,6 +4,7 @@
 
 #include "common/cuda_names.h"
 #include "common/device_id.h"
+#include "tracers/torchprof/runtime_cbid_names.h"
 
 namespace cudatrace {
 
@@ -82,17 +83,28 @@ void KinetoEvents::api_call(const json& ev, const std::string& cat, int64_t ts, 
     return;
   }
   const bool runtime = cat == "cuda_runtime";
+  const json& args = args_of(ev);
+  const auto cbid = integer_at(args, "cbid");
   Event e;
   e.layer = runtime ? layer::kRuntime : layer::kDriver;
-  e.name = runtime ? without_runtime_version(name->get<std::string>()) : name->get<std::string>();
+  e.name = name->get<std::string>();
+  // Kineto's own table of runtime names ends before CUDA's does: torch 2.11 writes "INVALID"
+  // for cudaStreamGetCaptureInfo (461) and cudaGetDriverEntryPointByVersion (468), their
+  // cbids intact. Named from CUPTI's table; left "INVALID" only past it.
+  if (runtime && e.name == "INVALID" && cbid) {
+    if (const char* known = runtime_cbid_name(*cbid)) {
+      e.name = known;
+      ++reading_.runtime_named_from_cbid;
+    }
+  }
+  if (runtime) e.name = without_runtime_version(std::move(e.name));
   e.ts = ts;
   e.dur = dur;
   // The file is one process's: its "pid" on an API call should say so, and is counted where not.
   e.pid = pid_;
   if (auto p = integer_at(ev, "pid"); p && *p != pid_) ++reading_.calls_of_other_pid;
   e.tid = integer_at(ev, "tid").value_or(0);
-  const json& args = args_of(ev);
-  if (auto cbid = integer_at(args, "cbid")) e.args["cbid"] = *cbid;
+  if (cbid) e.args["cbid"] = *cbid;
   if (auto ext = integer_at(args, "External id")) e.args["external_id"] = *ext;
   const auto corr = integer_at(args, "correlation");
   ++(runtime ? reading_.runtime_calls : reading_.driver_calls);

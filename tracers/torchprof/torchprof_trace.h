@@ -5,14 +5,16 @@
 // harness's records as it passes, never the whole document. What it takes from the trace:
 //
 //   traceEvents[] with "ph": "X" and "cat":
-//     cuda_runtime, cuda_driver   API calls: name, ts, dur, tid; args.correlation
-//                                 ("pid" is the process: ignored, the file names it)
+//     cuda_runtime, cuda_driver   API calls: name, ts, dur, tid; args.correlation, cbid
+//                                 ("pid" is the process: ignored, the file names it;
+//                                 a runtime "INVALID" is named from its cbid)
 //     kernel                      kernel runs: args.device, stream, grid, block, correlation
 //                                 ("pid" is the device and "tid" the stream there)
 //     gpu_memcpy, gpu_memset      copies and sets on the GPU: args.device, stream, bytes
 //   baseTimeNanoseconds           what "ts" counts from (Kineto since 2024; before it,
 //                                 ts counted from the epoch, or from the base unwritten)
-//   WARNING, ERROR                Kineto's own log lines, in traces of Kineto before July 2026
+//   WARNING, ERROR                Kineto's own log lines (torch 2.11 still writes them, after
+//                                 the events)
 //
 // Times: "ts" and "dur" are microseconds with three decimals (nanoseconds exactly, parsed
 // from the text, not through a double). Kineto stamps unix time (CLOCK_REALTIME, through
@@ -62,6 +64,7 @@ struct TraceReading {
   int64_t events_too_large = 0;   // past max_event_values or max_event_bytes: not read
   int64_t calls_given_device = 0;  // API calls joined to their GPU record
   int64_t calls_of_other_pid = 0;  // API calls whose "pid" is not the file's process
+  int64_t runtime_named_from_cbid = 0;  // runtime calls Kineto named "INVALID", named by cbid
   int64_t strings_cut = 0, invalid_utf8_bytes = 0;
   int64_t kineto_log_lines = 0;    // WARNING and ERROR entries
   int64_t kineto_stopped_tracing = 0;  // of those, Kineto's "Exceeded max GPU buffer count"

@@ -25,7 +25,7 @@ struct RunTally {
   int64_t traces = 0, missing = 0, cut = 0, refused = 0, over_bound_bytes = 0, events_unread = 0;
   int64_t runtime = 0, driver = 0, kernels = 0, memcpys = 0, memsets = 0, other = 0;
   int64_t given_device = 0, other_pid = 0, strings_cut = 0, invalid_utf8 = 0, kineto_log_lines = 0;
-  int64_t kineto_stopped_in_traces = 0;
+  int64_t kineto_stopped_in_traces = 0, named_from_cbid = 0;
   int64_t python_processes = 0, without_torch = 0, without_cuda = 0, profiled = 0, forked = 0;
   bool base_in_file = false, base_computed = false, base_disagrees = false;
   double export_s = 0;
@@ -42,6 +42,7 @@ void add_reading(RunTally& t, const TraceReading& r) {
   t.other += r.other_events;
   t.given_device += r.calls_given_device;
   t.other_pid += r.calls_of_other_pid;
+  t.named_from_cbid += r.runtime_named_from_cbid;
   t.strings_cut += r.strings_cut;
   t.invalid_utf8 += r.invalid_utf8_bytes;
   t.kineto_log_lines += r.kineto_log_lines;
@@ -175,6 +176,8 @@ void fill_notes(const RunTally& t, const KinetoLossLines& kineto, TracerReport& 
   report.notes["other_categories"] = t.other_categories;
   report.notes["calls_given_device"] = t.given_device;
   if (t.other_pid > 0) report.notes["calls_naming_another_pid"] = t.other_pid;
+  // Kineto wrote "INVALID" for them: named here from their cbid (runtime_cbid_names.cpp).
+  if (t.named_from_cbid > 0) report.notes["runtime_calls_named_by_cbid"] = t.named_from_cbid;
   if (t.strings_cut > 0) report.notes["strings_cut_at_64KiB"] = t.strings_cut;
   if (t.invalid_utf8 > 0) report.notes["bytes_not_utf8"] = t.invalid_utf8;
   if (t.kineto_log_lines > 0) {
@@ -234,8 +237,8 @@ TracerReport convert_torchprof_output(const fs::path& dir, const fs::path& event
                  {"traces_refused", t.refused},
                  {"over_bound_bytes", t.over_bound_bytes},
                  {"events_unread", t.events_unread},
-                 // Kineto before July 2026 wrote its log into the trace as well as to stderr: the
-                 // larger count, not the sum.
+                 // Kineto writes its log into the trace as well as to stderr (torch 2.11 still
+                 // does, after the events): the larger count, not the sum.
                  {"kineto_stopped_tracing", std::max(kineto.stopped_tracing, t.kineto_stopped_in_traces)},
                  {"kineto_dropped_records", kineto.dropped_records}};
   fill_notes(t, kineto, report);
