@@ -150,12 +150,13 @@ int BPF_USDT(status, __u64 code, __u64 value, __u64 text) {
 }
 
 SEC("usdt")
-int BPF_USDT(summary, __u64 api_exits, __u64 kernels, __u64 dropped) {
+int BPF_USDT(summary, __u64 api_exits, __u64 kernels, __u64 dropped, __u64 left_out) {
   struct cupti_record* r = begin(CUPTI_REC_SUMMARY);
   if (!r) return 0;
   r->v[0] = api_exits;
   r->v[1] = kernels;
   r->v[2] = dropped;
+  r->v[3] = left_out;
   finish(r);
   return 0;
 }

@@ -148,6 +148,7 @@ void CuptiRecordDecoder::add(const cupti_record& r) {
       stats_.summary = true;
       stats_.library_api_exits += r.v[0];
       stats_.library_kernels += r.v[1];
+      stats_.library_left_out += r.v[3];
       break;
     default:
       break;

@@ -40,6 +40,7 @@ struct CuptiDecodeStats {
   std::vector<std::string> problems;  // subscriber taken, CUPTI errors: one line each
   bool summary = false;             // the library's exit summary arrived
   uint64_t library_api_exits = 0, library_kernels = 0;  // what the library said it emitted
+  uint64_t library_left_out = 0;    // nested driver calls it left out (CUPTI_LEFT_OUT_CBID), by its summary
   // Calls stamped in TSC ticks and mapped to CLOCK_MONOTONIC with their batch's clock record,
   // and those whose batch had no usable one (ts 0: order kept, time unknown).
   int64_t calls_in_ticks = 0, calls_untimed = 0;

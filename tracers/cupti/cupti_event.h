@@ -15,7 +15,8 @@ enum cupti_record_kind {
   CUPTI_REC_KERNEL = 2,   /* t0/t1 = GPU start/end; v = grid, block, stream, device; text = name */
   CUPTI_REC_DROPPED = 3,  /* v[0] = activity records CUPTI dropped */
   CUPTI_REC_STATUS = 4,   /* id = enum cudatrace_cupti_status; t0 = when; v[0] = value; text = message */
-  CUPTI_REC_SUMMARY = 5,  /* v[0..2] = api exits, kernels, activity dropped, as the library counted */
+  CUPTI_REC_SUMMARY = 5,  /* v[0..2] = api exits, kernels, activity dropped, as the library counted;
+                             v[3] = driver calls inside runtime calls it left out (CUPTI_LEFT_OUT_CBID) */
   CUPTI_REC_CLOCK = 6,    /* heads a batch: t0 ticks at v[0] CLOCK_MONOTONIC ns, t1 ticks at v[1] ns;
                              v[2] = the wider of the two points' brackets, in ticks. The batch's
                              CUPTI_F_TICKS calls began after the first point. */
@@ -38,6 +39,13 @@ enum cupti_loss {
  * ns with the CUPTI_REC_CLOCK record that heads the call's batch; without it they are ns. */
 #define CUPTI_F_TICKS 4u
 #define CUPTI_F_LIBRARY 0xFFFF0006u
+
+/* The driver call the library leaves out when a runtime call of the same thread is in
+ * flight: cuKernelGetName (CUPTI's driver callback id, cupti_driver_cbid.h), which cudart
+ * makes for a launch only while a CUPTI subscriber is attached; the runtime launch's record
+ * carries the name it returns, and nothing scores it (harness/score/verdict.cpp,
+ * kMadeForCupti). Counted, and sent with the summary. */
+#define CUPTI_LEFT_OUT_CBID 719
 
 /* A thread's finished calls, kept by the injection library as records laid out as the
  * ring's (the collector sets kind, pid, tid and flags itself: who made a call is the

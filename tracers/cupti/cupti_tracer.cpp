@@ -117,7 +117,14 @@ TracerReport CuptiTracer::finish(const fs::path& run_dir) {
                   {"calls_untimed", stats.calls_untimed},
                   {"calls_extrapolated", stats.calls_extrapolated},
                   {"clock_spread_ns_max", stats.clock_spread_ns_max}};
-  if (stats.summary) report.notes["library_api_calls"] = stats.library_api_exits;
+  // Never recorded, by design: the library's summary counts them.
+  if (stats.summary) {
+    report.notes["library_api_calls"] = stats.library_api_exits;
+    report.notes["driver_calls_left_out"] = {
+        {"cuKernelGetName inside a runtime call", stats.library_left_out},
+        {"why", "cudart asks it for each launch only while CUPTI is attached; the runtime launch's record carries "
+                "the name it returns, and no verdict counts it (the command reference leaves it out)"}};
+  }
   if (!stats.problems.empty()) {
     report.error = stats.problems.front();
     report.notes["problems"] = stats.problems;

@@ -20,6 +20,8 @@
 #include "tracers/cupti/injection/call_clock.h"
 #include "tracers/cupti/injection/call_slots.h"
 
+static_assert(CUPTI_LEFT_OUT_CBID == CUPTI_DRIVER_TRACE_CBID_cuKernelGetName, "cupti_event.h names cuKernelGetName");
+
 namespace cudatrace::cupti {
 
 namespace {
@@ -33,15 +35,16 @@ constexpr uint64_t kTicksTag = uint64_t(1) << 63;
 // a library the driver dlopens is a call to __tls_get_addr). Plain C: nothing of libstdc++'s
 // runtime gets into a library that is loaded into every kind of program.
 struct ThreadCalls {
-  // This thread's calls between their entry and exit callbacks.
-  uint32_t in_flight;
+  // This thread's calls between their entry and exit callbacks, and the runtime calls among
+  // them: a driver call made while one of those is in flight is cudart's, on its way down.
+  uint32_t in_flight, runtime_depth;
   bool own_call;  // the library's own driver call: not the program's
   uint32_t n;     // calls in the batch
   CUcontext context;
   uint32_t device_flags;  // of `context`
   // Counted here, not in a shared atomic (a cache line bouncing between the program's
   // threads on every call); summed under g_threads_mu at exit.
-  uint64_t recorded;
+  uint64_t recorded, left_out;
   ClockPoint anchor;        // the latest point taken while none of this thread's calls was in flight
   ClockPoint batch_anchor;  // the anchor when the batch began: before every entry stamp in it
   ThreadCalls *prev, *next;
@@ -114,6 +117,7 @@ void thread_ends(void* p) {
   flush(s);
   pthread_mutex_lock(&g_threads_mu);
   g_ended.recorded += s->recorded;
+  g_ended.left_out += s->left_out;
   if (s->prev) s->prev->next = s->next;
   if (s->next) s->next->prev = s->prev;
   if (g_threads == s) g_threads = s->next;
@@ -166,7 +170,7 @@ void after_fork_in_child() {
   if (self) {
     self->prev = self->next = nullptr;
     self->n = 0;
-    self->recorded = 0;
+    self->recorded = self->left_out = 0;
     self->batch_anchor = self->anchor;
   }
   g_ended = {};
@@ -257,6 +261,7 @@ CallTotals call_totals() {
   CallTotals t = g_ended;
   for (const ThreadCalls* s = g_threads; s; s = s->next) {
     t.recorded += load_relaxed(s->recorded);
+    t.left_out += load_relaxed(s->left_out);
   }
   pthread_mutex_unlock(&g_threads_mu);
   t.recorded += g_unbatched.load(std::memory_order_relaxed);
@@ -279,8 +284,17 @@ extern "C" __attribute__((visibility("default"))) void CUPTIAPI cudatrace_cupti_
   ThreadCalls* s = this_thread();  // null only when out of memory
   if (s && s->own_call) return;
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+  const bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
+  // cudart's cuKernelGetName for the launch in flight: the launch's record carries the name.
+  if (s && !runtime && s->runtime_depth > 0 && cbid == CUPTI_LEFT_OUT_CBID) {
+    if (cb->callbackSite == CUPTI_API_EXIT) bump(s->left_out);
+    return;
+  }
   if (cb->callbackSite == CUPTI_API_ENTER) {
-    if (s) ++s->in_flight;
+    if (s) {
+      ++s->in_flight;
+      s->runtime_depth += runtime;
+    }
     // CUPTI keeps this word for us until the matching exit. The api_enter and api_exit
     // probes carry CLOCK_MONOTONIC ns, as their readers expect.
     const bool in_ticks = g_ticks && !exit_on;
@@ -291,6 +305,9 @@ extern "C" __attribute__((visibility("default"))) void CUPTIAPI cudatrace_cupti_
                   in_ticks ? monotonic_ns() : t);
     return;
   }
-  if (s) s->in_flight -= s->in_flight > 0;  // an exit whose entry came before we subscribed
+  if (s) {
+    s->in_flight -= s->in_flight > 0;  // an exit whose entry came before we subscribed
+    if (runtime) s->runtime_depth -= s->runtime_depth > 0;
+  }
   if (exit_on || batch_on) record_exit(s, domain, cbid, cb, exit_on);
 }

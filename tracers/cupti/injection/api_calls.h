@@ -20,9 +20,9 @@ void flush_this_thread();
 
 // What the library counted over all threads, ended ones included: calls recorded (each
 // emitted, in a batch or by api_exit, or still waiting in a live thread's batch: a
-// shortfall at the collector).
+// shortfall at the collector), and nested driver calls left out (CUPTI_LEFT_OUT_CBID).
 struct CallTotals {
-  uint64_t recorded = 0;
+  uint64_t recorded = 0, left_out = 0;
 };
 CallTotals call_totals();
 

@@ -143,7 +143,7 @@ void flush_at_exit() {
     report_error("cuptiActivityFlushAll at exit", r);
   const cudatrace::cupti::CallTotals calls = cudatrace::cupti::call_totals();
   const uint64_t kernels = g_kernels.load(), dropped = g_activity_dropped.load();
-  if (CUDATRACE_PROBE_ON(summary)) STAP_PROBE3(cudatrace, summary, calls.recorded, kernels, dropped);
+  if (CUDATRACE_PROBE_ON(summary)) STAP_PROBE4(cudatrace, summary, calls.recorded, kernels, dropped, calls.left_out);
 }
 
 // A forked child counts its own kernels (its calls: api_calls.cpp).

@@ -21,7 +21,8 @@
 //       one per kernel activity record; grid and block packed as common/dim3_pack.h says.
 //   activity_dropped(count)   CUPTI dropped this many activity records (buffer full)
 //   status(code, value, text) see enum cudatrace_cupti_status
-//   summary(api_exits, kernels, activity_dropped) at process exit: what the library emitted
+//   summary(api_exits, kernels, activity_dropped, left_out) at process exit: what the
+//       library emitted, and the nested driver calls it left out (CUPTI_LEFT_OUT_CBID)
 // Timestamps are CLOCK_MONOTONIC ns (kernel times are CUPTI's, converted to that clock),
 // but for api_batch's ticks.
 #define _SDT_HAS_SEMAPHORES 1
