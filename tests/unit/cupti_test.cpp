@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -285,11 +286,11 @@ TEST(CuptiDecode, CallsArgumentsAndTheKernelJoinedToItsLaunch) {
   summary.v[0] = 4;
   summary.v[1] = 1;
   records.push_back(summary);
-  records.push_back(cupti_record{});  // the unused tail of a batch's sample: kind 0
+  records.push_back(cupti_record{});  // zeroed: no record
 
   CuptiDecodeStats stats;
   const auto events = decode_cupti_records(records, stats);
-  EXPECT_EQ(stats.records, int64_t(records.size() - 1)) << "a batch's unused slot is not a record";
+  EXPECT_EQ(stats.records, int64_t(records.size() - 1)) << "a zeroed record is not one";
   EXPECT_TRUE(stats.loaded);
   EXPECT_EQ(stats.mode, "full");
   EXPECT_EQ(stats.cupti_version, 130001u);
@@ -401,49 +402,51 @@ TEST(CuptiDecode, SubscriberTakenAndUnknownIdsAreReported) {
 }
 
 namespace {
-cupti_record clock_record(uint32_t tid, uint64_t ticks0, uint64_t ns0, uint64_t ticks1, uint64_t ns1, uint64_t spread) {
-  cupti_record c{};
-  c.kind = CUPTI_REC_CLOCK;
-  c.pid = 100;
-  c.tid = tid;
-  c.t0 = ticks0;
-  c.v[0] = ns0;
-  c.t1 = ticks1;
-  c.v[1] = ns1;
-  c.v[2] = spread;
-  return c;
+// A batch as the collector hands it over: its head (the clock's two points, and how many
+// calls follow), then CUPTI_BATCH slots, the first of them the calls.
+void push_batch(std::vector<cupti_record>& records, uint32_t tid, std::array<uint64_t, 5> clock,
+                std::vector<cupti_record> calls) {
+  cupti_record head{};
+  head.kind = CUPTI_REC_BATCH;
+  head.pid = 100;
+  head.tid = tid;
+  head.t0 = clock[0];
+  head.v[0] = clock[1];
+  head.t1 = clock[2];
+  head.v[1] = clock[3];
+  head.v[2] = clock[4];
+  head.v[3] = calls.size();
+  records.push_back(head);
+  calls.resize(CUPTI_BATCH);
+  records.insert(records.end(), calls.begin(), calls.end());
 }
+// 2 ticks per ns between (1000 ticks, 5 ms) and (3000 ticks, 5 ms + 1000 ns); brackets of 40 ticks.
+constexpr std::array<uint64_t, 5> kClock{1000, 5000000, 3000, 5001000, 40};
 }  // namespace
 
 // A batch's calls carry TSC ticks, mapped to CLOCK_MONOTONIC ns along the line through the two
-// points its clock record carries; a call whose batch has no usable clock keeps its place,
-// not a made-up time, and is counted.
+// points its head carries; a call with no usable clock keeps its place, not a made-up time,
+// and is counted.
 TEST(CuptiDecode, TicksAreMappedToTheMonotonicClockThroughTheirBatchsPoints) {
   std::vector<cupti_record> records;
-  // 2 ticks per ns between (1000 ticks, 5 ms) and (3000 ticks, 5 ms + 1000 ns).
-  records.push_back(clock_record(11, 1000, 5000000, 3000, 5001000, 40));
   cupti_record get = api(kCuptiRuntimeDomain, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, 1, 11, 1500, 0, {0});
   get.t1 = 2900;
   get.flags |= CUPTI_F_TICKS;
-  records.push_back(get);
   cupti_record unstamped = get;  // its entry callback came before the library subscribed
   unstamped.corr = 2;
   unstamped.t0 = 0;
-  records.push_back(unstamped);
-  cupti_record other_thread = get;  // not this clock's thread
-  other_thread.tid = 12;
-  other_thread.corr = 3;
-  records.push_back(other_thread);
-  records.push_back(api(kCuptiRuntimeDomain, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, 4, 11, 7000000, 0, {0}));
-  records.push_back(clock_record(11, 3000, 5001000, 3000, 5001000, 0));  // no interval: unusable
+  const cupti_record in_ns = api(kCuptiRuntimeDomain, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, 4, 11, 7000000, 0, {0});
+  push_batch(records, 11, kClock, {get, unstamped, in_ns});
+  cupti_record alone = get;  // not in a batch: no clock of its own
+  alone.corr = 3;
+  records.push_back(alone);
   cupti_record late = get;
   late.corr = 5;
-  records.push_back(late);
-  records.push_back(clock_record(11, 1000, 5000000, 3000, 5001000, 40));
+  push_batch(records, 11, {3000, 5001000, 3000, 5001000, 0}, {late});  // no interval between the points
   cupti_record early = get;  // began before its batch's first point: mapped all the same, and counted
   early.corr = 6;
   early.t0 = 600;
-  records.push_back(early);
+  push_batch(records, 11, kClock, {early});
 
   CuptiDecodeStats stats;
   std::map<uint64_t, Event> by_corr;
@@ -453,7 +456,7 @@ TEST(CuptiDecode, TicksAreMappedToTheMonotonicClockThroughTheirBatchsPoints) {
   EXPECT_EQ(by_corr[1].dur, 700);
   EXPECT_EQ(by_corr[2].ts, 0) << "an entry never stamped stays unknown";
   EXPECT_FALSE(by_corr[2].dur.has_value());
-  EXPECT_EQ(by_corr[3].ts, 0) << "another thread's clock does not time it";
+  EXPECT_EQ(by_corr[3].ts, 0) << "ticks outside a batch have no clock to map them";
   EXPECT_EQ(by_corr[4].ts, 7000000) << "a call without CUPTI_F_TICKS is in ns already";
   EXPECT_EQ(by_corr[4].dur, 500);
   EXPECT_EQ(by_corr[5].ts, 0) << "a clock with no interval between its points maps nothing";
@@ -463,4 +466,34 @@ TEST(CuptiDecode, TicksAreMappedToTheMonotonicClockThroughTheirBatchsPoints) {
   EXPECT_EQ(stats.calls_untimed, 2);
   EXPECT_DOUBLE_EQ(stats.clock_spread_ns_max, 10.0) << "half of 40 ticks, at 2 ticks per ns";
   EXPECT_EQ(stats.api_calls, 6);
+}
+
+// The collector copies a batch as the library wrote it and writes only its head: a call's
+// kind, process and thread are the head's whatever its slot says, its flags only the
+// library's own, its text no longer than the field, and the slots past the head's count
+// (last batches' leftovers) are no calls.
+TEST(CuptiDecode, ABatchsCallsAreItsHeadsThreadsWhateverTheSlotsSay) {
+  std::vector<cupti_record> records;
+  cupti_record forged = api(kCuptiRuntimeDomain, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, 1, 777, 1500, 0, {0});
+  forged.kind = 0;
+  forged.pid = 666;
+  forged.flags = 0xFFFFFFFFu & ~CUPTI_F_TICKS;  // CUPTI_F_TEXT among them, with an empty text
+  cupti_record unterminated = api(kCuptiDriverDomain, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 2, 777, 1600, 0, {0x51});
+  std::memset(unterminated.text, 'x', sizeof unterminated.text);
+  cupti_record leftover = api(kCuptiRuntimeDomain, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, 3, 11, 1700, 0, {0});
+  push_batch(records, 11, kClock, {forged, unterminated, leftover});
+  records[0].v[3] = 2;  // the head says two calls: the third slot is a leftover
+  CuptiDecodeStats stats;
+  const auto events = decode_cupti_records(records, stats);
+  ASSERT_EQ(events.size(), 2u);
+  for (const Event& e : events) {
+    EXPECT_EQ(e.pid, 100) << e.name;
+    EXPECT_EQ(e.tid, 11) << e.name;
+  }
+  EXPECT_EQ(events[0].name, "cudaGetDevice");
+  EXPECT_EQ(events[0].device, 0xFFFF) << "the library's device word is kept";
+  EXPECT_EQ(events[1].name, "cuLaunchKernel");
+  EXPECT_EQ(events[1].args["kernel"], std::string(CUPTI_TEXT - 1, 'x'));
+  EXPECT_EQ(stats.records, 3) << "the head and two calls";
+  EXPECT_EQ(stats.api_calls, 2);
 }

@@ -82,23 +82,20 @@ CuptiRecordDecoder::CuptiRecordDecoder(CuptiDecodeStats& stats, Sink sink, size_
     : stats_(stats), sink_(std::move(sink)), max_launches_(std::max<size_t>(1, max_launches)), max_waiting_(max_waiting) {}
 
 void CuptiRecordDecoder::add(const cupti_record& r) {
-  if (r.kind == 0) return;  // an unused slot of a batch
+  if (batch_.slots > 0) {
+    add_batched(r);
+    return;
+  }
+  if (r.kind == 0) return;  // a zeroed record: none of ours
   ++stats_.records;
   switch (r.kind) {
-    case CUPTI_REC_CLOCK:
+    case CUPTI_REC_BATCH:
       set_clock(r);
+      batch_ = {r.pid, r.tid, CUPTI_BATCH, std::min<uint64_t>(r.v[3], CUPTI_BATCH)};
       break;
-    case CUPTI_REC_API: {
-      ++stats_.api_calls;
-      cupti_record call = r;
-      if (call.flags & CUPTI_F_TICKS) to_ns(call);
-      Event e = api_event(call, stats_);
-      const bool launch = e.corr && is_launch(e.name);
-      const bool runtime = e.layer == layer::kRuntime;
-      emit(std::move(e));  // before the kernels that may join it
-      if (launch) remember_launch(r.pid, r.tid, r.corr, r.id, runtime);
+    case CUPTI_REC_API:  // a call the collector recorded on its own (api_exit)
+      add_call(r);
       break;
-    }
     case CUPTI_REC_KERNEL: {
       ++stats_.kernels;
       Event e;
@@ -153,6 +150,34 @@ void CuptiRecordDecoder::add(const cupti_record& r) {
     default:
       break;
   }
+}
+
+// A slot of the batch being read. The library wrote it, the collector only copied it: the
+// call's kind, process and thread are the head's, its flags only the library's own, its text
+// no longer than the field.
+void CuptiRecordDecoder::add_batched(const cupti_record& r) {
+  --batch_.slots;
+  if (batch_.calls == 0) return;  // past the batch's calls
+  --batch_.calls;
+  ++stats_.records;
+  cupti_record call = r;
+  call.kind = CUPTI_REC_API;
+  call.pid = batch_.pid;
+  call.tid = batch_.tid;
+  call.text[CUPTI_TEXT - 1] = 0;
+  call.flags = (r.flags & CUPTI_F_LIBRARY) | (call.text[0] ? CUPTI_F_TEXT : 0);
+  add_call(call);
+  if (batch_.calls == 0) clock_ = {};  // a batch's clock maps its own calls only
+}
+
+void CuptiRecordDecoder::add_call(cupti_record call) {
+  ++stats_.api_calls;
+  if (call.flags & CUPTI_F_TICKS) to_ns(call);
+  Event e = api_event(call, stats_);
+  const bool launch = e.corr && is_launch(e.name);
+  const bool runtime = e.layer == layer::kRuntime;
+  emit(std::move(e));  // before the kernels that may join it
+  if (launch) remember_launch(call.pid, call.tid, call.corr, call.id, runtime);
 }
 
 // The line through the batch's two (ticks, ns) points. Its calls began after the first point

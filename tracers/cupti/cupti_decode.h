@@ -78,7 +78,12 @@ class CuptiRecordDecoder {
     uint64_t id;  // domain << 32 | cbid: its name, looked up when a kernel joins
     bool runtime;
   };
-  // The clock of the batch being read: its calls follow its CUPTI_REC_CLOCK record.
+  // The batch being read: the CUPTI_BATCH records after its head are its slots, the first
+  // `calls` of them calls of its thread; and its clock.
+  struct Batch {
+    uint32_t pid = 0, tid = 0;
+    uint64_t slots = 0, calls = 0;
+  };
   struct TickClock {
     uint32_t pid = 0, tid = 0;
     uint64_t ticks = 0, last_ticks = 0;  // the first point's and the second's
@@ -87,6 +92,8 @@ class CuptiRecordDecoder {
     bool usable = false;
   };
   void set_clock(const cupti_record& r);
+  void add_call(cupti_record call);
+  void add_batched(const cupti_record& r);
   void to_ns(cupti_record& call);
   const Launch* known_launch(const Key& key) const;
   void remember_launch(uint32_t pid, uint32_t tid, uint64_t corr, uint64_t id, bool runtime);
@@ -96,6 +103,7 @@ class CuptiRecordDecoder {
 
   CuptiDecodeStats& stats_;
   Sink sink_;
+  Batch batch_;
   TickClock clock_;
   size_t max_launches_, max_waiting_;
   std::map<std::pair<int64_t, int64_t>, std::string> bus_id_of_;  // (pid, ordinal) -> bus id

@@ -20,8 +20,8 @@
 // inside the launch too.
 // Correlation ids count up per thread from thread << 20. Prints "loop: NS ns per round"
 // (the callbacks' own cost, no CUPTI in it) to stderr. Thread 0 then makes a cudaGetDevice
-// and, 30 ms later, a cudaStreamSynchronize that takes 30 ms and then makes 70
-// cuCtxGetDevice inside it, each top-level call between two CLOCK_MONOTONIC reads, printed
+// and, 30 ms later, a cudaStreamSynchronize that takes 30 ms and then makes 300
+// cuCtxGetDevice inside it (more than a batch), each top-level call between two CLOCK_MONOTONIC reads, printed
 // to stdout as "bracket CORR BEGIN END": where a tracer's timestamps must fall.
 #include <cupti.h>
 #include <dlfcn.h>
@@ -128,7 +128,7 @@ int run_loop(uint64_t rounds, uint64_t threads) {
     api_call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, 0xF0000002u, sync, 0,
              nullptr, [&] {
                nanosleep(&pause, nullptr);
-               for (int i = 0; i < 70; ++i)
+               for (int i = 0; i < 300; ++i)
                  api_call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuCtxGetDevice, 0xF0000002u, ctx_get, 0,
                           nullptr, nothing);
              });

@@ -89,13 +89,13 @@ inline ThreadCalls* this_thread() {
   return __builtin_expect(s != nullptr, 1) ? s : make_thread_calls();
 }
 
-// The batch goes out headed by its clock record: the point its calls' ticks are counted
-// from and one taken now, after them. A call still in flight (a runtime call whose nested
+// The batch goes out headed by its clock: the point its calls' ticks are counted from and
+// one taken now, after them. A call still in flight (a runtime call whose nested
 // driver call filled the batch) entered before this batch's own first call, so the anchor
 // moves on only when none is: the next batch's calls then began after the point.
 void flush(ThreadCalls* s) {
   if (s->n > 0 && CUDATRACE_PROBE_ON(api_batch)) {
-    cupti_record& clock = s->batch.clock;
+    cupti_record& clock = s->batch.head;
     if (g_ticks) {  // otherwise it stays zero, as calloc left it: no ticks to convert
       const ClockPoint now = clock_point();
       clock.t0 = s->batch_anchor.ticks;

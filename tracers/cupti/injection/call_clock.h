@@ -3,7 +3,7 @@
 // H100 host, and a call takes two: most of what timing a call costs (docs/measured-history.md,
 // "bare-clock"). A TSC read costs a few ns, so batched calls carry TSC ticks, and each batch
 // carries two (ticks, CLOCK_MONOTONIC ns) points that the decoder maps its ticks to the
-// ledger's clock with (tracers/cupti/cupti_event.h, CUPTI_REC_CLOCK), as the preload shim
+// ledger's clock with (tracers/cupti/cupti_event.h, CUPTI_REC_BATCH), as the preload shim
 // does with its calibration records.
 #include <cstdint>
 #include <ctime>
