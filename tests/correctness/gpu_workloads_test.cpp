@@ -232,12 +232,18 @@ TEST_P(GpuCupti, RuntimeDriverAndKernelActivityComplete) {
   EXPECT_EQ(gpu["matched"], gpu["expected"]) << gpu["examples"].dump();
   EXPECT_EQ(gpu["phantom"], 0) << gpu["examples"].dump();
   EXPECT_EQ(tracer["notes"]["kernels_joined_to_launch"], tracer["notes"]["kernel_records"]);
+  // Calls stamped with the TSC are mapped between their batch's two clock points (the
+  // ledger's windows above check the result), and the library's count is what arrived.
+  EXPECT_EQ(tracer["notes"]["calls_untimed"], 0);
+  EXPECT_EQ(tracer["notes"]["calls_extrapolated"], 0);
+  EXPECT_EQ(tracer["notes"]["library_api_calls"], tracer["notes"]["api_calls"]);
   std::printf("%s.%s: api calls %d, kernel records %d, runtime %d/%d (%d over before cuInit), driver launches %d/%d, "
-              "kernels %d/%d\n",
+              "kernels %d/%d; clock: %s, within %.0f ns; left out: %s\n",
               c.workload.c_str(), c.linkage.c_str(), tracer["notes"]["api_calls"].get<int>(),
               tracer["notes"]["kernel_records"].get<int>(), rt["matched"].get<int>(), rt["expected"].get<int>(), before,
               drv["matched"].get<int>(), drv["expected"].get<int>(), gpu["matched"].get<int>(),
-              gpu["expected"].get<int>());
+              gpu["expected"].get<int>(), tracer["notes"]["call_clock"].dump().c_str(),
+              tracer["notes"].value("clock_spread_ns_max", -1.0), tracer["notes"]["driver_calls_left_out"].dump().c_str());
 }
 
 INSTANTIATE_TEST_SUITE_P(Workloads, GpuCupti, ::testing::ValuesIn(cases(true)), name_of);

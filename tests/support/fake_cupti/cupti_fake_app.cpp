@@ -16,7 +16,7 @@
 // FAKE_APP_LOOP=N (FAKE_APP_THREADS=T, default 1): instead, each of T threads makes N rounds
 // of: cudaGetDevice; cuKernelGetName (the program's own); __cudaLaunchKernel with the
 // driver's cuKernelGetName and cuLaunchKernel inside it (as cudart makes them under CUPTI);
-// cudaGetDevice again. Five records a round: a batch of 64 ends at every place in a round,
+// cudaGetDevice again. Five records a round: a batch (256) ends at every place in a round,
 // inside the launch too.
 // Correlation ids count up per thread from thread << 20. Prints "loop: NS ns per round"
 // (the callbacks' own cost, no CUPTI in it) to stderr. Thread 0 then makes a cudaGetDevice
