@@ -398,7 +398,9 @@ json per_device_verdict(const PerDeviceInput& reference, const std::vector<PerDe
           unnamed_excess = std::max<int64_t>(0, seen_none - ref_none);
         }
         std::vector<std::string> short_lines;
-        for (const auto& [device, sides] : rows) {
+        for (auto& [device, sides] : rows) {
+          // Kernel names the reference cut shorter (join_cut_kernel_families), as in the totals.
+          if (rl == layer::kGpuActivity || l == layer::kDevice) join_cut_kernel_families(sides.first, sides.second);
           int64_t total = 0, matched = 0, seen_total = 0;
           for (const auto& [f, n] : sides.first) {
             total += n;

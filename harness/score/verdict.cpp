@@ -32,6 +32,8 @@ namespace {
 // "at::native::kernel"), read as far as the text goes: it works on a symbol cut short, as
 // one method's collector hands them over (cupti's, in 64-byte fields). Empty when the text
 // is not of that shape.
+constexpr const char* kAnonymous = "{anonymous}";
+
 std::string mangled_prefix(const std::string& s) {
   size_t i = 2;  // past "_Z"
   const bool nested = i < s.size() && s[i] == 'N';
@@ -42,7 +44,10 @@ std::string mangled_prefix(const std::string& s) {
     size_t len = 0;
     while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) len = len * 10 + size_t(s[i++] - '0');
     if (len == 0 || len > 4096) return "";
-    out += (out.empty() ? "" : "::") + s.substr(i, len);
+    // nvcc names an anonymous namespace _GLOBAL__N__<hash>_<file>; demangled, it reads
+    // "(anonymous namespace)": one token for both.
+    const bool anonymous = s.compare(i, 10, "_GLOBAL__N") == 0;
+    out += (out.empty() ? "" : "::") + (anonymous ? std::string(kAnonymous) : s.substr(i, len));
     i += len;
     if (!nested) break;
   }
@@ -103,10 +108,34 @@ std::string kernel_family(const std::string& name) {
     std::unique_ptr<char, decltype(&std::free)> d(abi::__cxa_demangle(s.c_str(), nullptr, nullptr, &status), &std::free);
     if (status == 0 && d) s = d.get();
   }
+  for (size_t at; (at = s.find("(anonymous namespace)")) != std::string::npos;) s.replace(at, 21, kAnonymous);
   if (auto paren = s.find('('); paren != std::string::npos) s.resize(paren);
   if (auto angle = s.find('<'); angle != std::string::npos) s.resize(angle);  // templates: one family
   if (auto space = s.rfind(' '); space != std::string::npos) s = s.substr(space + 1);  // "void f" -> "f"
   return s;
+}
+
+int64_t join_cut_kernel_families(const std::map<std::string, int64_t>& reference, std::map<std::string, int64_t>& seen) {
+  constexpr size_t kShortest = 8;  // below this a common beginning says little
+  int64_t joined = 0;
+  for (const auto& [f, n] : reference) {
+    int64_t short_by = n - (seen.count(f) ? seen.at(f) : 0);
+    if (short_by <= 0 || f.size() < kShortest) continue;
+    for (auto& [g, s] : seen) {
+      if (short_by <= 0) break;
+      if (s <= 0 || reference.count(g) || g.size() < kShortest) continue;
+      const size_t common = std::min(f.size(), g.size());
+      if (f.compare(0, common, g, 0, common) != 0) continue;
+      const int64_t k = std::min(short_by, s);
+      s -= k;
+      short_by -= k;
+      joined += k;
+    }
+    if (const int64_t moved = n - (seen.count(f) ? seen.at(f) : 0) - short_by; moved > 0) seen[f] += moved;
+  }
+  // Emptied families leave no trace of a name the method never ran under.
+  std::erase_if(seen, [](const auto& kv) { return kv.second == 0; });
+  return joined;
 }
 
 namespace {
@@ -355,6 +384,8 @@ json command_verdict(const std::vector<MethodView>& methods) {
       std::map<std::string, int64_t> seen;
       if (auto it = m.counts.find(l); it != m.counts.end())
         for (const auto& [f, n] : it->second) seen[f] = n / std::max(1, m.reps);
+      const bool kernels = l == layer::kGpuActivity || l == layer::kDevice;
+      const int64_t joined = kernels ? join_cut_kernel_families(ref, seen) : 0;
       int64_t covered = 0, extra = 0, seen_total = 0;
       json missed = json::array();
       for (const auto& [f, n] : ref) {
@@ -378,6 +409,7 @@ json command_verdict(const std::vector<MethodView>& methods) {
       if (l == layer::kDevice && cupti && cupti->counts.count(kActivityBlocks) && m.counts.count(kDeviceBlocks))
         row["blocks"] = compare_blocks(*cupti, m);
       row["only_it_saw"] = extra;
+      if (joined > 0) row["kernels_joined_by_name_prefix"] = joined;
       row["missed_families"] = missed;
       if (total == 0) {
         row["coverage"] = nullptr;
