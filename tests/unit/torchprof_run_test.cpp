@@ -96,6 +96,9 @@ TEST(TorchprofRun, EachProcessTraceIsStoredUnderItsPid) {
   const ConvertedRun r = convert_dir(dir);
   EXPECT_EQ(r.report.layers, (std::vector<std::string>{layer::kRuntime, layer::kDriver, layer::kGpuActivity}));
   EXPECT_NE(r.report.partly_unobserved.at(layer::kRuntime).find("no return codes"), std::string::npos);
+  // The verdict's "why" for a runtime shortfall is this text: what explains one comes first.
+  EXPECT_EQ(r.report.partly_unobserved.at(layer::kRuntime).rfind("Kineto leaves out the runtime calls on its blocklist", 0), 0u)
+      << r.report.partly_unobserved.at(layer::kRuntime);
   for (const auto& [counter, n] : r.report.loss.items())
     EXPECT_EQ(n, counter == "kineto_stopped_tracing" ? 1 : 0) << counter;  // the 2024 trace's own WARNING
   EXPECT_EQ(r.report.notes["runtime_calls"], 7);
