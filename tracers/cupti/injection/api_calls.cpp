@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -31,7 +32,7 @@ namespace {
 // while a call is in flight (the api_exit probe's calls carry ns).
 constexpr uint64_t kTicksTag = uint64_t(1) << 63;
 
-// A thread's state, one allocation reached through one thread-local pointer (a TLS access in
+// A thread's state, one mapping reached through one thread-local pointer (a TLS access in
 // a library the driver dlopens is a call to __tls_get_addr). Plain C: nothing of libstdc++'s
 // runtime gets into a library that is loaded into every kind of program.
 struct ThreadCalls {
@@ -68,11 +69,15 @@ void bump(T& v) {  // the owner's increment, read by another thread at exit
   __atomic_store_n(&v, v + 1, __ATOMIC_RELAXED);
 }
 
-// The first point is taken before the thread's first stamp, so that every batch of the
-// thread has a point at or before its calls' entries.
+// The collector reads a whole batch without faulting pages in, so every page of the state is
+// there from the start (MAP_POPULATE): calloc may hand over pages it knows are zero without
+// touching them (seen: a thread's only, part-full batch of 1024 came out unreadable). The
+// first point is taken before the thread's first stamp, so that every batch of the thread
+// has a point at or before its calls' entries.
 ThreadCalls* make_thread_calls() {
-  auto* s = static_cast<ThreadCalls*>(std::calloc(1, sizeof(ThreadCalls)));
-  if (!s) return nullptr;
+  void* m = mmap(nullptr, sizeof(ThreadCalls), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  if (m == MAP_FAILED) return nullptr;
+  auto* s = static_cast<ThreadCalls*>(m);
   s->anchor = s->batch_anchor = clock_point();
   pthread_mutex_lock(&g_threads_mu);
   s->next = g_threads;
@@ -96,7 +101,7 @@ inline ThreadCalls* this_thread() {
 void flush(ThreadCalls* s) {
   if (s->n > 0 && CUDATRACE_PROBE_ON(api_batch)) {
     cupti_record& clock = s->batch.head;
-    if (g_ticks) {  // otherwise it stays zero, as calloc left it: no ticks to convert
+    if (g_ticks) {  // otherwise it stays zero, as mapped: no ticks to convert
       const ClockPoint now = clock_point();
       clock.t0 = s->batch_anchor.ticks;
       clock.v[0] = s->batch_anchor.ns;
@@ -123,7 +128,7 @@ void thread_ends(void* p) {
   if (g_threads == s) g_threads = s->next;
   pthread_mutex_unlock(&g_threads_mu);
   t_calls = nullptr;  // a CUDA call from a later destructor of this thread starts afresh
-  std::free(s);
+  munmap(s, sizeof(ThreadCalls));
 }
 
 // ---- which device a call is on ----
