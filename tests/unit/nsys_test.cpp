@@ -89,9 +89,20 @@ PreparedRun prepare(NsysTracer& tracer) {
 
 }  // namespace
 
+// The capture as the reader streams it, its events kept in order.
+struct ReadBack : NsysCapture {
+  std::vector<Event> events;
+};
+ReadBack read_capture(const fs::path& file, int64_t realtime_minus_monotonic_ns) {
+  ReadBack r;
+  static_cast<NsysCapture&>(r) =
+      read_nsys_capture(file, realtime_minus_monotonic_ns, [&r](Event&& e) { r.events.push_back(std::move(e)); });
+  return r;
+}
+
 TEST(NsysCapture, ApiCallsAndKernelsOnTheHarnessClockWithCodesAndLaunches) {
   const fs::path dir = temp_dir("nsys");
-  const NsysCapture c = read_nsys_capture(make_capture(dir), kRealtimeMinusMonotonic);
+  const ReadBack c = read_capture(make_capture(dir), kRealtimeMinusMonotonic);
   ASSERT_EQ(c.error, "");
   EXPECT_EQ(c.runtime_calls, 3);
   EXPECT_EQ(c.driver_calls, 1);
@@ -127,10 +138,16 @@ TEST(NsysCapture, ApiCallsAndKernelsOnTheHarnessClockWithCodesAndLaunches) {
   EXPECT_EQ(kernel.args["grid"], nlohmann::json({256, 1, 1}));
   EXPECT_EQ(kernel.args["block"], nlohmann::json({128, 1, 1}));
   EXPECT_EQ(kernel.args["stream"], 7);
+  // Streamed, the launching call (sent before its kernel was) still carries the kernel's
+  // device; the other calls name none.
+  EXPECT_EQ(c.events[1].name, "cudaLaunchKernel");
+  EXPECT_EQ(c.events[1].device, 0);
+  EXPECT_FALSE(c.events[0].device.has_value());
+  EXPECT_FALSE(c.events[3].device.has_value()) << "the driver launch of another correlation id";
 }
 
 TEST(NsysCapture, AnExportWithoutReturnCodesSaysSoAndLeavesThemUnknown) {
-  const NsysCapture c = read_nsys_capture(make_capture(temp_dir("nsys"), false), kRealtimeMinusMonotonic);
+  const ReadBack c = read_capture(make_capture(temp_dir("nsys"), false), kRealtimeMinusMonotonic);
   ASSERT_EQ(c.error, "");
   EXPECT_FALSE(c.return_codes);
   ASSERT_EQ(c.events.size(), 5u);
@@ -139,7 +156,7 @@ TEST(NsysCapture, AnExportWithoutReturnCodesSaysSoAndLeavesThemUnknown) {
 
 TEST(NsysCapture, MissingTablesAreNamedAndUnplaceableTimesAreAnError) {
   const fs::path dir = temp_dir("nsys");
-  const NsysCapture no_start = read_nsys_capture(make_capture(dir, true, false), kRealtimeMinusMonotonic);
+  const ReadBack no_start = read_capture(make_capture(dir, true, false), kRealtimeMinusMonotonic);
   EXPECT_NE(no_start.error.find("TARGET_INFO_SESSION_START_TIME"), std::string::npos) << no_start.error;
 
   // A program that made no driver call and launched nothing: nsys creates no such tables.
@@ -150,7 +167,7 @@ TEST(NsysCapture, MissingTablesAreNamedAndUnplaceableTimesAreAnError) {
   exec(db, "DROP TABLE CUPTI_ACTIVITY_KIND_DRIVER");
   exec(db, "DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL");
   sqlite3_close(db);
-  const NsysCapture c = read_nsys_capture(only_runtime, kRealtimeMinusMonotonic);
+  const ReadBack c = read_capture(only_runtime, kRealtimeMinusMonotonic);
   ASSERT_EQ(c.error, "");
   EXPECT_EQ(c.runtime_calls, 3);
   EXPECT_EQ(c.missing_tables, (std::vector<std::string>{"CUPTI_ACTIVITY_KIND_DRIVER", "CUPTI_ACTIVITY_KIND_KERNEL"}));
@@ -161,18 +178,18 @@ TEST(NsysCapture, RefusesLinksNonDatabasesAndUnknownLayouts) {
   const fs::path real = make_capture(dir);
   const fs::path link = dir / "link.sqlite";
   fs::create_symlink(real, link);
-  EXPECT_NE(read_nsys_capture(link, 0).error, "");  // the program's user could point it anywhere
+  EXPECT_NE(read_capture(link, 0).error, "");  // the program's user could point it anywhere
 
   const fs::path text = dir / "text.sqlite";
   std::ofstream(text) << "not a database\n";
-  EXPECT_NE(read_nsys_capture(text, 0).error, "");
-  EXPECT_NE(read_nsys_capture(dir / "absent.sqlite", 0).error, "");
+  EXPECT_NE(read_capture(text, 0).error, "");
+  EXPECT_NE(read_capture(dir / "absent.sqlite", 0).error, "");
 
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(real.c_str(), &db), SQLITE_OK);
   exec(db, "ALTER TABLE CUPTI_ACTIVITY_KIND_RUNTIME RENAME COLUMN correlationId TO corr");
   sqlite3_close(db);
-  const std::string error = read_nsys_capture(real, 0).error;
+  const std::string error = read_capture(real, 0).error;
   EXPECT_NE(error.find("correlationId"), std::string::npos) << error;
 }
 

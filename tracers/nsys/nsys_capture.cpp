@@ -120,32 +120,59 @@ void require(const std::set<std::string>& have, const std::string& table, std::i
 
 namespace {
 
-// What the capture is read with: its tables, its strings, and the shift onto the harness's
-// clock; and where each API call went in the events, for the kernels to find their launch.
+// A kernel run's launch, by (pid, correlation id): the device the run names, and, once the
+// call is read, its thread and name. The runtime's call where the program used it, else
+// the driver's (the runtime table is read first).
+struct Launch {
+  int64_t device = 0;
+  std::string device_id;
+  bool joined = false;
+  int64_t tid = 0;
+  std::string name;
+};
+struct PairHash {
+  size_t operator()(const std::pair<int64_t, int64_t>& k) const {
+    return std::hash<int64_t>()(k.first * 1000003 ^ k.second);
+  }
+};
+
+// What the capture is read with: its tables, its strings, the shift onto the harness's
+// clock, and the kernel runs' launches.
 struct CaptureReading {
   Database& db;
   std::set<std::string> tables;
   std::unordered_map<int64_t, std::string> strings;
   int64_t to_monotonic = 0;
-  std::map<std::pair<int64_t, int64_t>, size_t> runtime_call_of, driver_call_of;  // (pid, corr) -> event
+  std::unordered_map<std::pair<int64_t, int64_t>, Launch, PairHash> launches;
   std::string string_of(int64_t id) const {
     auto it = strings.find(id);
     return it == strings.end() ? std::string() : it->second;
   }
 };
 
+// Which device each kernel run's launch is on, before any call is read, so that each call
+// is sent once, whole.
+void read_launch_devices(CaptureReading& c, const std::map<std::pair<int64_t, int64_t>, std::string>& bus_id_of) {
+  if (!c.tables.count("CUPTI_ACTIVITY_KIND_KERNEL")) return;
+  require(columns_of(c.db.h, "CUPTI_ACTIVITY_KIND_KERNEL"), "CUPTI_ACTIVITY_KIND_KERNEL",
+          {"globalPid", "correlationId", "deviceId"});
+  Statement s(c.db.h, "SELECT globalPid, correlationId, deviceId FROM CUPTI_ACTIVITY_KIND_KERNEL");
+  while (s.step()) {
+    const int64_t pid = (s.integer(0) >> 24) & 0xFFFFFF;
+    Launch& l = c.launches[{pid, s.integer(1)}];
+    l.device = s.integer(2);
+    if (auto id = bus_id_of.find({pid, l.device}); id != bus_id_of.end()) l.device_id = id->second;
+  }
+}
+
 // The runtime and driver API calls, in time order.
-void read_calls(CaptureReading& c, NsysCapture& out) {
+void read_calls(CaptureReading& c, NsysCapture& out, const NsysEventSink& sink) {
   Database& db = c.db;
-  const std::set<std::string>& tables = c.tables;
-  auto& runtime_call_of = c.runtime_call_of;
-  auto& driver_call_of = c.driver_call_of;
   const int64_t to_monotonic = c.to_monotonic;
-  const auto string_of = [&](int64_t id) { return c.string_of(id); };
   out.return_codes = true;
   for (const auto& [table, layer_name] : {std::pair<const char*, const char*>{"CUPTI_ACTIVITY_KIND_RUNTIME", layer::kRuntime},
                                           {"CUPTI_ACTIVITY_KIND_DRIVER", layer::kDriver}}) {
-    if (!tables.count(table)) {
+    if (!c.tables.count(table)) {
       out.missing_tables.push_back(table);
       continue;
     }
@@ -155,12 +182,12 @@ void read_calls(CaptureReading& c, NsysCapture& out) {
     out.return_codes = out.return_codes && has_ret;
     Statement s(db.h, std::string("SELECT start, end, globalTid, correlationId, nameId") +
                           (has_ret ? ", returnValue" : "") + " FROM " + table + " ORDER BY start");
-    auto& call_of = layer_name == std::string(layer::kRuntime) ? runtime_call_of : driver_call_of;
+    const bool runtime = layer_name == std::string(layer::kRuntime);
     while (s.step()) {
       Event e;
       e.layer = layer_name;
-      e.name = string_of(s.integer(4));
-      if (layer_name == std::string(layer::kRuntime)) e.name = without_runtime_version(e.name);
+      e.name = c.string_of(s.integer(4));
+      if (runtime) e.name = without_runtime_version(e.name);
       if (e.name.empty()) e.name = "unknown";
       e.ts = s.integer(0) + to_monotonic;
       if (s.integer(1) >= s.integer(0)) e.dur = s.integer(1) - s.integer(0);
@@ -169,12 +196,19 @@ void read_calls(CaptureReading& c, NsysCapture& out) {
       e.tid = global_tid & 0xFFFFFF;
       e.corr = uint64_t(s.integer(3));
       if (has_ret) e.ret = s.integer(5);
-      call_of[{e.pid, int64_t(*e.corr)}] = out.events.size();
-      (layer_name == std::string(layer::kRuntime) ? out.runtime_calls : out.driver_calls) += 1;
-      out.events.push_back(std::move(e));
+      // A launch is on the device its kernel ran on: the one call whose device the export says.
+      if (auto it = c.launches.find({e.pid, int64_t(*e.corr)}); it != c.launches.end() && !it->second.joined) {
+        Launch& l = it->second;
+        l.joined = true;
+        l.tid = e.tid;
+        l.name = e.name;
+        e.device = l.device;
+        if (!l.device_id.empty()) e.device_id = l.device_id;
+      }
+      (runtime ? out.runtime_calls : out.driver_calls) += 1;
+      sink(std::move(e));
     }
   }
-
 }
 
 // nsys's own warnings, those that speak of loss counted apart.
@@ -218,77 +252,63 @@ std::map<std::pair<int64_t, int64_t>, std::string> read_bus_ids(CaptureReading& 
   return bus_id_of;
 }
 
-// The kernels, each joined to the call that launched it (its device given to that call).
+// The kernels, each joined to the call that launched it.
 void read_kernels(CaptureReading& c, const std::map<std::pair<int64_t, int64_t>, std::string>& bus_id_of,
-                  NsysCapture& out) {
+                  NsysCapture& out, const NsysEventSink& sink) {
   Database& db = c.db;
-  const std::set<std::string>& tables = c.tables;
-  const auto& runtime_call_of = c.runtime_call_of;
-  const auto& driver_call_of = c.driver_call_of;
-  const int64_t to_monotonic = c.to_monotonic;
-  const auto string_of = [&](int64_t id) { return c.string_of(id); };
   const char* kernels = "CUPTI_ACTIVITY_KIND_KERNEL";
-  if (!tables.count(kernels)) {
+  if (!c.tables.count(kernels)) {
     out.missing_tables.push_back(kernels);
-  } else {
-    const std::set<std::string> cols = columns_of(db.h, kernels);
-    require(cols, kernels, {"start", "end", "globalPid", "correlationId", "deviceId", "streamId", "gridX", "gridY",
-                            "gridZ", "blockX", "blockY", "blockZ"});
-    // The mangled name where this export has it (what the other methods record), else
-    // the demangled one: the report groups kernels by their demangled family either way.
-    const char* name_column = cols.count("mangledName")     ? "mangledName"
-                              : cols.count("demangledName") ? "demangledName"
-                              : cols.count("shortName")     ? "shortName"
-                                                            : nullptr;
-    if (!name_column) throw std::runtime_error("table CUPTI_ACTIVITY_KIND_KERNEL has no kernel name column");
-    Statement s(db.h, std::string("SELECT start, end, globalPid, correlationId, deviceId, streamId, gridX, gridY, "
-                                  "gridZ, blockX, blockY, blockZ, ") +
-                          name_column + " FROM " + kernels + " ORDER BY start");
-    while (s.step()) {
-      Event e;
-      e.layer = layer::kGpuActivity;
-      e.name = string_of(s.integer(12));
-      if (e.name.empty()) e.name = "kernel";
-      e.ts = s.integer(0) + to_monotonic;
-      if (s.integer(1) >= s.integer(0)) e.dur = s.integer(1) - s.integer(0);
-      e.pid = (s.integer(2) >> 24) & 0xFFFFFF;
-      e.corr = uint64_t(s.integer(3));
-      e.args = {{"kernel", e.name},
-                {"grid", {s.integer(6), s.integer(7), s.integer(8)}},
-                {"block", {s.integer(9), s.integer(10), s.integer(11)}},
-                {"stream", s.integer(5)},
-                {"device", s.integer(4)}};
-      e.device = s.integer(4);
-      if (auto id = bus_id_of.find({e.pid, s.integer(4)}); id != bus_id_of.end()) e.device_id = id->second;
-      // The launching call: the runtime's where the program used it, else the driver's.
-      const std::pair<int64_t, int64_t> key{e.pid, int64_t(*e.corr)};
-      size_t launch = out.events.size();
-      if (auto r = runtime_call_of.find(key); r != runtime_call_of.end())
-        launch = r->second;
-      else if (auto d = driver_call_of.find(key); d != driver_call_of.end())
-        launch = d->second;
-      if (launch < out.events.size()) {
-        ++out.kernels_joined;
-        e.tid = out.events[launch].tid;
-        e.args["launched_by"] = out.events[launch].name;
-        // A launch is on the device its kernel ran on: the one call whose device the export says.
-        out.events[launch].device = e.device;
-        out.events[launch].device_id = e.device_id;
-      }
-      ++out.kernels;
-      out.events.push_back(std::move(e));
+    return;
+  }
+  const std::set<std::string> cols = columns_of(db.h, kernels);
+  require(cols, kernels, {"start", "end", "globalPid", "correlationId", "deviceId", "streamId", "gridX", "gridY",
+                          "gridZ", "blockX", "blockY", "blockZ"});
+  // The mangled name where this export has it (what the other methods record), else
+  // the demangled one: the report groups kernels by their demangled family either way.
+  const char* name_column = cols.count("mangledName")     ? "mangledName"
+                            : cols.count("demangledName") ? "demangledName"
+                            : cols.count("shortName")     ? "shortName"
+                                                          : nullptr;
+  if (!name_column) throw std::runtime_error("table CUPTI_ACTIVITY_KIND_KERNEL has no kernel name column");
+  Statement s(db.h, std::string("SELECT start, end, globalPid, correlationId, deviceId, streamId, gridX, gridY, "
+                                "gridZ, blockX, blockY, blockZ, ") +
+                        name_column + " FROM " + kernels + " ORDER BY start");
+  while (s.step()) {
+    Event e;
+    e.layer = layer::kGpuActivity;
+    e.name = c.string_of(s.integer(12));
+    if (e.name.empty()) e.name = "kernel";
+    e.ts = s.integer(0) + c.to_monotonic;
+    if (s.integer(1) >= s.integer(0)) e.dur = s.integer(1) - s.integer(0);
+    e.pid = (s.integer(2) >> 24) & 0xFFFFFF;
+    e.corr = uint64_t(s.integer(3));
+    e.args = {{"kernel", e.name},
+              {"grid", {s.integer(6), s.integer(7), s.integer(8)}},
+              {"block", {s.integer(9), s.integer(10), s.integer(11)}},
+              {"stream", s.integer(5)},
+              {"device", s.integer(4)}};
+    e.device = s.integer(4);
+    if (auto id = bus_id_of.find({e.pid, s.integer(4)}); id != bus_id_of.end()) e.device_id = id->second;
+    if (auto it = c.launches.find({e.pid, int64_t(*e.corr)}); it != c.launches.end() && it->second.joined) {
+      ++out.kernels_joined;
+      e.tid = it->second.tid;
+      e.args["launched_by"] = it->second.name;
     }
+    ++out.kernels;
+    sink(std::move(e));
   }
 }
 
 }  // namespace
 
-NsysCapture read_nsys_capture(const std::filesystem::path& sqlite_file, int64_t realtime_minus_monotonic_ns) {
+NsysCapture read_nsys_capture(const std::filesystem::path& sqlite_file, int64_t realtime_minus_monotonic_ns,
+                              const NsysEventSink& sink) {
   NsysCapture out;
   try {
     Database db;
     open_readonly_copy(sqlite_file, db);
-    CaptureReading c{db, tables_of(db.h), {}, 0, {}, {}};
+    CaptureReading c{db, tables_of(db.h), {}, 0, {}};
     if (!c.tables.count("TARGET_INFO_SESSION_START_TIME"))
       throw std::runtime_error("the capture has no TARGET_INFO_SESSION_START_TIME: its times cannot be put on the "
                                "harness's clock");
@@ -303,9 +323,11 @@ NsysCapture read_nsys_capture(const std::filesystem::path& sqlite_file, int64_t 
       Statement s(db.h, "SELECT id, value FROM StringIds");
       while (s.step()) c.strings[s.integer(0)] = s.text(1);
     }
-    read_calls(c, out);
+    const auto bus_id_of = read_bus_ids(c, out);
+    read_launch_devices(c, bus_id_of);
+    read_calls(c, out, sink);
     read_warnings(c, out);
-    read_kernels(c, read_bus_ids(c, out), out);
+    read_kernels(c, bus_id_of, out, sink);
   } catch (const std::exception& e) {
     out.error = e.what();
   }

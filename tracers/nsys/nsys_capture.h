@@ -20,9 +20,13 @@
 //                                                          ids (optional: ordinals alone without)
 // A kernel run carries its device; its launching call takes the same. Other calls name no
 // device: the export does not say which context was current for them.
+// Read as a stream: each event goes to the caller's sink as it is read (the calls, runtime
+// then driver, then the kernels), so what is held is one entry per kernel run (its launch's
+// device, thread and name, to join the two), not every event.
 // globalTid packs the process and thread: pid = globalTid / 2^24 % 2^24, tid = globalTid % 2^24.
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -31,7 +35,6 @@
 namespace cudatrace {
 
 struct NsysCapture {
-  std::vector<Event> events;  // runtime, driver and gpu-activity, in the export's order per table
   int64_t runtime_calls = 0, driver_calls = 0, kernels = 0;
   int64_t kernels_joined = 0;  // kernel runs whose launching call was found (correlation id)
   std::vector<std::string> missing_tables;  // tables of the three above that the capture has not
@@ -41,12 +44,15 @@ struct NsysCapture {
   // that speak of data dropped or lost: its only word on loss in the export.
   int64_t warnings = 0, warnings_of_loss = 0;
   std::vector<std::string> warning_examples;  // the first few texts
-  std::string error;          // non-empty: the database could not be read; the events are not usable
+  std::string error;          // non-empty: the database could not be read; the events sent are not usable
 };
 
 // `realtime_minus_monotonic_ns`: CLOCK_REALTIME - CLOCK_MONOTONIC on this machine, read by
 // the harness; with the session's UTC start it puts nsys's session-relative times on the
 // harness's clock. The file is opened without following a link and read only.
-NsysCapture read_nsys_capture(const std::filesystem::path& sqlite_file, int64_t realtime_minus_monotonic_ns);
+// `sink` gets runtime, driver and gpu-activity events, in the export's order per table.
+using NsysEventSink = std::function<void(Event&&)>;
+NsysCapture read_nsys_capture(const std::filesystem::path& sqlite_file, int64_t realtime_minus_monotonic_ns,
+                              const NsysEventSink& sink);
 
 }  // namespace cudatrace

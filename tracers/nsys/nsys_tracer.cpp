@@ -156,14 +156,21 @@ TracerReport NsysTracer::finish(const fs::path& run_dir) {
     unobserved_all("nsys export --type=sqlite failed: " + *conversion_failed_);
     return report;
   }
-  NsysCapture capture = read_nsys_capture(base_.string() + ".sqlite", clock_.realtime_minus_monotonic_ns);
+  // Each event goes to the store as it is read; a capture that fails part way leaves no
+  // store behind (its events are not usable, and the layers say why).
+  NsysCapture capture;
+  {
+    EventStoreWriter out(run_dir / kEventsFile);
+    capture = read_nsys_capture(base_.string() + ".sqlite", clock_.realtime_minus_monotonic_ns,
+                                [&out](Event&& e) { out.write(e); });
+    out.close();
+  }
   if (!capture.error.empty()) {
+    std::error_code ec;
+    fs::remove(run_dir / kEventsFile, ec);
     unobserved_all("the capture's SQLite export could not be read: " + capture.error);
     return report;
   }
-  EventStoreWriter out(run_dir / kEventsFile);
-  for (const auto& e : capture.events) out.write(e);
-  out.close();
   report.layers = layers;
   if (!capture.return_codes)
     for (const char* l : {layer::kRuntime, layer::kDriver})
