@@ -114,6 +114,26 @@ json workloads_of(const std::string& method, const json& summary) {
   return out;
 }
 
+// Whether a process of `method`, or one of its GPUs, fell shorter than its layer's total
+// share: what the total hides. Where each is as short as the total (one process, or all
+// alike: DDP's two ranks under preload, 56.7% each of a 56.7% layer), the layer's share
+// says it already. Short lines with no per-process rows to weigh them stay short.
+bool short_of_its_total(const std::string& method, const json& verdict) {
+  std::map<std::string, double> total;
+  for (const auto& r : verdict.value("coverage", json::array()))
+    if (r.value("method", "") == method && r.contains("coverage") && r["coverage"].is_number())
+      total[r.value("layer", "")] = r["coverage"].get<double>();
+  int weighed = 0;
+  for (const auto& row : verdict.value("per_device", json::object()).value("rows", json::array())) {
+    if (row.value("method", "") != method || row.value("device", "") == kNoDevice) continue;
+    if (!row.contains("coverage") || !row["coverage"].is_number()) continue;
+    ++weighed;
+    const auto t = total.find(row.value("layer", ""));
+    if (t == total.end() || row["coverage"].get<double>() < t->second - 0.0005) return true;
+  }
+  return weighed == 0;
+}
+
 // The command's cell: the worst of its layers as the verdict judged them (lowest share first
 // among equals), a process or GPU short making a complete total partial; a failed method
 // and one not run say so with their reason.
@@ -147,7 +167,8 @@ json command_of(const std::string& method, const json& summary) {
     return nullptr;
   }
   const json short_of = verdict.value("per_device", json::object()).value("short", json::object());
-  const bool is_short = short_of.contains(method) && !short_of[method].empty();
+  const bool is_short =
+      short_of.contains(method) && !short_of[method].empty() && short_of_its_total(method, verdict);
   std::string status = worst->value("status", "partial");
   std::string reason = text_of(*worst, "reason", text_of(*worst, "why"));
   if (is_short) {

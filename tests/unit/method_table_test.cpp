@@ -182,6 +182,27 @@ TEST(MethodTable, SummaryJsonHoldsOneVerdictPerMethodAsTheTableShowsIt) {
   EXPECT_NE(cudatrace::method_table(summary).find("blind (8/16 complete)"), std::string::npos) << cudatrace::method_table(summary);
 }
 
+// "SHORT" says a process (or GPU) fell shorter than its layer's total, which the total hides.
+// Where each process is as short as the layer (DDP's two ranks under preload, 56.7% of a
+// 56.7% layer, printed "partial 56.7% runtime SHORT"), the share says it already.
+TEST(MethodTable, ShortOnlyWhereAProcessFellShorterThanItsLayer) {
+  json summary = command_summary();
+  json& verdict = summary["verdict"];
+  const auto process_row = [](const char* process, double coverage) {
+    return json{{"method", "uprobe"}, {"layer", "driver"}, {"process", process},
+                {"device", "device not attributable by this method"}, {"coverage", coverage}};
+  };
+  verdict["per_device"]["short"]["uprobe"] = {{"driver", json::array({"process 1: 93 of 100 (93.0%)"})}};
+  verdict["per_device"]["rows"] = json::array({process_row("process 1", 0.9321), process_row("process 2", 0.9321)});
+  const json alike = method_entry(cudatrace::methods_json(summary), "uprobe")->at("command");
+  EXPECT_FALSE(alike["short"].get<bool>()) << alike.dump();
+  EXPECT_EQ(alike["status"], "partial");
+
+  verdict["per_device"]["rows"][1]["coverage"] = 0.5;  // one rank far shorter than the layer
+  const json uneven = method_entry(cudatrace::methods_json(summary), "uprobe")->at("command");
+  EXPECT_TRUE(uneven["short"].get<bool>()) << uneven.dump();
+}
+
 TEST(MethodTable, TheEndOfAManyWorkloadManyMethodRunFitsIn30Lines) {
   for (json summary : {many_workloads_summary(), command_summary()}) {
     summary["methods"] = cudatrace::methods_json(summary);
