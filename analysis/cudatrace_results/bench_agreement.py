@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 
+from .command import args_or_usage
 from .bench import agreement_lines
 from .load import SchemaError, load_result
 
@@ -42,10 +43,9 @@ def rule_program():
 
 
 def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 2 or argv[0] in ("-h", "--help"):
-        print(__doc__)
-        return 0 if argv[:1] in (["-h"], ["--help"]) else 2
+    argv, status = args_or_usage(argv, 2, __doc__)
+    if argv is None:
+        return status
     paths = [summary_path(a) for a in argv]
     try:
         for p in paths:

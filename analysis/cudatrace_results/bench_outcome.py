@@ -8,6 +8,7 @@ import collections
 import os
 import sys
 
+from .command import args_or_usage
 from .bench import agreement, agreement_lines, calls_skipped, estimators, target_text, uprobe_split
 from .load import SchemaError, load_result, schema_version
 
@@ -63,10 +64,9 @@ def time_lines(bench):
 
 
 def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 1 or argv[0] in ("-h", "--help"):
-        print(__doc__)
-        return 0 if argv[:1] in (["-h"], ["--help"]) else 2
+    argv, status = args_or_usage(argv, 1, __doc__)
+    if argv is None:
+        return status
     path = os.path.join(argv[0], "bench_summary.json") if os.path.isdir(argv[0]) else argv[0]
     try:
         bench = load_result(path)

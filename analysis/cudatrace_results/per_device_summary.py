@@ -7,6 +7,7 @@ first reason.
 import os
 import sys
 
+from .command import args_or_usage
 from . import devices
 from .load import SchemaError, load_result, load_runs
 
@@ -83,10 +84,9 @@ def leftover_lines(folder):
 
 
 def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
-    if not argv or argv[0] in ("-h", "--help"):
-        print(__doc__)
-        return 0 if argv else 2
+    argv, status = args_or_usage(argv, None, __doc__)
+    if argv is None:
+        return status
     try:
         runs = load_runs(argv)
     except (SchemaError, OSError, ValueError) as e:

@@ -9,6 +9,7 @@ harness/stats/bench_stats.h's, for `harness --bench`).
 import statistics
 import sys
 
+from .command import args_or_usage
 from .percall import load_percall_folder
 
 
@@ -39,10 +40,9 @@ def table_lines(labels, medians, ab, control):
 
 
 def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 1 or argv[0] in ("-h", "--help"):
-        print(__doc__)
-        return 0 if argv[:1] in (["-h"], ["--help"]) else 2
+    argv, status = args_or_usage(argv, 1, __doc__)
+    if argv is None:
+        return status
     loaded = load_percall_folder(argv[0], warn=lambda name, e: print(f"{name}: unreadable ({e})", file=sys.stderr))
     for line in table_lines(*loaded):
         print(line)
