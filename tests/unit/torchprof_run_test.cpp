@@ -190,6 +190,14 @@ TEST(TorchprofRun, KinetoSayingItStoppedOrDroppedOnStderrIsLoss) {
   EXPECT_EQ(loss(r.report, "kineto_stopped_tracing"), 1);
   EXPECT_EQ(loss(r.report, "kineto_dropped_records"), 12);
   EXPECT_EQ(r.report.notes["kineto_loss_lines"].size(), 2u);
+  EXPECT_EQ(loss(r.report, "kineto_log_unread_bytes"), 0);
+
+  // Past the run's bound, the rest of stderr may hold Kineto's drop lines: counted as loss,
+  // under the bound the run gives (the free space's), not a size of the method's own.
+  const uint64_t size = fs::file_size(err);
+  const TracerReport cut = convert_torchprof_output(dir, dir / "cut.msgpack.zst", kClock, size - 40, err);
+  EXPECT_GT(loss(cut, "kineto_log_unread_bytes"), 0) << cut.loss.dump();
+  EXPECT_NE(cut.notes.value("program_stderr", std::string()).find("bytes only"), std::string::npos) << cut.notes.dump();
 }
 
 TEST(TorchprofRun, AForkedChildIsSaidNotTraced) {

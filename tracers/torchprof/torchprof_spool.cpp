@@ -21,7 +21,6 @@ using json = nlohmann::json;
 namespace {
 
 constexpr size_t kMaxStatusBytes = size_t(64) << 10;
-constexpr uint64_t kMaxStderrBytes = uint64_t(256) << 20;
 
 // "torchprof.<digits><suffix>" -> the pid; -1 for any other name.
 int64_t pid_in(const std::string& name, const std::string& suffix) {
@@ -116,10 +115,10 @@ std::map<int64_t, SpooledProcess> read_spool(const fs::path& dir) {
   return out;
 }
 
-KinetoLossLines read_kineto_loss_lines(const fs::path& program_stderr) {
+KinetoLossLines read_kineto_loss_lines(const fs::path& program_stderr, uint64_t max_bytes) {
   KinetoLossLines out;
   if (program_stderr.empty()) return out;
-  BoundedLines lines(program_stderr, kMaxStderrBytes);
+  BoundedLines lines(program_stderr, max_bytes);
   if (!lines.is_open()) {
     out.unread = lines.why();
     return out;
@@ -142,6 +141,7 @@ KinetoLossLines read_kineto_loss_lines(const fs::path& program_stderr) {
     }
     if (loss && out.examples.size() < 5) out.examples.push_back(shown(line, 300));
   }
+  out.unread_bytes = int64_t(lines.unread_bytes());
   if (lines.unread_bytes() > 0)
     out.unread = "read the first " + std::to_string(lines.bytes_read()) + " bytes only (" + lines.bound_hit() + " bound)";
   return out;

@@ -38,7 +38,12 @@ struct KinetoLossLines {
   int64_t stopped_tracing = 0, dropped_records = 0;
   std::vector<std::string> examples;
   std::string unread;  // why the file was not read, or past what bound
+  // Bytes of the program's stderr past `max_bytes`: Kineto's lines there are unseen, so
+  // they are counted as loss (kineto_log_unread_bytes), never a clean "no drops".
+  int64_t unread_bytes = 0;
 };
-KinetoLossLines read_kineto_loss_lines(const std::filesystem::path& program_stderr);
+// `max_bytes`: the run's bound on what the method reads (HostFacts::max_trace_bytes, from the
+// free space under --out), not a fixed size.
+KinetoLossLines read_kineto_loss_lines(const std::filesystem::path& program_stderr, uint64_t max_bytes);
 
 }  // namespace cudatrace

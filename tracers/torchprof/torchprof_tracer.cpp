@@ -235,7 +235,7 @@ TracerReport convert_torchprof_output(const fs::path& dir, const fs::path& event
   if (c.out) c.out->close();
   const RunTally& t = c.t;
   judge_layers(t, spool.size(), report);
-  const KinetoLossLines kineto = read_kineto_loss_lines(program_stderr);
+  const KinetoLossLines kineto = read_kineto_loss_lines(program_stderr, max_bytes);
   // Kineto counts no drops in its trace: a trace missing or cut, what the bounds left
   // unread, and its own warnings on stderr stand for them.
   report.loss = {{"traces_missing", t.missing},
@@ -246,7 +246,8 @@ TracerReport convert_torchprof_output(const fs::path& dir, const fs::path& event
                  // Kineto writes its log into the trace as well as to stderr (torch 2.11 still
                  // does, after the events): the larger count, not the sum.
                  {"kineto_stopped_tracing", std::max(kineto.stopped_tracing, t.kineto_stopped_in_traces)},
-                 {"kineto_dropped_records", kineto.dropped_records}};
+                 {"kineto_dropped_records", kineto.dropped_records},
+                 {"kineto_log_unread_bytes", kineto.unread_bytes}};
   fill_notes(t, kineto, report);
   // Kineto stamps unix time through its own TSC clock; the offset to CLOCK_MONOTONIC is ours.
   report.notes["clock"] = "Kineto's unix time (us) + CLOCK_REALTIME - CLOCK_MONOTONIC offset, +-1 ms";
@@ -281,9 +282,10 @@ std::optional<std::map<std::string, int64_t>> TorchprofTracer::loss_without_even
     if (p.trace.empty() && phase_profiled(p.phase)) ++loss["traces_missing"];
     if (p.trace_tmp) ++loss["traces_cut"];
   }
-  const KinetoLossLines kineto = read_kineto_loss_lines(run_dir / "stderr.txt");
+  const KinetoLossLines kineto = read_kineto_loss_lines(run_dir / "stderr.txt", max_bytes_);
   loss["kineto_stopped_tracing"] = kineto.stopped_tracing;
   loss["kineto_dropped_records"] = kineto.dropped_records;
+  loss["kineto_log_unread_bytes"] = kineto.unread_bytes;
   return loss;
 }
 
