@@ -23,4 +23,8 @@ std::string why_not_readable_as_untrusted(const struct stat& st);
 // `size`, when given, gets the file's size at the check (for a reader's bound).
 std::ifstream open_untrusted(const std::filesystem::path& path, std::string* why = nullptr, uint64_t* size = nullptr);
 
+// The same check, for a reader of its own: the open descriptor (the caller closes it), or -1
+// with `why` set ("a symbolic link" for a link). `size` as above.
+int open_untrusted_fd(const std::filesystem::path& path, std::string* why = nullptr, uint64_t* size = nullptr);
+
 }  // namespace cudatrace

@@ -31,24 +31,11 @@ bool structural_or_space(char c) {
 
 UntrustedJsonInput::UntrustedJsonInput(const std::filesystem::path& file, uint64_t max_bytes, size_t max_string)
     : left_(max_bytes), max_string_(max_string) {
-  const int fd = open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) {
-    why_ = errno == ELOOP ? "a symbolic link" : std::strerror(errno);
-    return;
-  }
-  struct stat st {};
-  if (fstat(fd, &st) != 0) {
-    why_ = std::strerror(errno);
-    close(fd);
-    return;
-  }
-  if (std::string refused = why_not_readable_as_untrusted(st); !refused.empty()) {
-    why_ = refused;
-    close(fd);
-    return;
-  }
+  uint64_t size = 0;
+  const int fd = open_untrusted_fd(file, &why_, &size);
+  if (fd < 0) return;
   fd_ = fd;
-  size_ = uint64_t(st.st_size);
+  size_ = size;
   raw_.resize(kSlice + 4);
 }
 

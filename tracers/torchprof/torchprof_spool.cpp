@@ -36,18 +36,14 @@ int64_t pid_in(const std::string& name, const std::string& suffix) {
 
 // The whole of a small file the program wrote, or why not.
 bool read_small(const fs::path& file, std::string& text, std::string& why) {
-  const int fd = open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) {
-    why = errno == ELOOP ? "a symbolic link" : std::strerror(errno);
-    return false;
-  }
-  struct stat st {};
-  bool ok = fstat(fd, &st) == 0;
-  if (ok) why = why_not_readable_as_untrusted(st);
-  if (ok && why.empty() && uint64_t(st.st_size) > kMaxStatusBytes) why = "larger than 64 KiB";
-  ok = ok && why.empty();
+  why.clear();
+  uint64_t size = 0;
+  const int fd = open_untrusted_fd(file, &why, &size);
+  if (fd < 0) return false;
+  if (size > kMaxStatusBytes) why = "larger than 64 KiB";
+  const bool ok = why.empty();
   if (ok) {
-    text.resize(size_t(st.st_size));
+    text.resize(size_t(size));
     size_t got = 0;
     while (got < text.size()) {
       const ssize_t n = read(fd, text.data() + got, text.size() - got);
