@@ -23,15 +23,6 @@ uint64_t half_free_space(const std::filesystem::path& dir) {
   return std::max(uint64_t(st.f_bavail) * uint64_t(st.f_frsize) / 2, uint64_t(64) << 20);
 }
 
-uint64_t available_memory_bytes() {
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key;
-  uint64_t kib = 0;
-  while (meminfo >> key && key != "MemAvailable:") meminfo.ignore(256, '\n');
-  if (key == "MemAvailable:") meminfo >> kib;
-  return kib * 1024;
-}
-
 std::string utc_now(const char* strftime_format) {
   char buf[64];
   std::time_t t = std::time(nullptr);

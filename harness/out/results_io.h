@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/machine.h"  // available_memory_bytes, for the bounds that scale with the memory
+
 namespace cudatrace {
 
 std::string utc_now(const char* strftime_format);
@@ -18,9 +20,6 @@ std::string utc_now(const char* strftime_format);
 // full fails the runs' own writes, which say so): what a run may read of a method's files
 // when the user sets no --max-trace-bytes.
 uint64_t half_free_space(const std::filesystem::path& dir);
-// MemAvailable now, in bytes (0 where /proc/meminfo does not say): what bounds on what the
-// harness holds in memory scale with.
-uint64_t available_memory_bytes();
 
 // Writes to PATH.tmp (created exclusively, never through a link) and renames over PATH.
 // Throws WriteError with the path and the system's reason; no .tmp is left behind.

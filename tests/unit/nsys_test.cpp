@@ -191,6 +191,16 @@ TEST(NsysCapture, RefusesLinksNonDatabasesAndUnknownLayouts) {
   sqlite3_close(db);
   const std::string error = read_capture(real, 0).error;
   EXPECT_NE(error.find("correlationId"), std::string::npos) << error;
+
+  // Over what it may take in memory (half the memory available, here given): refused whole,
+  // with the sizes; and a second hard link, as every file the program's user wrote.
+  const fs::path big = make_capture(temp_dir("nsys"));
+  const std::string over =
+      read_nsys_capture(big, 0, [](Event&&) {}, fs::file_size(big) - 1).error;
+  EXPECT_NE(over.find("it may take in memory"), std::string::npos) << over;
+  const fs::path second = dir / "second.sqlite";
+  fs::create_hard_link(big, second);
+  EXPECT_NE(read_capture(second, 0).error.find("hard links"), std::string::npos) << read_capture(second, 0).error;
 }
 
 TEST(NsysCapture, RuntimeVersionSuffixesGoDriverRevisionsStay) {

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -15,6 +16,8 @@
 
 #include "common/cuda_names.h"
 #include "common/device_id.h"
+#include "common/machine.h"
+#include "common/untrusted_file.h"
 
 namespace cudatrace {
 
@@ -23,8 +26,10 @@ namespace {
 // The database is the program's user's file, read by root: it is read whole through one
 // descriptor opened without following a link and handed to SQLite as memory
 // (sqlite3_deserialize), so SQLite never opens a path the user could swap. A bound keeps a
-// runaway capture from taking the machine's memory.
-constexpr uint64_t kMaxDatabaseBytes = uint64_t(4) << 30;
+// runaway capture from taking the machine's memory: half of what is available, at least
+// 1 GiB (it was a fixed 4 GiB, which a long run's capture outgrows on a large host and a
+// small host cannot hold).
+uint64_t database_bound() { return std::max<uint64_t>(uint64_t(1) << 30, available_memory_bytes() / 2); }
 
 struct Database {
   sqlite3* h = nullptr;
@@ -53,18 +58,19 @@ struct Statement {
   }
 };
 
-void open_readonly_copy(const std::filesystem::path& file, Database& db) {
-  const int fd = open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) throw std::runtime_error("cannot open " + file.string() + ": " + std::strerror(errno));
+void open_readonly_copy(const std::filesystem::path& file, uint64_t max_bytes, Database& db) {
+  std::string why;
+  uint64_t size = 0;
+  const int fd = open_untrusted_fd(file, &why, &size);
+  if (fd < 0) throw std::runtime_error("cannot read " + file.string() + ": " + why);
   struct Close {
     int fd;
     ~Close() { close(fd); }
   } closer{fd};
-  struct stat st {};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) throw std::runtime_error(file.string() + " is not a regular file");
-  if (uint64_t(st.st_size) > kMaxDatabaseBytes)
-    throw std::runtime_error(file.string() + " is larger than 4 GiB: trace a shorter run");
-  const auto size = uint64_t(st.st_size);
+  if (size > max_bytes)
+    throw std::runtime_error(file.string() + " is " + std::to_string(size >> 20) + " MiB, over the " +
+                             std::to_string(max_bytes >> 20) + " MiB it may take in memory (half the memory " +
+                             "available): trace a shorter run, or on a machine with more memory");
   auto* bytes = static_cast<unsigned char*>(sqlite3_malloc64(size ? size : 1));
   if (!bytes) throw std::runtime_error("out of memory reading " + file.string());
   uint64_t got = 0;
@@ -303,11 +309,11 @@ void read_kernels(CaptureReading& c, const std::map<std::pair<int64_t, int64_t>,
 }  // namespace
 
 NsysCapture read_nsys_capture(const std::filesystem::path& sqlite_file, int64_t realtime_minus_monotonic_ns,
-                              const NsysEventSink& sink) {
+                              const NsysEventSink& sink, uint64_t max_database_bytes) {
   NsysCapture out;
   try {
     Database db;
-    open_readonly_copy(sqlite_file, db);
+    open_readonly_copy(sqlite_file, max_database_bytes ? max_database_bytes : database_bound(), db);
     CaptureReading c{db, tables_of(db.h), {}, 0, {}};
     if (!c.tables.count("TARGET_INFO_SESSION_START_TIME"))
       throw std::runtime_error("the capture has no TARGET_INFO_SESSION_START_TIME: its times cannot be put on the "

@@ -51,8 +51,10 @@ struct NsysCapture {
 // the harness; with the session's UTC start it puts nsys's session-relative times on the
 // harness's clock. The file is opened without following a link and read only.
 // `sink` gets runtime, driver and gpu-activity events, in the export's order per table.
+// `max_database_bytes`: what the database may take in memory; 0, half the memory available
+// (at least 1 GiB). A larger one is an error that says so: nothing of it is read.
 using NsysEventSink = std::function<void(Event&&)>;
 NsysCapture read_nsys_capture(const std::filesystem::path& sqlite_file, int64_t realtime_minus_monotonic_ns,
-                              const NsysEventSink& sink);
+                              const NsysEventSink& sink, uint64_t max_database_bytes = 0);
 
 }  // namespace cudatrace
