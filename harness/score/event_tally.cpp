@@ -2,19 +2,22 @@
 
 namespace cudatrace {
 
+NameCounter::LayerSlots& NameCounter::slots_of(const std::string& layer) {
+  for (auto& l : layers_)
+    if (l->layer == layer) return *l;
+  layers_.push_back(std::make_unique<LayerSlots>(LayerSlots{layer, &by_layer_[layer], {}}));
+  return *layers_.back();
+}
+
 void NameCounter::add(const Event& e) {
-  if (e.layer != last_layer_) {
-    last_layer_ = e.layer;
-    layer_slot_ = &by_layer_[e.layer];
-    slots_ = &slots_by_layer_[e.layer];
-  }
-  ++*layer_slot_;
-  if (auto it = slots_->find(e.name); it != slots_->end()) {
+  LayerSlots& l = slots_of(e.layer);
+  ++*l.count;
+  if (auto it = l.names.find(e.name); it != l.names.end()) {
     ++*it->second;
     return;
   }
   int64_t* slot = &by_name_[e.layer][e.name];
-  if (slots_->size() < 4096) slots_->emplace(e.name, slot);
+  if (l.names.size() < 4096) l.names.emplace(e.name, slot);
   ++*slot;
 }
 

@@ -6,8 +6,10 @@
 // pass did not end with the store whole, from the store afterwards.
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "common/event_io.h"
 #include "common/event_store.h"
@@ -27,10 +29,15 @@ class NameCounter {
  private:
   std::map<std::string, std::map<std::string, int64_t>>& by_name_;
   std::map<std::string, int64_t>& by_layer_;
-  std::map<std::string, std::unordered_map<std::string, int64_t*>> slots_by_layer_;
-  std::string last_layer_;
-  int64_t* layer_slot_ = nullptr;
-  std::unordered_map<std::string, int64_t*>* slots_ = nullptr;
+  // A run's few layers, each with its count and its names' slots: found by a short scan,
+  // since a CUPTI run alternates runtime and driver records and a one-entry cache misses.
+  struct LayerSlots {
+    std::string layer;
+    int64_t* count;
+    std::unordered_map<std::string, int64_t*> names;
+  };
+  LayerSlots& slots_of(const std::string& layer);
+  std::vector<std::unique_ptr<LayerSlots>> layers_;
 };
 
 class EventTally final : public EventTap {

@@ -342,6 +342,57 @@ cupti_record kernel_record(uint64_t corr) {
 
 // Streamed, kernels are joined whichever comes first: the kernel (its launch's batch not yet
 // handed over) or the launch; a driver launch alone joins once the runtime one cannot come.
+// The tracer hands calls over packed (no JSON per call, 10^8 of them); the events must be
+// those the whole-event path gives, field for field, args included.
+TEST(CuptiDecode, CallsHandedOverPackedAreTheEventsTheWholePathGives) {
+  cupti_record unknown = api(kCuptiDriverDomain, 99999, 4, 11, 4000, 0, {}, "some_kernel");
+  cupti_record on_device = api(kCuptiRuntimeDomain, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, 5, 12, 5000, 2, {64, 0xbeef});
+  on_device.flags |= CUPTI_F_DEVICE | (3u << CUPTI_DEVICE_SHIFT);
+  const std::vector<cupti_record> records = {
+      api(kCuptiRuntimeDomain, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, 2, 11, 2000, 1, {0x1000, 0x2000, 64, 1}),
+      api(kCuptiDriverDomain, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 3, 11, 3100, 0,
+          {0x5151, pack_dim3(4, 2, 1), pack_dim3(256, 1, 1), 0, 0}, "fake_kernel"),
+      api(kCuptiRuntimeDomain, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, 3, 11, 3000, 0,
+          {0x4242, pack_dim3(4, 2, 1), pack_dim3(256, 1, 1), 0, 0}, "fake_kernel"),
+      unknown, on_device};
+  CuptiDecodeStats whole_stats, packed_stats;
+  std::vector<Event> whole, packed;
+  {
+    CuptiRecordDecoder d(whole_stats, [&](Event&& e) { whole.push_back(std::move(e)); });
+    for (const auto& r : records) d.add(r);
+    d.finish();
+  }
+  {
+    CuptiRecordDecoder d(
+        packed_stats, [&](Event&& e) { packed.push_back(std::move(e)); }, 16, 16,
+        [&](const Event& e, const PackedArgs& args) {
+          packed.push_back(e);
+          packed.back().args = unpack_args(args.bytes());
+        });
+    for (const auto& r : records) d.add(r);
+    d.finish();
+  }
+  ASSERT_EQ(whole.size(), records.size());
+  ASSERT_EQ(packed.size(), whole.size());
+  for (size_t i = 0; i < whole.size(); ++i) {
+    SCOPED_TRACE(whole[i].name);
+    EXPECT_EQ(packed[i].layer, whole[i].layer);
+    EXPECT_EQ(packed[i].name, whole[i].name);
+    EXPECT_EQ(packed[i].ts, whole[i].ts);
+    EXPECT_EQ(packed[i].dur, whole[i].dur);
+    EXPECT_EQ(packed[i].tid, whole[i].tid);
+    EXPECT_EQ(packed[i].ret, whole[i].ret);
+    EXPECT_EQ(packed[i].corr, whole[i].corr);
+    EXPECT_EQ(packed[i].device, whole[i].device);
+    EXPECT_EQ(packed[i].args, whole[i].args);
+  }
+  EXPECT_EQ(whole[1].args.value("kernel", ""), "fake_kernel") << whole[1].args.dump();
+  EXPECT_EQ(whole[3].args, nlohmann::json({{"kernel", "some_kernel"}})) << "an id hooks.def does not lay out";
+  EXPECT_EQ(whole[4].device, 3);
+  EXPECT_EQ(packed_stats.unknown_callbacks, 1);
+  EXPECT_EQ(whole_stats.unknown_callbacks, 1);
+}
+
 TEST(CuptiDecode, KernelsJoinTheirLaunchInEitherOrderWithinBoundedWindows) {
   std::vector<Event> out;
   CuptiDecodeStats stats;

@@ -37,31 +37,6 @@ bool is_launch(const std::string& name) {
   return is_runtime_launch(c) || is_driver_launch(c);
 }
 
-Event api_event(const cupti_record& r, CuptiDecodeStats& stats) {
-  const uint32_t domain = uint32_t(r.id >> 32), cbid = uint32_t(r.id);
-  Event e;
-  e.layer = domain == kCuptiRuntimeDomain ? layer::kRuntime : layer::kDriver;
-  e.name = cupti_callback_name(domain, cbid);
-  if (e.name.rfind("cbid:", 0) == 0) ++stats.unknown_callbacks;
-  e.ts = int64_t(r.t0);
-  if (r.t0 != 0 && r.t1 >= r.t0) e.dur = int64_t(r.t1 - r.t0);
-  e.pid = r.pid;
-  e.tid = r.tid;
-  e.ret = r.ret;
-  e.corr = r.corr;
-  if (r.flags & CUPTI_F_DEVICE) e.device = int64_t(r.flags >> CUPTI_DEVICE_SHIFT);
-  const std::string kernel = text_of(r);
-  if (const CallInfo* call = find_call(e.name)) {
-    KernelNames names;  // the launch's kernel slot names the kernel CUPTI gave us
-    for (size_t i = 0; i < call->slots.size() && i < CUPTI_SLOTS; ++i)
-      if (call->slots[i].second == 'n' && !kernel.empty()) names[r.v[i]] = kernel;
-    e.args = decode_args(*call, reinterpret_cast<const uint64_t*>(r.v), names);
-  } else if (!kernel.empty()) {
-    e.args["kernel"] = kernel;  // a launch entry point hooks.def does not lay out
-  }
-  return e;
-}
-
 }  // namespace
 
 std::string cupti_callback_name(uint32_t domain, uint32_t cbid) {
@@ -78,8 +53,13 @@ std::string cupti_callback_name(uint32_t domain, uint32_t cbid) {
   return "cbid:" + std::to_string(domain) + ":" + std::to_string(cbid);
 }
 
-CuptiRecordDecoder::CuptiRecordDecoder(CuptiDecodeStats& stats, Sink sink, size_t max_launches, size_t max_waiting)
-    : stats_(stats), sink_(std::move(sink)), max_launches_(std::max<size_t>(1, max_launches)), max_waiting_(max_waiting) {}
+CuptiRecordDecoder::CuptiRecordDecoder(CuptiDecodeStats& stats, Sink sink, size_t max_launches, size_t max_waiting,
+                                       CallSink calls)
+    : stats_(stats),
+      sink_(std::move(sink)),
+      calls_(std::move(calls)),
+      max_launches_(std::max<size_t>(1, max_launches)),
+      max_waiting_(max_waiting) {}
 
 void CuptiRecordDecoder::add(const cupti_record& r) {
   if (batch_.slots > 0) {
@@ -170,14 +150,65 @@ void CuptiRecordDecoder::add_batched(const cupti_record& r) {
   if (batch_.calls == 0) clock_ = {};  // a batch's clock maps its own calls only
 }
 
+const CuptiRecordDecoder::CallKind& CuptiRecordDecoder::kind_of(uint64_t id) {
+  auto [it, fresh] = kinds_.try_emplace(id);
+  if (fresh) {
+    CallKind& k = it->second;
+    const uint32_t domain = uint32_t(id >> 32);
+    k.name = cupti_callback_name(domain, uint32_t(id));
+    k.call = find_call(k.name);
+    k.runtime = domain == kCuptiRuntimeDomain;
+    k.launch = is_launch(k.name);
+  }
+  return it->second;
+}
+
+// The launch's kernel slot names the kernel CUPTI gave us; a launch entry point hooks.def
+// does not lay out still carries it, as its only argument.
+void CuptiRecordDecoder::pack_call_args(const cupti_record& r, const CallKind& kind) {
+  const std::string_view kernel =
+      (r.flags & CUPTI_F_TEXT) ? std::string_view(r.text, strnlen(r.text, sizeof r.text)) : std::string_view();
+  if (kind.call) {
+    kernel_names_.clear();
+    if (!kernel.empty())
+      for (size_t i = 0; i < kind.call->slots.size() && i < CUPTI_SLOTS; ++i)
+        if (kind.call->slots[i].second == 'n') kernel_names_[r.v[i]] = std::string(kernel);
+    pack_args(*kind.call, reinterpret_cast<const uint64_t*>(r.v), kernel_names_, packed_);
+  } else if (!kernel.empty()) {
+    packed_.start(1);
+    packed_.key("kernel");
+    packed_.text(kernel);
+  } else {
+    packed_.start(0);
+  }
+}
+
 void CuptiRecordDecoder::add_call(cupti_record call) {
   ++stats_.api_calls;
   if (call.flags & CUPTI_F_TICKS) to_ns(call);
-  Event e = api_event(call, stats_);
-  const bool launch = e.corr && is_launch(e.name);
-  const bool runtime = e.layer == layer::kRuntime;
-  emit(std::move(e));  // before the kernels that may join it
-  if (launch) remember_launch(call.pid, call.tid, call.corr, call.id, runtime);
+  const CallKind& kind = kind_of(call.id);
+  if (kind.name.rfind("cbid:", 0) == 0) ++stats_.unknown_callbacks;
+  Event& e = call_;
+  e.layer = kind.runtime ? layer::kRuntime : layer::kDriver;
+  e.name = kind.name;
+  e.ts = int64_t(call.t0);
+  e.dur = call.t0 != 0 && call.t1 >= call.t0 ? std::optional<int64_t>(int64_t(call.t1 - call.t0)) : std::nullopt;
+  e.pid = call.pid;
+  e.tid = call.tid;
+  e.ret = call.ret;
+  e.corr = call.corr;
+  e.device = call.flags & CUPTI_F_DEVICE ? std::optional<int64_t>(int64_t(call.flags >> CUPTI_DEVICE_SHIFT)) : std::nullopt;
+  set_device_id(e);
+  pack_call_args(call, kind);
+  // Before the kernels that may join it.
+  if (calls_) {
+    calls_(e, packed_);
+  } else {
+    Event whole = e;
+    whole.args = unpack_args(packed_.bytes());
+    sink_(std::move(whole));
+  }
+  if (kind.launch) remember_launch(call.pid, call.tid, call.corr, call.id, kind.runtime);
 }
 
 // The line through the batch's two (ticks, ns) points. Its calls began after the first point
@@ -265,9 +296,14 @@ void CuptiRecordDecoder::emit_kernel(Event&& e, const Launch* by) {
   emit(std::move(e));
 }
 
-void CuptiRecordDecoder::emit(Event&& e) {
+void CuptiRecordDecoder::set_device_id(Event& e) const {
+  e.device_id.clear();
   if (e.device)
     if (auto it = bus_id_of_.find({e.pid, *e.device}); it != bus_id_of_.end()) e.device_id = it->second;
+}
+
+void CuptiRecordDecoder::emit(Event&& e) {
+  set_device_id(e);
   sink_(std::move(e));
 }
 

@@ -14,6 +14,8 @@
 
 #include "tracers/cupti/cupti_event.h"
 #include "common/event.h"
+#include "common/packed_args.h"
+#include "tracers/call_args.h"
 
 namespace cudatrace {
 
@@ -60,11 +62,15 @@ struct CuptiDecodeStats {
 // driver launch inside it): the launches seen last are remembered, at most `max_launches`,
 // and a kernel whose launch has not come yet (its thread's batch not handed over) waits,
 // at most `max_waiting` of them. Memory: those two windows, whatever the run's length.
+// API calls, the bulk of a run (10^8 of them), go to `calls` with their args packed as the
+// store keeps them, from one event the decoder reuses: no JSON object and no allocation per
+// call. Kernels, and the calls where `calls` is not given, go to `sink` whole.
 class CuptiRecordDecoder {
  public:
   using Sink = std::function<void(Event&&)>;
+  using CallSink = std::function<void(const Event&, const PackedArgs&)>;
   CuptiRecordDecoder(CuptiDecodeStats& stats, Sink sink, size_t max_launches = size_t(1) << 20,
-                     size_t max_waiting = size_t(1) << 16);
+                     size_t max_waiting = size_t(1) << 16, CallSink calls = nullptr);
   void add(const cupti_record& r);
   void finish();  // the kernels still waiting go out unjoined
 
@@ -72,6 +78,12 @@ class CuptiRecordDecoder {
   using Key = std::pair<uint32_t, uint64_t>;  // (pid, correlation id)
   struct KeyHash {
     size_t operator()(const Key& k) const { return std::hash<uint64_t>()(k.second * 0x9E3779B97F4A7C15ull ^ k.first); }
+  };
+  // What a (domain, cbid) stands for, looked up once per id rather than by name per call.
+  struct CallKind {
+    std::string name;
+    const CallInfo* call = nullptr;  // its argument layout, where hooks.def has one
+    bool runtime = false, launch = false;
   };
   struct Launch {
     uint32_t tid;
@@ -93,6 +105,9 @@ class CuptiRecordDecoder {
   };
   void set_clock(const cupti_record& r);
   void add_call(cupti_record call);
+  const CallKind& kind_of(uint64_t id);
+  void pack_call_args(const cupti_record& r, const CallKind& kind);
+  void set_device_id(Event& e) const;
   void add_batched(const cupti_record& r);
   void to_ns(cupti_record& call);
   const Launch* known_launch(const Key& key) const;
@@ -103,6 +118,11 @@ class CuptiRecordDecoder {
 
   CuptiDecodeStats& stats_;
   Sink sink_;
+  CallSink calls_;
+  std::unordered_map<uint64_t, CallKind> kinds_;
+  Event call_;          // the call being decoded: reused, so its strings keep their capacity
+  PackedArgs packed_;   // and its args
+  KernelNames kernel_names_;
   Batch batch_;
   TickClock clock_;
   size_t max_launches_, max_waiting_;

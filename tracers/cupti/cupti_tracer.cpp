@@ -72,7 +72,9 @@ TracerReport CuptiTracer::finish(const fs::path& run_dir) {
   uint64_t read = 0;
   {
     EventStoreWriter out(run_dir / kEventsFile);
-    CuptiRecordDecoder decoder(stats, [&out](Event&& e) { out.write(e); });
+    CuptiRecordDecoder decoder(
+        stats, [&out](Event&& e) { out.write(e); }, size_t(1) << 20, size_t(1) << 16,
+        [&out](const Event& e, const PackedArgs& args) { out.write(e, args); });
     read = for_each_spooled<cupti_record>(run_dir / "cupti.bin.zst", [&](const cupti_record& r) { decoder.add(r); }, cut);
     decoder.finish();
     out.close();
