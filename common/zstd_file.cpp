@@ -5,8 +5,10 @@
 #include <zstd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <stdexcept>
+#include <thread>
 
 namespace cudatrace {
 
@@ -118,14 +120,27 @@ int open_to_read(const std::filesystem::path& path) {
 }
 }  // namespace
 
-ZstdFileReader::ZstdFileReader(const std::filesystem::path& path)
-    : path_(path), fd_(open_to_read(path)), inflater_([this](char* into, size_t most) {
-        ssize_t n;
-        do n = ::read(fd_, into, most);
-        while (n < 0 && errno == EINTR);
-        if (n < 0) fail("read", path_, std::strerror(errno));
-        return size_t(n);
-      }) {}
+ZstdFileReader::ZstdFileReader(const std::filesystem::path& path) : ZstdFileReader(path, nullptr) {}
+
+ZstdFileReader::ZstdFileReader(const std::filesystem::path& path, std::function<bool()> writer_done)
+    : path_(path),
+      fd_(open_to_read(path)),
+      writer_done_(std::move(writer_done)),
+      inflater_([this](char* into, size_t most) { return read_some(into, most); }) {}
+
+size_t ZstdFileReader::read_some(char* into, size_t most) {
+  for (;;) {
+    // Asked before the read: a writer that closed the file after it wrote its last bytes
+    // leaves them to this read.
+    const bool done = !writer_done_ || writer_done_();
+    ssize_t n;
+    do n = ::read(fd_, into, most);
+    while (n < 0 && errno == EINTR);
+    if (n < 0) fail("read", path_, std::strerror(errno));
+    if (n > 0 || done) return size_t(n);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
 
 ZstdFileReader::~ZstdFileReader() {
   if (fd_ >= 0) ::close(fd_);

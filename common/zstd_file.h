@@ -77,6 +77,9 @@ class ZstdFileReader {
  public:
   // Opens `path` without following a link. Errors: "cannot read PATH: why".
   explicit ZstdFileReader(const std::filesystem::path& path);
+  // Reads a file another thread is still writing: at its current end the reader waits for
+  // more until `writer_done()` says the writer has closed it, then reads to the end.
+  ZstdFileReader(const std::filesystem::path& path, std::function<bool()> writer_done);
   ~ZstdFileReader();
   ZstdFileReader(const ZstdFileReader&) = delete;
   ZstdFileReader& operator=(const ZstdFileReader&) = delete;
@@ -85,8 +88,10 @@ class ZstdFileReader {
   bool take(size_t n, std::string_view& out);
 
  private:
+  size_t read_some(char* into, size_t most);
   std::filesystem::path path_;
   int fd_ = -1;
+  std::function<bool()> writer_done_;  // empty: the file is whole when opened
   ZstdInflater inflater_;
   std::string plain_;
   size_t pos_ = 0;

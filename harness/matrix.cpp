@@ -174,6 +174,10 @@ void describe_target(RunState& r, const RunContext& ctx, Target& target, Launch&
 // A tracer that throws fails the run with its reason; it never ends the matrix.
 void run_traced(RunState& r, const RunContext& ctx, Tracer& tracer, Launch& launch, const Target& target) {
   r.t_start = monotonic_ns();
+  // The run is counted as the tracer stores it, one pass and no second read of the store;
+  // a tracer that decodes while the program runs (cupti) opens its store before it starts.
+  r.tally = std::make_unique<EventTally>(bool(ctx.otlp), r.combo.workload.empty(), &ctx.host.devices);
+  ScopedEventTap tap(r.dir / kEventsFile, *r.tally);
   try {
     tracer.prepare(launch, target, r.dir);
     ChildSpec spec{launch, r.dir, ctx.opts.timeout_s, ctx.run_as};
@@ -196,10 +200,6 @@ void run_traced(RunState& r, const RunContext& ctx, Tracer& tracer, Launch& laun
       tracer.converted(c.status == ChildStatus::Exited && c.exit_code == 0,
                        convert.front() + ": " + c.detail + " (see " + (convert_dir / "stderr.txt").string() + ")");
     }
-    // The run is counted as the tracer stores it: one pass, not a second read of the store.
-    r.tally = std::make_unique<EventTally>(bool(ctx.otlp), r.combo.workload.empty(),
-                                           &ctx.host.devices);
-    ScopedEventTap tap(r.dir / kEventsFile, *r.tally);
     r.report = tracer.finish(r.dir);
   } catch (const std::exception& e) {
     r.report.error = e.what();

@@ -1,6 +1,7 @@
 #include "tracers/cupti/cupti_tracer.h"
 
 #include <cstdlib>
+#include <cstring>
 
 #include "common/clock.h"
 #include "common/event_io.h"
@@ -9,10 +10,30 @@
 #include "tracers/cupti/cupti_session.h"
 #include "tracers/ebpf/ring_option.h"
 #include "tracers/ebpf/ring_spool.h"
+#include "tracers/ebpf/spool_follower.h"
 
 namespace cudatrace {
 
 namespace fs = std::filesystem;
+
+// The store the run's records are decoded into as the spool grows. Declared in the order
+// they are built: the follower, last, is stopped first.
+struct CuptiLiveDecode {
+  CuptiDecodeStats stats;
+  EventStoreWriter out;
+  CuptiRecordDecoder decoder;
+  SpoolFollower follower;
+  explicit CuptiLiveDecode(const fs::path& run_dir)
+      : out(run_dir / kEventsFile),
+        decoder(
+            stats, [this](Event&& e) { out.write(e); }, size_t(1) << 20, size_t(1) << 16,
+            [this](const Event& e, const PackedArgs& args) { out.write(e, args); }),
+        follower(run_dir / "cupti.bin.zst", sizeof(cupti_record), [this](std::string_view bytes) {
+          cupti_record r;
+          std::memcpy(&r, bytes.data(), sizeof r);
+          decoder.add(r);
+        }) {}
+};
 
 CuptiOptions cupti_options(const std::map<std::string, std::string>& options) {
   std::map<std::string, std::string> ring;
@@ -48,13 +69,14 @@ void CuptiTracer::attach(pid_t child) {
   session_->attach(library_, per_call_);
   session_->trace_process(child);
   session_->start(run_dir_ / "cupti.bin.zst", max_spool_bytes_);
+  live_ = std::make_unique<CuptiLiveDecode>(run_dir_);
   probes_ = session_->probes();
   attach_ms_ = double(monotonic_ns() - t0) / 1e6;
 }
 
 TracerReport CuptiTracer::finish(const fs::path& run_dir) {
   TracerReport report;
-  if (!session_) {
+  if (!session_ || !live_) {
     report.error = "the cupti collector never started";
     return report;
   }
@@ -66,19 +88,15 @@ TracerReport CuptiTracer::finish(const fs::path& run_dir) {
   const std::string write_error = session_->spool_write_error();
   session_.reset();
 
-  // Read back in the ring's order and decoded as read (memory: the decoder's two windows).
-  CuptiDecodeStats stats;
-  std::string cut;
-  uint64_t read = 0;
-  {
-    EventStoreWriter out(run_dir / kEventsFile);
-    CuptiRecordDecoder decoder(
-        stats, [&out](Event&& e) { out.write(e); }, size_t(1) << 20, size_t(1) << 16,
-        [&out](const Event& e, const PackedArgs& args) { out.write(e, args); });
-    read = for_each_spooled<cupti_record>(run_dir / "cupti.bin.zst", [&](const cupti_record& r) { decoder.add(r); }, cut);
-    decoder.finish();
-    out.close();
-  }
+  // The rest of the spool, decoded in the ring's order as the run's first part was
+  // (memory: the decoder's two windows).
+  live_->follower.finish();
+  const uint64_t read = live_->follower.read();
+  const std::string cut = live_->follower.cut();
+  live_->decoder.finish();
+  live_->out.close();
+  const CuptiDecodeStats stats = live_->stats;
+  live_.reset();
   // CUDATRACE_KEEP_SPOOL=1 keeps the raw records (struct cupti_record, a zstd stream) for debugging a decode.
   if (!std::getenv("CUDATRACE_KEEP_SPOOL")) fs::remove(run_dir / "cupti.bin.zst");
 
@@ -143,6 +161,7 @@ TracerReport CuptiTracer::finish(const fs::path& run_dir) {
 void CuptiTracer::abandon(const fs::path& run_dir) {
   if (session_) session_->stop();
   session_.reset();
+  live_.reset();  // the partial store goes with the unclosed writer
   fs::remove(run_dir / "cupti.bin.zst");
 }
 

@@ -3,6 +3,9 @@
 // USDT probes (cupti_session.h). Sees every runtime and driver call CUPTI reports, with
 // arguments and return codes, and every kernel's GPU start and end, joined to its launch.
 // Needs root or CAP_BPF + CAP_PERFMON, and a GPU (the driver loads the library at cuInit).
+// The records are decoded into the run's store while the program runs, on a thread of the
+// collector's (tracers/ebpf/spool_follower.h): what is left after the program ends is the
+// tail the drain had not written yet.
 #include <memory>
 
 #include "tracers/cupti/cupti_injection.h"
@@ -10,6 +13,7 @@
 namespace cudatrace {
 
 class CuptiSession;
+struct CuptiLiveDecode;
 
 // "--set cupti.ring_mb=N" and "--set cupti.per_call=0|1"; throws std::invalid_argument.
 struct CuptiOptions {
@@ -34,6 +38,7 @@ class CuptiTracer final : public CuptiInjectionTracer {
   uint64_t max_spool_bytes_;
   std::filesystem::path run_dir_;
   std::unique_ptr<CuptiSession> session_;
+  std::unique_ptr<CuptiLiveDecode> live_;  // the spool decoded into the store as it is written
   double attach_ms_ = 0;
   size_t probes_ = 0;
 };
