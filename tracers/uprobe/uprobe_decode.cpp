@@ -205,15 +205,29 @@ UprobeCallDecoder::UprobeCallDecoder(const std::vector<ProbedFunction>& function
       stats_(stats),
       name_from_file_(std::move(name_from_file)),
       sink_(std::move(sink)),
-      max_waiting_(std::max<size_t>(1, max_waiting)) {
-  // What each probed function is, looked up once rather than per call.
-  known_.reserve(functions.size());
-  for (const auto& f : functions) {
-    const NamingCall* n = naming_call(f.symbol);
-    const CallInfo* info = find_call(f.symbol);
-    const ProbeSpec* spec = probe_spec(f.symbol);
+      max_waiting_(std::max<size_t>(1, max_waiting)) {}
+
+UprobeCallDecoder::UprobeCallDecoder(MoreFunctions more, DecodeStats& stats, NameFromFile name_from_file,
+                                     CallSink calls, size_t max_waiting)
+    : more_(std::move(more)),
+      stats_(stats),
+      name_from_file_(std::move(name_from_file)),
+      calls_(std::move(calls)),
+      max_waiting_(std::max<size_t>(1, max_waiting)) {}
+
+// What each probed function is, looked up once rather than per call.
+bool UprobeCallDecoder::known(unsigned fn) {
+  if (fn < known_.size()) return true;
+  if (fn >= functions_.size() && more_) more_(functions_.size(), functions_);
+  if (fn >= functions_.size()) return false;
+  while (known_.size() < functions_.size()) {
+    const std::string& symbol = functions_[known_.size()].symbol;
+    const NamingCall* n = naming_call(symbol);
+    const CallInfo* info = find_call(symbol);
+    const ProbeSpec* spec = probe_spec(symbol);
     known_.push_back({n, !n && info && spec ? info : nullptr, spec});
   }
+  return true;
 }
 
 void UprobeCallDecoder::learn_name(const uprobe_call& c, const NamingCall& n) {
@@ -240,7 +254,7 @@ void UprobeCallDecoder::learn_name(const uprobe_call& c, const NamingCall& n) {
 void UprobeCallDecoder::add(const uprobe_call& c) {
   ++stats_.records;
   const unsigned fn = UPROBE_COOKIE_FN(c.cookie);
-  if (fn >= functions_.size()) {
+  if (!known(fn)) {
     ++stats_.unknown_function;
     return;
   }
@@ -304,43 +318,45 @@ void UprobeCallDecoder::finish() {
   }
 }
 
+// Leaves out what was not captured (an out-parameter that could not be read), never a 0.
+void UprobeCallDecoder::pack_call_args(const uprobe_call& c, const Known& k) {
+  const CallInfo* info = k.info;
+  if (!info) return packed_.start(0);
+  const KernelNames& names = names_[c.pid];
+  uint64_t slots[kMaxArgSlots] = {};
+  bool complete = true;
+  const size_t n = std::min(k.spec->slots.size(), info->slots.size());
+  for (size_t i = 0; i < n; ++i) complete = slot_value(k.spec->slots[i], c, slots[i]) && complete;
+  if (complete) return pack_args(*info, slots, names, packed_);
+  CallInfo present{info->layer, info->name, {}};
+  uint64_t captured[kMaxArgSlots] = {};
+  for (size_t i = 0; i < n; ++i) {
+    uint64_t v;
+    if (!slot_value(k.spec->slots[i], c, v)) continue;
+    captured[present.slots.size()] = v;
+    present.slots.push_back(info->slots[i]);
+  }
+  pack_args(present, captured, names, packed_);
+}
+
 void UprobeCallDecoder::emit(const uprobe_call& c) {
   const unsigned fn = UPROBE_COOKIE_FN(c.cookie);
   const ProbedFunction& f = functions_[fn];
-  const Known& k = known_[fn];
-  Event e;
+  Event& e = call_;
   e.layer = f.layer;
   e.name = f.symbol;
   e.ts = int64_t(c.enter_ns);
-  if (c.flags & UPROBE_F_EXIT) {
-    e.dur = int64_t(c.exit_ns - c.enter_ns);
-    e.ret = int32_t(c.ret);
-  }
+  const bool has_exit = c.flags & UPROBE_F_EXIT;
+  e.dur = has_exit ? std::optional<int64_t>(int64_t(c.exit_ns - c.enter_ns)) : std::nullopt;
+  e.ret = has_exit ? std::optional<int64_t>(int32_t(c.ret)) : std::nullopt;
   e.pid = c.pid;
   e.tid = c.tid;
-  if (const CallInfo* info = k.info) {
-    const KernelNames& names = names_[c.pid];
-    uint64_t slots[kMaxArgSlots] = {};
-    bool complete = true;
-    const size_t n = std::min(k.spec->slots.size(), info->slots.size());
-    for (size_t i = 0; i < n; ++i) complete = slot_value(k.spec->slots[i], c, slots[i]) && complete;
-    if (complete) {
-      e.args = decode_args(*info, slots, names);
-    } else {
-      // Leave out what was not captured (an out-parameter that could not be read), never a 0.
-      CallInfo present{info->layer, info->name, {}};
-      uint64_t packed[kMaxArgSlots] = {};
-      for (size_t i = 0; i < n; ++i) {
-        uint64_t v;
-        if (!slot_value(k.spec->slots[i], c, v)) continue;
-        packed[present.slots.size()] = v;
-        present.slots.push_back(info->slots[i]);
-      }
-      e.args = decode_args(present, packed, names);
-    }
-  }
+  pack_call_args(c, known_[fn]);
   ++stats_.emitted;
-  sink_(std::move(e));
+  if (calls_) return calls_(e, packed_);
+  Event whole = e;
+  whole.args = unpack_args(packed_.bytes());
+  sink_(std::move(whole));
 }
 
 std::vector<Event> decode_uprobe_calls(std::vector<uprobe_call> calls, const std::vector<ProbedFunction>& functions,

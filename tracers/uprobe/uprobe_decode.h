@@ -79,11 +79,20 @@ using NameFromFile = std::function<std::string(uint64_t stub, uint64_t name_addr
 // Kernel names are learnt as the naming calls are read: a handle is named before it is
 // launched. Memory: the calls waiting for their outer call, at most `max_waiting`.
 struct NamingCall;  // a call that ties a kernel handle to a name (uprobe_decode.cpp)
+// Calls go to `calls` with their args packed as the store keeps them, from one event the
+// decoder reuses (10^8 calls: no JSON object and no allocation per call); where `calls` is
+// not given, to `sink` whole.
 class UprobeCallDecoder {
  public:
   using Sink = std::function<void(Event&&)>;
+  using CallSink = std::function<void(const Event&, const PackedArgs&)>;
+  // Appends the functions probed since the first `known` of them: the decoder runs while
+  // the program does, and a library mapped late brings new ones (at the end of the list).
+  using MoreFunctions = std::function<void(size_t known, std::vector<ProbedFunction>& into)>;
   UprobeCallDecoder(const std::vector<ProbedFunction>& functions, DecodeStats& stats, NameFromFile name_from_file,
                     Sink sink, size_t max_waiting = size_t(1) << 18);
+  UprobeCallDecoder(MoreFunctions more, DecodeStats& stats, NameFromFile name_from_file, CallSink calls,
+                    size_t max_waiting = size_t(1) << 18);
   void add(const uprobe_call& c);
   // Settles what still waits (its outer call never came).
   void finish();
@@ -94,16 +103,22 @@ class UprobeCallDecoder {
     const CallInfo* info;  // set only when its arguments are decoded
     const ProbeSpec* spec;
   };
+  bool known(unsigned fn);  // learns the functions up to `fn`; false: no such function
   void learn_name(const uprobe_call& c, const NamingCall& n);
   void settle(uint32_t tid);
   void emit(const uprobe_call& c);
+  void pack_call_args(const uprobe_call& c, const Known& k);
 
-  const std::vector<ProbedFunction>& functions_;
+  std::vector<ProbedFunction> functions_;
+  MoreFunctions more_;
   DecodeStats& stats_;
   NameFromFile name_from_file_;
   Sink sink_;
+  CallSink calls_;
   size_t max_waiting_;
   std::vector<Known> known_;
+  Event call_;         // the call being emitted: reused, so its strings keep their capacity
+  PackedArgs packed_;  // and its args
   std::unordered_map<uint32_t, KernelNames> names_;            // per process
   std::unordered_map<uint32_t, std::vector<uprobe_call>> waiting_;  // per thread
   size_t waiting_total_ = 0;

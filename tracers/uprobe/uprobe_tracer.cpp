@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <stdexcept>
 
@@ -12,6 +13,7 @@
 #include "common/event_io.h"
 #include "common/event_store.h"
 #include "tracers/ebpf/ring_spool.h"
+#include "tracers/ebpf/spool_follower.h"
 #include "tracers/pause_channel.h"
 #include "tracers/uprobe/load_follower.h"
 #include "tracers/uprobe/process_maps.h"
@@ -21,6 +23,24 @@ namespace cudatrace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
+
+// The store the run's records are decoded into as the spool grows. Declared in the order
+// they are built: the follower, last, is stopped first.
+struct UprobeLiveDecode {
+  DecodeStats stats;
+  EventStoreWriter out;
+  UprobeCallDecoder decoder;
+  SpoolFollower follower;
+  UprobeLiveDecode(const fs::path& run_dir, UprobeCallDecoder::MoreFunctions more, NameFromFile names)
+      : out(run_dir / kEventsFile),
+        decoder(std::move(more), stats, std::move(names),
+                [this](const Event& e, const PackedArgs& args) { out.write(e, args); }),
+        follower(run_dir / "uprobe.bin.zst", sizeof(uprobe_call), [this](std::string_view bytes) {
+          uprobe_call c;
+          std::memcpy(&c, bytes.data(), sizeof c);
+          decoder.add(c);
+        }) {}
+};
 
 UprobeTracer::UprobeTracer(uprobe_mode mode, uint64_t ring_bytes, uint64_t max_spool_bytes)
     : mode_(mode), ring_bytes_(ring_bytes), max_spool_bytes_(max_spool_bytes) {}
@@ -86,6 +106,14 @@ void UprobeTracer::attach(pid_t child) {
     throw std::runtime_error("no probe could be attached: " + (failures.empty() ? std::string("?") : failures[0].get<std::string>()));
   session_->trace_process(child);
   session_->start(run_dir_ / "uprobe.bin.zst", max_spool_bytes_);
+  live_ = std::make_unique<UprobeLiveDecode>(
+      run_dir_,
+      [this](size_t known, std::vector<ProbedFunction>& into) {
+        const std::lock_guard<std::mutex> lock(functions_mutex_);
+        into.insert(into.end(), plan_.functions.begin() + std::ptrdiff_t(std::min(known, plan_.functions.size())),
+                    plan_.functions.end());
+      },
+      kernel_names_from_executable(exe_));
   if (!loader_.empty()) {
     if (std::string why = session_->attach_loader(loader_.string(), loader_hook_offset_, loader_to_r_debug_); !why.empty())
       loader_why_not_ = "the probe on " + loader_.string() + " could not be attached (" + why +
@@ -157,7 +185,12 @@ void UprobeTracer::on_load(const uprobe_load_notice& n) {
     } else if (found.role != FileRole::None) {
       char how[96];
       std::snprintf(how, sizeof how, "mapped by pid %u, at its loader's notification %.1f ms after start", n.pid, at_ms);
-      if (ProbedFile* f = add_file_functions(plan_, found, m.path, how)) {
+      ProbedFile* f;
+      {
+        const std::lock_guard<std::mutex> lock(functions_mutex_);
+        f = add_file_functions(plan_, found, m.path, how);
+      }
+      if (f) {
         // The probes go on the descriptor's file: the path may name another file by now.
         json ignored;
         functions_failed_ += int64_t(attach_file(*f, "/proc/self/fd/" + std::to_string(fd), ignored));
@@ -180,7 +213,7 @@ TracerReport UprobeTracer::finish(const fs::path& run_dir) {
                                                                                      : "nothing to probe";
     return report;
   }
-  if (!session_) {
+  if (!session_ || !live_) {
     report.error = "the uprobe session never started";
     return report;
   }
@@ -204,19 +237,15 @@ TracerReport UprobeTracer::finish(const fs::path& run_dir) {
   const std::string write_error = session_->spool_write_error();
   session_.reset();  // everything detached before anything else can fail
 
-  // Read back in the ring's order and decoded as read: memory holds a slice of records and
-  // the calls that wait for their outer call, never the run's events.
-  DecodeStats stats;
-  std::string cut;
-  uint64_t read = 0;
-  {
-    EventStoreWriter out(run_dir / kEventsFile);
-    UprobeCallDecoder decoder(plan_.functions, stats, kernel_names_from_executable(exe_),
-                              [&out](Event&& e) { out.write(e); });
-    read = for_each_spooled<uprobe_call>(run_dir / "uprobe.bin.zst", [&](const uprobe_call& c) { decoder.add(c); }, cut);
-    decoder.finish();
-    out.close();
-  }
+  // The rest of the spool, decoded in the ring's order as the run's first part was: memory
+  // holds a slice of records and the calls that wait for their outer call, never the run's events.
+  live_->follower.finish();
+  const uint64_t read = live_->follower.read();
+  const std::string cut = live_->follower.cut();
+  live_->decoder.finish();
+  live_->out.close();
+  const DecodeStats stats = live_->stats;
+  live_.reset();
   // CUDATRACE_KEEP_SPOOL=1 keeps the raw records (struct uprobe_call, a zstd stream) for debugging a decode.
   if (!std::getenv("CUDATRACE_KEEP_SPOOL")) fs::remove(run_dir / "uprobe.bin.zst");
   report.loss["nested_calls_unfolded_past_window"] = stats.settled_over_window;
@@ -329,6 +358,7 @@ void UprobeTracer::abandon(const fs::path& run_dir) {
   stop_pausing();
   if (session_) session_->stop();
   session_.reset();
+  live_.reset();  // the partial store goes with the unclosed writer
   fs::remove(run_dir / "uprobe.bin.zst");
 }
 

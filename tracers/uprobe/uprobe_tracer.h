@@ -5,8 +5,10 @@
 // find them) are probed first; every other one a traced process maps — dlopen, a forked
 // child, an exec — is probed when it is mapped (load_follower.h). Needs root or
 // CAP_BPF + CAP_PERFMON. The probes see every process that maps those files; the BPF side
-// keeps only the target's process tree.
+// keeps only the target's process tree. The records are decoded into the run's store while
+// the program runs (tracers/ebpf/spool_follower.h).
 #include <memory>
+#include <mutex>
 
 #include "tracers/uprobe/uprobe_event.h"
 #include "tracers/tracer.h"
@@ -17,6 +19,7 @@ namespace cudatrace {
 class UprobeSession;
 class LoadFollower;
 class PauseChannel;
+struct UprobeLiveDecode;
 
 class UprobeTracer final : public Tracer {
  public:
@@ -41,6 +44,9 @@ class UprobeTracer final : public Tracer {
   uint64_t ring_bytes_;
   uint64_t max_spool_bytes_;
   ProbePlan plan_;
+  // plan_.functions grows on the load follower's thread while the live decoder reads it.
+  std::mutex functions_mutex_;
+  std::unique_ptr<UprobeLiveDecode> live_;  // the spool decoded into the store as it is written
   std::filesystem::path run_dir_;
   std::filesystem::path exe_;
   std::unique_ptr<UprobeSession> session_;

@@ -90,11 +90,14 @@ def main():
         if rss_mib > a.max_rss_mib:
             failures.append(f"{m}: harness peak RSS {rss_mib:.0f} MiB over {a.max_rss_mib}")
     print(f"{a.calls} calls, {a.threads} thread(s); skipped (cannot run here): {', '.join(skipped) or 'none'}")
-    print(f"{'method':8} {'events':>11} {'runtime':>11} {'after s':>8} {'events/s':>11} {'B/event':>8} "
+    # events/s: over the harness's time after the program; a method decoded while the
+    # program runs (cupti, uprobe) has only its tail left then, so `after %` says more.
+    print(f"{'method':8} {'events':>11} {'runtime':>11} {'after s':>8} {'after %':>8} {'events/s':>11} {'B/event':>8} "
           f"{'peak RSS':>9} {'program s':>9}  loss")
     for m, rec, rt, after, rate, bpe, rss, prog, wall, loss in rows:
         rss_text = f"{rss:.0f} MiB"
-        print(f"{m:8} {rec:>11} {rt:>11} {after:>8.2f} {rate:>11.0f} {bpe:>8.2f} {rss_text:>9} {prog:>9.2f}  "
+        share = f"{100 * after / prog:.0f}%" if prog > 0 else "-"
+        print(f"{m:8} {rec:>11} {rt:>11} {after:>8.2f} {share:>8} {rate:>11.0f} {bpe:>8.2f} {rss_text:>9} {prog:>9.2f}  "
               f"{loss or '-'}")
     for f in failures:
         print("FAIL:", f)
