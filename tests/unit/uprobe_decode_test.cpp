@@ -96,6 +96,51 @@ TEST(UprobeDecode, ArgumentsFromRegistersStackAndOutParameters) {
   EXPECT_EQ(*events[2].ret, 101);  // cudaError_t is 32 bits wide
 }
 
+// The tracer decodes while the program runs: calls go out packed, and the functions of a
+// library probed late reach the decoder only when asked for. The events are those of the
+// whole path, args included; a record of a function not probed (yet) is counted, not guessed.
+TEST(UprobeDecode, LiveDecodingPacksTheSameEventsAndLearnsLateFunctions) {
+  std::vector<ProbedFunction> fns{{"cudaMalloc", "runtime", "/lib", 0x10},
+                                  {"cuLaunchKernel", "driver", "/lib", 0x20},
+                                  {"cudaSetDevice", "runtime", "/lib", 0x30}};
+  uprobe_call m = call(0, 1000, 2000, 7, {0x7ffd0000, 4096});
+  m.out = 0xdead0000;
+  m.flags |= UPROBE_F_OUT;
+  const uprobe_call l = call(1, 3000, 4000, 7, {0xf00, 2, 3, 1, 128, 1, 1, 0x10, 0x5000});
+  const uprobe_call partial = call(0, 4500, 4600, 7, {0x10, 64}, 2);  // its out-parameter not read
+  const uprobe_call d = call(2, 5000, 6000, 7, {1});
+  const uprobe_call beyond = call(3, 7000, 8000, 7, {});
+  DecodeStats whole_stats, live_stats;
+  std::vector<Event> whole = decode_uprobe_calls({m, l, partial, d}, fns, whole_stats);
+  size_t offered = 1;  // the library with the other two functions is probed "later"
+  std::vector<Event> live;
+  UprobeCallDecoder decoder(
+      [&](size_t known, std::vector<ProbedFunction>& into) {
+        for (size_t i = known; i < offered; ++i) into.push_back(fns[i]);
+      },
+      live_stats, {}, [&](const Event& e, const PackedArgs& args) {
+        live.push_back(e);
+        live.back().args = unpack_args(args.bytes());
+      });
+  decoder.add(m);
+  offered = 3;
+  for (const uprobe_call& c : {l, partial, d, beyond}) decoder.add(c);
+  decoder.finish();
+  ASSERT_EQ(live.size(), whole.size());
+  for (size_t i = 0; i < live.size(); ++i) {
+    SCOPED_TRACE(whole[i].name);
+    EXPECT_EQ(live[i].name, whole[i].name);
+    EXPECT_EQ(live[i].layer, whole[i].layer);
+    EXPECT_EQ(live[i].ts, whole[i].ts);
+    EXPECT_EQ(live[i].dur, whole[i].dur);
+    EXPECT_EQ(live[i].ret, whole[i].ret);
+    EXPECT_EQ(live[i].args, whole[i].args);
+  }
+  EXPECT_FALSE(live[2].args.contains("ptr")) << live[2].args.dump();
+  EXPECT_EQ(live_stats.unknown_function, 1) << "function 3 was never probed";
+  EXPECT_EQ(whole_stats.unknown_function, 0);
+}
+
 TEST(UprobeDecode, OutParameterNotReadIsLeftOutNotInvented) {
   std::vector<ProbedFunction> fns{{"cudaMalloc", "runtime", "/lib", 0x10}};
   DecodeStats stats;
