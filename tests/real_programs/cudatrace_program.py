@@ -54,6 +54,21 @@ def step_done(sync=None):
     print(time.clock_gettime_ns(time.CLOCK_MONOTONIC), file=_step_file, flush=True)
 
 
+def steps_or_seconds_argument(default):
+    """The program's one optional argument: a count of steps, or a duration ("300s": steps
+    until that many seconds have passed since start-up ended), for runs long enough to show
+    what a tracer does at volume. Returns (steps, seconds), one of them None."""
+    if len(sys.argv) >= 2 and sys.argv[1].endswith("s"):
+        try:
+            seconds = float(sys.argv[1][:-1])
+        except ValueError:
+            seconds = 0
+        if not seconds > 0:
+            sys.exit(f"{os.path.basename(sys.argv[0])}: a duration is a positive number of seconds and 's', got {sys.argv[1]!r}")
+        return None, seconds
+    return count_argument(default), None
+
+
 def count_argument(default):
     """The program's one optional argument: how many steps or iterations to run."""
     if len(sys.argv) < 2:
