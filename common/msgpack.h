@@ -288,46 +288,68 @@ struct Decoder {
     throw EventFormatError("args is not a map");
   }
 
-  // The event fields, read without building JSON for them.
-  std::optional<int64_t> opt_int(const char* what) {
+  // The event fields, read without building JSON for them. An integer or nil: false for
+  // nil. Not a std::optional returned: its flag byte, stored alone and then read back with
+  // the value as one word, stalled every field (store forwarding; 7% of the scoring).
+  bool int_or_nil(int64_t& v, const char* what) {
     if (p >= end) throw NeedMore{};
     const uint8_t b = *p;
-    if (b == 0xc0) return ++p, std::nullopt;
-    if (b < 0x80) return ++p, int64_t(b);
-    if (b >= 0xe0) return ++p, int64_t(int8_t(b));
+    if (b < 0x80) return ++p, v = int64_t(b), true;
+    if (b >= 0xe0) return ++p, v = int64_t(int8_t(b)), true;
+    if (b == 0xc0) return ++p, false;
     if (b >= 0xcc && b <= 0xce) {
       ++p;
-      return int64_t(be(1 << (b - 0xcc)));
+      return v = int64_t(be(1 << (b - 0xcc))), true;
     }
     if (b >= 0xd0 && b <= 0xd3) {
       ++p;
       const int n = 1 << (b - 0xd0);
       const uint64_t u = be(n);
-      return n == 1 ? int64_t(int8_t(u)) : n == 2 ? int64_t(int16_t(u)) : n == 4 ? int64_t(int32_t(u)) : int64_t(u);
+      v = n == 1 ? int64_t(int8_t(u)) : n == 2 ? int64_t(int16_t(u)) : n == 4 ? int64_t(int32_t(u)) : int64_t(u);
+      return true;
     }
-    const json v = value(0);
-    if (v.is_number_unsigned()) {
-      if (v.get<uint64_t>() > uint64_t(INT64_MAX)) throw EventFormatError(std::string(what) + " out of range");
-      return int64_t(v.get<uint64_t>());
+    const json j = value(0);
+    if (j.is_number_unsigned()) {
+      if (j.get<uint64_t>() > uint64_t(INT64_MAX)) throw EventFormatError(std::string(what) + " out of range");
+      return v = int64_t(j.get<uint64_t>()), true;
     }
-    if (!v.is_number_integer()) throw EventFormatError(std::string(what) + " is not an integer");
-    return v.get<int64_t>();
+    if (!j.is_number_integer()) throw EventFormatError(std::string(what) + " is not an integer");
+    return v = j.get<int64_t>(), true;
+  }
+  void opt_int_into(std::optional<int64_t>& out, const char* what) {
+    int64_t v = 0;
+    if (int_or_nil(v, what)) out = v;
+    else out.reset();
+  }
+  std::optional<int64_t> opt_int(const char* what) {
+    std::optional<int64_t> v;
+    opt_int_into(v, what);
+    return v;
   }
   int64_t int_field(const char* what) {
-    auto v = opt_int(what);
-    if (!v) throw EventFormatError(std::string(what) + " is missing");
-    return *v;
+    int64_t v = 0;
+    if (!int_or_nil(v, what)) throw EventFormatError(std::string(what) + " is missing");
+    return v;
   }
   std::string str_field(const char* what) {
+    std::string s;
+    str_into(s, what);
+    return s;
+  }
+  // Into `out`'s own buffer: no allocation per record once it has grown.
+  void str_into(std::string& out, const char* what) {
     if (p >= end) throw NeedMore{};
     if ((*p & 0xe0) == 0xa0) {
       const uint8_t n = *p & 0x1f;
-      ++p;
-      return bytes(n);
+      if (n > limits.max_string) throw EventFormatError("a string of " + std::to_string(n) + " bytes, over the bound");
+      if (uint64_t(end - p) < uint64_t(n) + 1) throw NeedMore{};
+      out.assign(reinterpret_cast<const char*>(p + 1), n);
+      p += n + 1;
+      return;
     }
     json v = value(0);
     if (!v.is_string()) throw EventFormatError(std::string(what) + " is not a string");
-    return std::move(v.get_ref<std::string&>());
+    out = std::move(v.get_ref<std::string&>());
   }
 };
 

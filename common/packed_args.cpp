@@ -95,7 +95,8 @@ json PackedValue::to_json() const {
 bool same_value(const PackedValue& a, const PackedValue& b) {
   using K = PackedValue::Kind;
   if (a.kind == K::kText && b.kind == K::kText)
-    return std::equal(a.text.begin(), a.text.end(), b.text.begin(), b.text.end(),
+    return a.text == b.text ||  // nearly always, and a compare of bytes, not a tolower per byte
+           std::equal(a.text.begin(), a.text.end(), b.text.begin(), b.text.end(),
                       [](char p, char q) { return std::tolower(uint8_t(p)) == std::tolower(uint8_t(q)); });
   if (a.kind == K::kInt && b.kind == K::kInt) return a.integer == b.integer;
   const bool an = a.kind == K::kInt || a.kind == K::kFloat, bn = b.kind == K::kInt || b.kind == K::kFloat;
@@ -138,7 +139,7 @@ bool PackedArgsView::Cursor::next(std::string_view& key, PackedValue& v) {
         (b == 0xcf && (d.end - d.p < 1 || d.p[0] < 0x80))) {
       d.p = at;
       v.kind = PackedValue::Kind::kInt;
-      v.integer = *d.opt_int("an argument");
+      d.int_or_nil(v.integer, "an argument");  // no std::optional: its flag byte stalled the load
     } else if (b == 0xcb) {
       const uint64_t bits = d.be(8);
       v.kind = PackedValue::Kind::kFloat;
