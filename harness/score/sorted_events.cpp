@@ -18,78 +18,161 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A record: the key's fields first (so that a merge reads them without the rest), then the
-// event's other fields, then its strings, each after its length. Native byte order: the
-// files are read back by the process that wrote them.
-constexpr size_t kKeyBytes = 8 + 8 + 8 + 4;
-enum : uint8_t { kHasDur = 1, kHasRet = 2, kHasDevice = 4 };
+// A record, after its length: the key's fields first (so that a merge reads them without
+// the rest), then a byte of flags; a key alone ends there. Then the event's other fields
+// (dur, ret and device only where present), its layer, name and bus id by number
+// (SortedEvents::Names), and its packed args after their length. Numbers are varints
+// (signed ones zigzagged): every byte of a record is a byte to compress, and a call's
+// fields are mostly small; the length before a record is 4 bytes, native order (the files
+// are read back by the process that wrote them).
+enum : uint8_t { kHasDur = 1, kHasRet = 2, kHasDevice = 4, kKeyOnly = 8 };
+constexpr uint64_t kInline = 0;  // a string past the table's bound, in the record; else its number + 1
+constexpr size_t kMostFixed = 10 * 10 + 1;  // a record's bytes before its strings and args, at most
 
-template <class T>
-void put(std::string& out, T v) {
-  out.append(reinterpret_cast<const char*>(&v), sizeof v);
+char* put_varint(char* w, uint64_t v) {
+  while (v >= 0x80) *w++ = char(uint8_t(v) | 0x80), v >>= 7;
+  *w++ = char(v);
+  return w;
 }
-void put_text(std::string& out, std::string_view s) {
-  put(out, uint32_t(s.size()));
-  out.append(s);
-}
+char* put_signed(char* w, int64_t v) { return put_varint(w, (uint64_t(v) << 1) ^ uint64_t(v >> 63)); }
 
 struct RecordReader {
   const char* p;
   const char* end;
-  template <class T>
-  T get() {
-    if (size_t(end - p) < sizeof(T)) throw std::runtime_error("a sort record cut short");
-    T v;
-    std::memcpy(&v, p, sizeof v);
-    p += sizeof v;
-    return v;
+  [[noreturn]] static void cut() { throw std::runtime_error("a sort record cut short"); }
+  uint64_t varint() {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (p >= end) cut();
+      const uint8_t b = uint8_t(*p++);
+      v |= uint64_t(b & 0x7f) << shift;
+      if (b < 0x80) return v;
+    }
+    throw std::runtime_error("a sort record's number is too long");
   }
-  void text(std::string& out) {
-    const uint32_t n = get<uint32_t>();
-    if (size_t(end - p) < n) throw std::runtime_error("a sort record cut short");
-    out.assign(p, n);
+  int64_t signed_varint() {
+    const uint64_t z = varint();
+    return int64_t(z >> 1) ^ -int64_t(z & 1);
+  }
+  uint8_t byte() {
+    if (p >= end) cut();
+    return uint8_t(*p++);
+  }
+  std::string_view text() {
+    const uint64_t n = varint();
+    if (uint64_t(end - p) < n) cut();
+    const std::string_view v(p, size_t(n));
     p += n;
+    return v;
   }
 };
 
 SortedEvents::Key key_of(std::string_view record) {
   RecordReader r{record.data(), record.data() + record.size()};
   SortedEvents::Key k{};
-  k.tid = r.get<int64_t>();
-  k.ts = r.get<int64_t>();
-  k.seq = r.get<uint64_t>();
-  k.family = r.get<uint32_t>();
+  k.tid = r.signed_varint();
+  k.ts = r.signed_varint();
+  k.seq = r.varint();
+  k.family = uint32_t(r.varint());
   k.size = uint32_t(record.size());
   return k;
 }
 
-void decode(std::string_view record, SortedCall& out) {
+}  // namespace
+
+struct SortedEvents::Names {
+  // Bounds on what is held: a method's store may name each call differently.
+  static constexpr size_t kMost = size_t(1) << 12, kMostBytes = size_t(1) << 20;
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+  };
+  std::vector<std::string> list;
+  std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>> ids;
+  size_t bytes = 0;
+  uint32_t last[3] = {UINT32_MAX, UINT32_MAX, UINT32_MAX};  // per field: its last string's number
+
+  // Its number + 1, or kInline where the string is written in the record.
+  uint64_t ref(int field, std::string_view s) {
+    uint32_t& l = last[field];
+    if (l != UINT32_MAX && list[l] == s) return l + 1;
+    if (const auto it = ids.find(s); it != ids.end()) return (l = it->second) + 1;
+    if (list.size() >= kMost || bytes + s.size() > kMostBytes) return kInline;
+    bytes += s.size();
+    list.emplace_back(s);
+    ids.emplace(list.back(), uint32_t(list.size() - 1));
+    return (l = uint32_t(list.size() - 1)) + 1;
+  }
+  // `ref` as written; an inline string is read from the record.
+  void get(uint64_t ref, RecordReader& r, std::string& out) const {
+    if (ref == kInline) {
+      const std::string_view v = r.text();
+      out.assign(v.data(), v.size());
+    } else if (ref <= list.size()) {
+      out.assign(list[ref - 1]);
+    } else {
+      throw std::runtime_error("a sort record names no string it knows");
+    }
+  }
+};
+
+namespace {
+
+void decode(std::string_view record, const SortedEvents::Names& names, SortedCall& out) {
   RecordReader r{record.data(), record.data() + record.size()};
   Event& e = out.e;
-  e.tid = r.get<int64_t>();
-  e.ts = r.get<int64_t>();
-  out.seq = r.get<uint64_t>();
-  out.family = r.get<uint32_t>();
-  e.pid = r.get<int64_t>();
-  const uint8_t has = r.get<uint8_t>();
-  const int64_t dur = r.get<int64_t>(), ret = r.get<int64_t>(), device = r.get<int64_t>();
-  e.dur = has & kHasDur ? std::optional<int64_t>(dur) : std::nullopt;
-  e.ret = has & kHasRet ? std::optional<int64_t>(ret) : std::nullopt;
-  e.device = has & kHasDevice ? std::optional<int64_t>(device) : std::nullopt;
+  e.tid = r.signed_varint();
+  e.ts = r.signed_varint();
+  out.seq = r.varint();
+  out.family = uint32_t(r.varint());
+  const uint8_t has = r.byte();
+  if (has & kKeyOnly) return;
+  e.pid = r.signed_varint();
+  if (has & kHasDur) e.dur = r.signed_varint();
+  else e.dur.reset();
+  if (has & kHasRet) e.ret = r.signed_varint();
+  else e.ret.reset();
+  if (has & kHasDevice) e.device = r.signed_varint();
+  else e.device.reset();
   e.corr.reset();
-  r.text(e.layer);
-  r.text(e.name);
-  r.text(e.device_id);
-  r.text(out.args);
+  const uint64_t refs[3] = {r.varint(), r.varint(), r.varint()};
+  const uint64_t args_size = r.varint();
+  names.get(refs[0], r, e.layer);
+  names.get(refs[1], r, e.name);
+  names.get(refs[2], r, e.device_id);
+  if (uint64_t(r.end - r.p) != args_size) RecordReader::cut();
+  const std::string_view args(r.p, size_t(args_size));
+  out.args.assign(args.data(), args.size());
 }
 
 bool before(const SortedEvents::Key& a, const SortedEvents::Key& b) {
   return std::tie(a.tid, a.family, a.ts, a.seq) < std::tie(b.tid, b.family, b.ts, b.seq);
 }
 
+// A chunk in (tid, family, ts, seq) order. Where each lane's keys came in order, that is
+// the lanes in order, each lane's keys as they came (a stable partition); else a sort.
+void put_in_order(SortedEvents::Chunk& c) {
+  if (!c.in_lane_order) {
+    std::sort(c.keys.begin(), c.keys.end(), before);
+    return;
+  }
+  std::vector<uint32_t> lanes(c.lanes.size());
+  for (uint32_t i = 0; i < lanes.size(); ++i) lanes[i] = i;
+  std::sort(lanes.begin(), lanes.end(), [&](uint32_t a, uint32_t b) {
+    return std::tie(c.lanes[a].tid, c.lanes[a].family) < std::tie(c.lanes[b].tid, c.lanes[b].family);
+  });
+  std::vector<size_t> next(c.lanes.size());
+  size_t at = 0;
+  for (const uint32_t l : lanes) next[l] = at, at += c.lanes[l].count;
+  std::vector<SortedEvents::Key> out(c.keys.size());
+  for (const auto& k : c.keys) out[next[k.lane]++] = k;
+  c.keys.swap(out);
+}
+
 // A sorted file is read beside up to kFanIn others, each reader holding its window: 128 KiB,
 // not the 512 KiB zstd takes at level 1 (records a chunk apart compress no better).
 constexpr int kSortWindowLog = 17;
+constexpr int kSortLevel = -1;
 
 // A sorted file: each record after its length (native order: the files are read back by
 // the process that wrote them).
@@ -123,24 +206,52 @@ bool later(const std::unique_ptr<SortedEvents::Source>& a, const std::unique_ptr
   return before(b->key, a->key);
 }
 
-std::vector<std::unique_ptr<SortedEvents::Source>> open_sources(const std::vector<fs::path>& files) {
-  std::vector<std::unique_ptr<SortedEvents::Source>> heap;
-  for (const auto& f : files) {
-    auto s = std::make_unique<SortedEvents::Source>();
-    s->in = std::make_unique<ZstdFileReader>(f);
-    if (s->advance()) heap.push_back(std::move(s));
+}  // namespace
+
+// Sorted files merged a record at a time. The source that gave the last record stays out
+// of the heap while its next one is still the least: one comparison per record rather than
+// the heap's two per level, since a lane's records come in long stretches from one file (a
+// chunk holds a stretch of a ledger's thread, or a window of a store's time).
+struct SortedEvents::Merge {
+  std::vector<std::unique_ptr<Source>> heap;
+  std::unique_ptr<Source> current;
+
+  explicit Merge(const std::vector<fs::path>& files) {
+    for (const auto& f : files) {
+      auto s = std::make_unique<Source>();
+      s->in = std::make_unique<ZstdFileReader>(f);
+      if (s->advance()) heap.push_back(std::move(s));
+    }
+    std::make_heap(heap.begin(), heap.end(), later);
   }
-  std::make_heap(heap.begin(), heap.end(), later);
-  return heap;
-}
+  // The source whose head is the least of all, nullptr once all are done; its head is the
+  // next record until advance().
+  Source* least() {
+    if (current) {
+      if (heap.empty() || !before(heap.front()->key, current->key)) return current.get();
+      heap.push_back(std::move(current));
+      std::push_heap(heap.begin(), heap.end(), later);
+    }
+    if (heap.empty()) return nullptr;
+    std::pop_heap(heap.begin(), heap.end(), later);
+    current = std::move(heap.back());
+    heap.pop_back();
+    return current.get();
+  }
+  void advance() {
+    if (!current->advance()) current.reset();
+  }
+};
+
+namespace {
 
 }  // namespace
 
 SortedEvents::SortedEvents(fs::path spill_dir, std::string tag, size_t chunk)
-    : dir_(std::move(spill_dir)), tag_(std::move(tag)), chunk_(std::max<size_t>(chunk, 1)) {}
+    : dir_(std::move(spill_dir)), tag_(std::move(tag)), chunk_(std::max<size_t>(chunk, 1)), names_(std::make_unique<Names>()) {}
 
 SortedEvents::~SortedEvents() {
-  heap_.clear();  // closes the files before they go
+  merge_.reset();  // closes the files before they go
   // The threads still writing or merging finish first: they write into files listed here.
   // Their errors were the caller's to hear from next(); here they are past mattering.
   if (spilling_.valid()) spilling_.wait();
@@ -149,24 +260,75 @@ SortedEvents::~SortedEvents() {
   for (const auto& f : runs_) fs::remove(f, ec);
 }
 
+uint32_t SortedEvents::lane_of(int64_t tid, uint32_t family, int64_t ts, uint64_t seq) {
+  Chunk& c = chunk_held_;
+  if (!c.in_lane_order) return 0;
+  uint32_t i = last_lane_;
+  if (i == UINT32_MAX || c.lanes[i].tid != tid || c.lanes[i].family != family) {
+    const auto [it, fresh] = lane_ids_.try_emplace(LaneId{tid, family}, uint32_t(c.lanes.size()));
+    if (fresh) c.lanes.push_back({tid, family, 0, ts, seq});
+    i = last_lane_ = it->second;
+  }
+  Lane& l = c.lanes[i];
+  if (l.count > 0 && (ts < l.last_ts || (ts == l.last_ts && seq < l.last_seq))) c.in_lane_order = false;
+  l.last_ts = ts, l.last_seq = seq;
+  ++l.count;
+  return i;
+}
+
+namespace {
+char* put_key(char* w, int64_t tid, int64_t ts, uint64_t seq, uint32_t family) {
+  w = put_signed(w, tid);
+  w = put_signed(w, ts);
+  w = put_varint(w, seq);
+  return put_varint(w, family);
+}
+}  // namespace
+
 void SortedEvents::add(const Event& e, std::string_view packed_args, uint32_t family, uint64_t seq) {
   if (sealed_) throw std::logic_error("SortedEvents::add after seal or reading began");
   std::string& held = chunk_held_.held;
   const size_t at = held.size();
-  put(held, e.tid);
-  put(held, e.ts);
-  put(held, seq);
-  put(held, family);
-  put(held, e.pid);
-  put(held, uint8_t((e.dur ? kHasDur : 0) | (e.ret ? kHasRet : 0) | (e.device ? kHasDevice : 0)));
-  put(held, e.dur.value_or(0));
-  put(held, e.ret.value_or(0));
-  put(held, e.device.value_or(0));
-  put_text(held, e.layer);
-  put_text(held, e.name);
-  put_text(held, e.device_id);
-  put_text(held, packed_args);
-  chunk_held_.keys.push_back({e.tid, e.ts, seq, family, uint32_t(held.size() - at), at});
+  // The numbers go through a buffer of their own: one append, not one per field.
+  char fixed[sizeof(uint32_t) + kMostFixed];
+  char* w = put_key(fixed + sizeof(uint32_t), e.tid, e.ts, seq, family);
+  *w++ = char((e.dur ? kHasDur : 0) | (e.ret ? kHasRet : 0) | (e.device ? kHasDevice : 0));
+  w = put_signed(w, e.pid);
+  if (e.dur) w = put_signed(w, *e.dur);
+  if (e.ret) w = put_signed(w, *e.ret);
+  if (e.device) w = put_signed(w, *e.device);
+  const uint64_t refs[3] = {names_->ref(0, e.layer), names_->ref(1, e.name), names_->ref(2, e.device_id)};
+  for (const uint64_t r : refs) w = put_varint(w, r);
+  w = put_varint(w, packed_args.size());
+  held.append(fixed, size_t(w - fixed));
+  // Strings past the table's bound, in the order their references came.
+  const std::string* texts[3] = {&e.layer, &e.name, &e.device_id};
+  for (int i = 0; i < 3; ++i)
+    if (refs[i] == kInline) {
+      char n[10];
+      held.append(n, size_t(put_varint(n, texts[i]->size()) - n));
+      held.append(*texts[i]);
+    }
+  held.append(packed_args);
+  finish_record(at, e.tid, e.ts, family, seq);
+}
+
+void SortedEvents::add_key(int64_t tid, int64_t ts, uint32_t family, uint64_t seq) {
+  if (sealed_) throw std::logic_error("SortedEvents::add after seal or reading began");
+  std::string& held = chunk_held_.held;
+  const size_t at = held.size();
+  char fixed[sizeof(uint32_t) + kMostFixed];
+  char* w = put_key(fixed + sizeof(uint32_t), tid, ts, seq, family);
+  *w++ = char(kKeyOnly);
+  held.append(fixed, size_t(w - fixed));
+  finish_record(at, tid, ts, family, seq);
+}
+
+void SortedEvents::finish_record(size_t at, int64_t tid, int64_t ts, uint32_t family, uint64_t seq) {
+  std::string& held = chunk_held_.held;
+  const uint32_t n = uint32_t(held.size() - at - sizeof(uint32_t));
+  std::memcpy(held.data() + at, &n, sizeof n);
+  chunk_held_.keys.push_back({tid, ts, seq, family, uint32_t(held.size() - at), at, lane_of(tid, family, ts, seq)});
   ++added_;
   if (chunk_held_.keys.size() >= chunk_ || held.size() >= kChunkBytes) spill();
 }
@@ -183,6 +345,8 @@ void SortedEvents::wait_for_spill() {
   if (chunk_held_.keys.empty()) {  // its buffers, grown to a chunk's size, are filled next
     done.held.clear();
     done.keys.clear();
+    done.lanes.clear();
+    done.in_lane_order = true;
     chunk_held_ = std::move(done);
   }
 }
@@ -192,32 +356,30 @@ void SortedEvents::spill() {
   const fs::path file = new_file();
   runs_.push_back(file);  // removed by the destructor even if the write fails
   spilling_ = std::async(std::launch::async, [file, c = std::move(chunk_held_)]() mutable {
-    std::sort(c.keys.begin(), c.keys.end(), before);
-    ZstdFileWriter out(file, 1, kSortWindowLog);
-    for (const auto& k : c.keys) put_record(out, std::string_view(c.held.data() + k.at, k.size));
+    put_in_order(c);
+    ZstdFileWriter out(file, kSortLevel, kSortWindowLog);
+    for (const auto& k : c.keys) out.write(c.held.data() + k.at, k.size);  // its length and itself
     out.close();
     return std::move(c);
   });
   chunk_held_ = Chunk{};
+  lane_ids_.clear();
+  last_lane_ = UINT32_MAX;
 }
 
 namespace {
 
 // Merges `files` into `into` and removes them.
 void merge_files(const std::vector<fs::path>& files, const fs::path& into) {
-  std::vector<std::unique_ptr<SortedEvents::Source>> heap = open_sources(files);
-  ZstdFileWriter out(into, 1, kSortWindowLog);
-  while (!heap.empty()) {
-    std::pop_heap(heap.begin(), heap.end(), later);
-    put_record(out, heap.back()->head);
-    if (heap.back()->advance()) {
-      std::push_heap(heap.begin(), heap.end(), later);
-    } else {
-      heap.pop_back();
+  {  // its files closed before they go
+    SortedEvents::Merge merge(files);
+    ZstdFileWriter out(into, kSortLevel, kSortWindowLog);
+    while (SortedEvents::Source* s = merge.least()) {
+      put_record(out, s->head);
+      merge.advance();
     }
+    out.close();
   }
-  out.close();
-  heap.clear();
   std::error_code ec;
   for (const auto& f : files) fs::remove(f, ec);
 }
@@ -275,7 +437,7 @@ void SortedEvents::seal() {
   if (sealed_) return;
   sealed_ = true;
   if (runs_.empty()) {  // it all fitted: sorted in memory, no file
-    std::sort(chunk_held_.keys.begin(), chunk_held_.keys.end(), before);
+    put_in_order(chunk_held_);
     return;
   }
   if (!chunk_held_.keys.empty()) spill();
@@ -289,7 +451,7 @@ void SortedEvents::start_reading() {
   reading_ = true;
   if (runs_.empty()) return;
   merging_.get();  // rethrows a merge's error
-  heap_ = open_sources(runs_);
+  merge_ = std::make_unique<Merge>(runs_);
 }
 
 bool SortedEvents::next(SortedCall& out) {
@@ -300,18 +462,13 @@ bool SortedEvents::next(SortedCall& out) {
       return false;
     }
     const Key& k = chunk_held_.keys[next_held_++];
-    decode(std::string_view(chunk_held_.held.data() + k.at, k.size), out);
+    decode(std::string_view(chunk_held_.held.data() + k.at + sizeof(uint32_t), k.size - sizeof(uint32_t)), *names_, out);
     return true;
   }
-  if (heap_.empty()) return false;
-  std::pop_heap(heap_.begin(), heap_.end(), later);
-  Source& s = *heap_.back();
-  decode(s.head, out);
-  if (s.advance()) {
-    std::push_heap(heap_.begin(), heap_.end(), later);
-  } else {
-    heap_.pop_back();
-  }
+  Source* s = merge_->least();
+  if (!s) return false;
+  decode(s->head, *names_, out);
+  merge_->advance();
   return true;
 }
 

@@ -18,6 +18,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "common/event.h"
@@ -48,6 +49,8 @@ class SortedEvents {
   // Sorters whose calls are paired must number the families the same way: the order of
   // families is the order of their numbers. Throws where a spill file cannot be written.
   void add(const Event& e, std::string_view packed_args, uint32_t family, uint64_t seq);
+  // A key alone (the matcher's pairs): next() gives back its four fields and nothing else.
+  void add_key(int64_t tid, int64_t ts, uint32_t family, uint64_t seq);
   // After the last add(), optional: begins the merges now, in the background, so that they
   // run while the caller does other work (next() begins them otherwise).
   void seal();
@@ -61,17 +64,36 @@ class SortedEvents {
     int64_t tid, ts;
     uint64_t seq;
     uint32_t family;
-    uint32_t size;  // of its record
-    size_t at;      // where its record begins in the chunk
+    uint32_t size;  // of its record, its length before it included
+    size_t at;      // where its record (its length first) begins in the chunk
+    uint32_t lane;  // its (tid, family)'s index in Chunk::lanes, while those are in order
+  };
+  // A (tid, family) of a chunk, and its last key so far.
+  struct Lane {
+    int64_t tid;
+    uint32_t family;
+    uint32_t count;
+    int64_t last_ts;
+    uint64_t last_seq;
   };
   struct Source;  // one sorted file being merged, and its next record
-  // A chunk's records, back to back, and one key per record.
+  struct Merge;   // sorted files merged into one stream
+  // A chunk's records, back to back, and one key per record. A ledger's thread and a
+  // method's store come in time order: while each lane's keys arrive in order, the chunk is
+  // put in order by lane alone, in linear time (no comparison sort).
   struct Chunk {
     std::string held;
     std::vector<Key> keys;
+    std::vector<Lane> lanes;
+    bool in_lane_order = true;
   };
+  // The strings records repeat (layers, names, bus ids), each held once: a record names
+  // them by number. Past its bound a string is written in the record itself.
+  struct Names;
 
  private:
+  uint32_t lane_of(int64_t tid, uint32_t family, int64_t ts, uint64_t seq);
+  void finish_record(size_t at, int64_t tid, int64_t ts, uint32_t family, uint64_t seq);
   void spill();
   void wait_for_spill();  // rethrows what the chunk's writer threw
   std::filesystem::path new_file();
@@ -81,11 +103,22 @@ class SortedEvents {
   std::filesystem::path dir_;
   std::string tag_;
   size_t chunk_;
+  std::unique_ptr<Names> names_;  // only add() writes it, only next() reads it
   Chunk chunk_held_;           // the chunk being filled
+  struct LaneId {
+    int64_t tid;
+    uint32_t family;
+    bool operator==(const LaneId&) const = default;
+  };
+  struct LaneHash {
+    size_t operator()(const LaneId& l) const noexcept { return size_t((uint64_t(l.tid) * 0x9E3779B97F4A7C15ull) ^ l.family); }
+  };
+  std::unordered_map<LaneId, uint32_t, LaneHash> lane_ids_;  // the chunk's lanes by (tid, family)
+  uint32_t last_lane_ = UINT32_MAX;                           // the last add()'s, looked at first
   std::future<Chunk> spilling_;  // the chunk being written; its buffers come back for reuse
   std::vector<std::filesystem::path> runs_;  // sorted files; the merges' outputs before they are made
   std::future<void> merging_;                // seal()'s merges
-  std::vector<std::unique_ptr<Source>> heap_;  // merge sources, a min-heap by their head
+  std::unique_ptr<Merge> merge_;  // of the sorted files, once reading began
   size_t next_held_ = 0;
   bool sealed_ = false, reading_ = false;
   uint64_t added_ = 0;
