@@ -3,6 +3,7 @@
 // record is well-formed, the calls per name are exactly what the workload intended, and
 // (errors workload) every injected failure returned one of the codes it should. A run
 // whose processes each wrote a ledger (multiproc) is checked file by file.
+#include <array>
 #include <functional>
 #include <map>
 #include <optional>
@@ -42,7 +43,11 @@ class LedgerChecker {
  private:
   void problem(std::string p);
   void check_injected(const Event& e, std::string_view packed_args);
+  int64_t* count_of(const std::string& name);
   LedgerCheck c_;
+  std::array<std::pair<std::string, int64_t*>, 4> recent_{};  // names and their counts in c_.counts
+  size_t recent_next_ = 0;
+  std::optional<int64_t> last_tid_;  // in tids_
   std::optional<Event> header_;
   std::set<int64_t> tids_;
   bool too_many_tids_ = false, too_many_names_ = false;

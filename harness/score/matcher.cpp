@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cctype>
 #include <deque>
@@ -43,11 +44,27 @@ struct Scorer {
   // to case, see same_value).
   void compare(const Event& truth, std::string_view truth_args, const Event& seen, std::string_view seen_args) {
     const PackedArgsView got(seen_args);
+    // The method's args decoded once, not once per ledger arg (find() decodes them all from
+    // the start each time); looked up by key alone, first entry first, as find() does.
+    struct Entry {
+      std::string_view key;
+      PackedValue value;
+    };
+    std::array<Entry, 16> entries;
+    const size_t held = got.size() <= entries.size() ? got.size() : 0;
+    size_t n = 0;
+    if (held) got.each([&](std::string_view k, const PackedValue& v) { entries[n++] = {k, v}; });
+    const auto find = [&](std::string_view key) -> std::optional<PackedValue> {
+      if (!held) return got.find(key);
+      for (size_t i = 0; i < n; ++i)
+        if (entries[i].key == key) return entries[i].value;
+      return std::nullopt;
+    };
     PackedArgsView(truth_args).each([&](std::string_view key, const PackedValue& value) {
       // How the workload launched, what it expects, which injected step and which library
       // made the call: the ledger's notes, not arguments.
       if (key == "via" || key == "expect" || key == "step" || key == "by") return;
-      const auto it = got.find(key);
+      const auto it = find(key);
       if (!it) {
         ++score.args_undecoded;
         return;
@@ -188,6 +205,50 @@ struct Matcher::Impl {
   std::unique_ptr<CallLayer> syscall;
   uint64_t truth_seq = 0, seen_seq = 0;
   bool seen_begun = false;
+  // Per family, what each of the method's records would otherwise look up by name in a map
+  // (filled as families appear; the ledger is whole by then, so driver_families is too).
+  struct SeenFamily {
+    bool known = false, driver_unscored = false;
+    NameScore *runtime = nullptr, *driver = nullptr;
+  };
+  std::vector<SeenFamily> seen_families;
+  // The last few names' families: a ledger or a store repeats a handful of names, and a
+  // string compare is cheaper than a hash.
+  struct RecentName {
+    std::string name;
+    uint32_t family = 0;
+  };
+  std::array<RecentName, 4> recent;
+  size_t recent_next = 0;
+  uint32_t family_of_call(const std::string& name) {
+    for (const auto& r : recent)
+      if (r.name == name) return r.family;
+    RecentName& r = recent[recent_next++ % recent.size()];
+    r.family = families.of_call(name);
+    r.name = name;
+    return r.family;
+  }
+  SeenFamily& seen_family(uint32_t f) {
+    if (f >= seen_families.size()) seen_families.resize(f + 1);
+    SeenFamily& s = seen_families[f];
+    if (!s.known) {
+      s.known = true;
+      const std::string& family = families.name(f);
+      s.driver_unscored = driver_families.empty() ? !is_driver_launch(family) : !driver_families.count(family);
+    }
+    return s;
+  }
+  // Made at the family's first record that counts: a layer's by_name lists no other.
+  NameScore& runtime_seen(uint32_t f) {
+    SeenFamily& s = seen_family(f);
+    if (!s.runtime) s.runtime = &runtime->score.by_name[families.name(f)];
+    return *s.runtime;
+  }
+  NameScore& driver_seen(uint32_t f) {
+    SeenFamily& s = seen_family(f);
+    if (!s.driver) s.driver = &driver->score.by_name[driver_families.empty() ? "launch" : families.name(f)];
+    return *s.driver;
+  }
 
   std::unique_ptr<SortedEvents> sorter(const std::string& tag) const {
     return std::make_unique<SortedEvents>(opts.spill_dir, tag, opts.sort_chunk);
@@ -255,7 +316,7 @@ void Matcher::add_truth(const Event& t, std::string_view packed) {
   if (m.seen_begun) throw std::logic_error("Matcher::add_truth after add_seen");
   const uint64_t seq = m.truth_seq++;  // its place in the ledger: program order within a thread
   const bool call = t.layer == layer::kRuntime || t.layer == layer::kDriver;
-  const uint32_t by_name = call ? m.families.of_call(t.name) : 0;  // looked up once per record
+  const uint32_t by_name = call ? m.family_of_call(t.name) : 0;  // looked up once per record
   if (m.runtime && t.layer == layer::kRuntime) m.runtime->truth->add(t, packed, by_name, seq);
   if (m.driver && t.layer == layer::kDriver) {
     m.driver_families.insert(m.families.name(by_name));
@@ -341,15 +402,14 @@ void Matcher::add_seen(const Event& e, std::string_view packed) {
   if (e.is_meta()) return;
   if (m.runtime && e.layer == layer::kRuntime) {
     const bool internal = is_runtime_internal(e.name);
-    const uint32_t f = m.families.of_call(e.name);
-    if (!internal) ++m.runtime->score.by_name[m.families.name(f)].seen;
+    const uint32_t f = m.family_of_call(e.name);
+    if (!internal) ++m.runtime_seen(f).seen;
     m.seen_call(*m.runtime, e, packed, internal, f);
   } else if (m.driver && e.layer == layer::kDriver) {
     // Driver calls of families the program never makes itself are counted, not scored.
-    const uint32_t f = m.families.of_call(e.name);
-    const std::string& family = m.families.name(f);
-    const bool unscored = m.driver_families.empty() ? !is_driver_launch(family) : !m.driver_families.count(family);
-    if (!unscored) ++m.driver->score.by_name[m.driver_families.empty() ? "launch" : family].seen;
+    const uint32_t f = m.family_of_call(e.name);
+    const bool unscored = m.seen_family(f).driver_unscored;
+    if (!unscored) ++m.driver_seen(f).seen;
     m.seen_call(*m.driver, e, packed, unscored, f);
   } else if (m.gpu && e.layer == layer::kGpuActivity) {
     m.seen_count(*m.gpu, e, packed, nullptr);
@@ -398,7 +458,7 @@ void Matcher::Impl::join(const std::string& tag, LayerScore& score, bool attribu
     if (scorer.wants_example()) scorer.example("phantom: " + describe(e.e));
     has_e = seen.next(e);
   };
-  Event pair;  // (thread, place in the ledger) and the place in the method's store as its seq
+  // Pairs as keys: (thread, place in the ledger as its ts) and the place in the method's store as its seq.
   while (has_t && has_e) {
     const auto lane_t = std::tie(t.e.tid, t.family), lane_e = std::tie(e.e.tid, e.family);
     if (lane_t < lane_e) {
@@ -425,9 +485,7 @@ void Matcher::Impl::join(const std::string& tag, LayerScore& score, bool attribu
     ++by_name->matched;
     if (breakdown) ++buckets.of(t.e)->matched;
     scorer.compare(t.e, t.args, e.e, e.args);
-    pair.tid = t.e.tid;
-    pair.ts = int64_t(t.seq);
-    pairs.add(pair, "", 0, e.seq);
+    pairs.add_key(t.e.tid, int64_t(t.seq), 0, e.seq);
     has_t = truth.next(t);
     has_e = seen.next(e);
   }

@@ -34,10 +34,21 @@ WorkloadScore score_workload(const WorkloadScoreInput& in, DeviceNames& names) {
   };
   ProcessLabeler labeler;
   DeviceNames ledger_names;  // the method's own word on a bus id first: learnt after its store
+  // Per record, only what can change what is learnt: a record later than the first launch
+  // found is not the first, and a (process, device, bus id) learnt is learnt (each a string
+  // built per record before).
+  Event learnt;
+  bool any_learnt = false;
   out.ledger = read_ledgers(in.target_dir, in.max_ledger_bytes, [&](const Event& e, std::string_view packed) {
     labeler.add(e);
-    out.first_launch.add(e);
-    if (!e.is_meta()) ledger_names.learn(e);
+    const FirstLaunch& first = out.first_launch;
+    if (e.is_meta() || !first.any_record || !first.launch || e.ts < first.launch->ts) out.first_launch.add(e);
+    if (!e.is_meta() && e.device && !(any_learnt && learnt.pid == e.pid && learnt.device == e.device &&
+                                      learnt.device_id == e.device_id)) {
+      ledger_names.learn(e);
+      learnt.pid = e.pid, learnt.device = e.device, learnt.device_id = e.device_id;
+      any_learnt = true;
+    }
     scoring([&] { matcher->add_truth(e, packed); });
   });
   out.labels = labeler.finish();
