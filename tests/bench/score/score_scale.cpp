@@ -44,17 +44,21 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: score_scale DIR CALLS [THREADS]\n");
+    std::fprintf(stderr, "usage: score_scale DIR CALLS [THREADS [keep]]\n");
     return 2;
   }
   const fs::path dir = argv[1];
   const int64_t calls = std::atoll(argv[2]);
   const int64_t threads = argc > 3 ? std::atoll(argv[3]) : 8;
-  fs::remove_all(dir);
+  // "keep": the files of an earlier run of the same size are scored again and left behind,
+  // so that a profile of the scoring holds no writing.
+  const bool keep = argc > 4 && std::string(argv[4]) == "keep";
+  const bool written = keep && fs::exists(dir / "events.msgpack.zst");
+  if (!written) fs::remove_all(dir);
   fs::create_directories(dir / "target");
   const int64_t pid = 100;
   auto t0 = std::chrono::steady_clock::now();
-  {
+  if (!written) {
     // The ledger as a workload writes it: its header, then each thread's calls in program order.
     EventStoreWriter ledger(dir / "target" / ::ledger::kFileName);
     Event header;
@@ -109,6 +113,7 @@ int main(int argc, char** argv) {
                 (long long)l.expected, (long long)l.phantom, (long long)l.args_equal, (long long)l.args_compared);
     whole = whole && l.matched == l.expected && l.phantom == 0;
   }
-  fs::remove_all(dir);
+  if (!keep) fs::remove_all(dir);
+  else fs::remove_all(dir / "sort");
   return whole ? 0 : 1;
 }
