@@ -32,6 +32,24 @@ std::string describe(const Event& e) {
 struct Scorer {
   LayerScore& score;
   const MatchOptions& opts;
+  // DeviceNames::key of the last (pid, device, bus id) on each side: the same for every call
+  // of a thread, and a string built (a bus id normalized) per call otherwise. The names are
+  // whole and only read while pairs are scored, so a key once made stays right.
+  struct KeyMemo {
+    bool any = false;
+    int64_t pid = 0;
+    std::optional<int64_t> device;
+    std::string device_id, key;
+  };
+  KeyMemo memo[2];
+  const std::string& device_key(int side, const Event& e) {
+    KeyMemo& m = memo[side];
+    if (!m.any || m.pid != e.pid || m.device != e.device || m.device_id != e.device_id) {
+      m.key = opts.buckets.names->key(e);
+      m.any = true, m.pid = e.pid, m.device = e.device, m.device_id = e.device_id;
+    }
+    return m.key;
+  }
 
   // Only the first few are kept: the rest are not built (at 10^8 calls, a run that lost
   // most of them would build a string per loss).
@@ -83,7 +101,7 @@ struct Scorer {
       } else {
         ++score.device_compared;
         const BucketContext& b = opts.buckets;
-        const bool same = b.names ? b.names->key(truth) == b.names->key(seen)
+        const bool same = b.names ? device_key(0, truth) == device_key(1, seen)
                                   : truth.device == seen.device && truth.device_id == seen.device_id;
         if (same) {
           ++score.device_equal;

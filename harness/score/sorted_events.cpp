@@ -90,18 +90,30 @@ struct SortedEvents::Names {
   std::vector<std::string> list;
   std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>> ids;
   size_t bytes = 0;
-  uint32_t last[3] = {UINT32_MAX, UINT32_MAX, UINT32_MAX};  // per field: its last string's number
+  // Per field, the numbers of its last few strings: a compare of a few bytes each, where a
+  // hash would read them all and then compare anyway.
+  static constexpr size_t kRecent = 4;
+  uint32_t recent[3][kRecent] = {{UINT32_MAX, UINT32_MAX, UINT32_MAX, UINT32_MAX},
+                                 {UINT32_MAX, UINT32_MAX, UINT32_MAX, UINT32_MAX},
+                                 {UINT32_MAX, UINT32_MAX, UINT32_MAX, UINT32_MAX}};
+  uint32_t recent_next[3] = {0, 0, 0};
 
   // Its number + 1, or kInline where the string is written in the record.
   uint64_t ref(int field, std::string_view s) {
-    uint32_t& l = last[field];
-    if (l != UINT32_MAX && list[l] == s) return l + 1;
-    if (const auto it = ids.find(s); it != ids.end()) return (l = it->second) + 1;
-    if (list.size() >= kMost || bytes + s.size() > kMostBytes) return kInline;
-    bytes += s.size();
-    list.emplace_back(s);
-    ids.emplace(list.back(), uint32_t(list.size() - 1));
-    return (l = uint32_t(list.size() - 1)) + 1;
+    for (const uint32_t r : recent[field])
+      if (r != UINT32_MAX && list[r] == s) return r + 1;
+    uint32_t id;
+    if (const auto it = ids.find(s); it != ids.end()) {
+      id = it->second;
+    } else {
+      if (list.size() >= kMost || bytes + s.size() > kMostBytes) return kInline;
+      bytes += s.size();
+      list.emplace_back(s);
+      id = uint32_t(list.size() - 1);
+      ids.emplace(list.back(), id);
+    }
+    recent[field][recent_next[field]++ % kRecent] = id;
+    return id + 1;
   }
   // `ref` as written; an inline string is read from the record.
   void get(uint64_t ref, RecordReader& r, std::string& out) const {
@@ -149,11 +161,38 @@ bool before(const SortedEvents::Key& a, const SortedEvents::Key& b) {
   return std::tie(a.tid, a.family, a.ts, a.seq) < std::tie(b.tid, b.family, b.ts, b.seq);
 }
 
+// Keys that came as a few stretches already in order (the matcher's pairs: a thread's
+// families one after another, each in ledger order) are merged stretch by stretch, in
+// n log(stretches); keys in no order at all, sorted.
+void merge_runs(std::vector<SortedEvents::Key>& keys) {
+  std::vector<size_t> runs{0};  // where each stretch begins
+  for (size_t i = 1; i < keys.size(); ++i)
+    if (before(keys[i], keys[i - 1])) runs.push_back(i);
+  if (runs.size() > 1 + keys.size() / 16) {
+    std::sort(keys.begin(), keys.end(), before);
+    return;
+  }
+  runs.push_back(keys.size());
+  std::vector<SortedEvents::Key> other(keys.size());
+  while (runs.size() > 2) {  // stretches merged two by two into `other`, then swapped back
+    std::vector<size_t> merged{0};
+    for (size_t r = 0; r + 1 < runs.size(); r += 2) {
+      const auto b = keys.begin();
+      const size_t end = r + 2 < runs.size() ? runs[r + 2] : runs[r + 1];
+      std::merge(b + std::ptrdiff_t(runs[r]), b + std::ptrdiff_t(runs[r + 1]), b + std::ptrdiff_t(runs[r + 1]),
+                 b + std::ptrdiff_t(end), other.begin() + std::ptrdiff_t(runs[r]), before);
+      merged.push_back(end);
+    }
+    keys.swap(other);
+    runs.swap(merged);
+  }
+}
+
 // A chunk in (tid, family, ts, seq) order. Where each lane's keys came in order, that is
 // the lanes in order, each lane's keys as they came (a stable partition); else a sort.
 void put_in_order(SortedEvents::Chunk& c) {
   if (!c.in_lane_order) {
-    std::sort(c.keys.begin(), c.keys.end(), before);
+    merge_runs(c.keys);
     return;
   }
   std::vector<uint32_t> lanes(c.lanes.size());
@@ -263,11 +302,13 @@ SortedEvents::~SortedEvents() {
 uint32_t SortedEvents::lane_of(int64_t tid, uint32_t family, int64_t ts, uint64_t seq) {
   Chunk& c = chunk_held_;
   if (!c.in_lane_order) return 0;
-  uint32_t i = last_lane_;
-  if (i == UINT32_MAX || c.lanes[i].tid != tid || c.lanes[i].family != family) {
+  uint32_t i = UINT32_MAX;
+  for (const uint32_t r : recent_lanes_)  // a thread's few families take turns
+    if (r < c.lanes.size() && c.lanes[r].tid == tid && c.lanes[r].family == family) i = r;
+  if (i == UINT32_MAX) {
     const auto [it, fresh] = lane_ids_.try_emplace(LaneId{tid, family}, uint32_t(c.lanes.size()));
     if (fresh) c.lanes.push_back({tid, family, 0, ts, seq});
-    i = last_lane_ = it->second;
+    i = recent_lanes_[recent_lane_next_++ % recent_lanes_.size()] = it->second;
   }
   Lane& l = c.lanes[i];
   if (l.count > 0 && (ts < l.last_ts || (ts == l.last_ts && seq < l.last_seq))) c.in_lane_order = false;
@@ -364,7 +405,7 @@ void SortedEvents::spill() {
   });
   chunk_held_ = Chunk{};
   lane_ids_.clear();
-  last_lane_ = UINT32_MAX;
+  recent_lanes_.fill(UINT32_MAX);
 }
 
 namespace {

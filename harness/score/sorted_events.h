@@ -12,6 +12,7 @@
 // The work past reading is off the caller's thread: a full chunk is sorted and compressed
 // by a thread of its own while the next one fills (at most one in flight, so two chunks are
 // held at most), and the merges that bring many files down to kFanIn run side by side.
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <future>
@@ -114,7 +115,8 @@ class SortedEvents {
     size_t operator()(const LaneId& l) const noexcept { return size_t((uint64_t(l.tid) * 0x9E3779B97F4A7C15ull) ^ l.family); }
   };
   std::unordered_map<LaneId, uint32_t, LaneHash> lane_ids_;  // the chunk's lanes by (tid, family)
-  uint32_t last_lane_ = UINT32_MAX;                           // the last add()'s, looked at first
+  std::array<uint32_t, 4> recent_lanes_{UINT32_MAX, UINT32_MAX, UINT32_MAX, UINT32_MAX};  // looked at first
+  size_t recent_lane_next_ = 0;
   std::future<Chunk> spilling_;  // the chunk being written; its buffers come back for reuse
   std::vector<std::filesystem::path> runs_;  // sorted files; the merges' outputs before they are made
   std::future<void> merging_;                // seal()'s merges

@@ -16,6 +16,10 @@ WorkloadScore score_workload(const WorkloadScoreInput& in, DeviceNames& names) {
   opts.device_mode = in.device_mode;
   opts.buckets = {&out.labels, &names};  // the labels are complete once the ledgers are read
   opts.spill_dir = in.sort_dir;
+  // Twice the matcher's default: 10^7 calls then sort into no more files than one merge
+  // reads at once (kFanIn), with no pass to merge files down first. Measured with
+  // score_scale at 8 M calls: 9% fewer instructions, peak RSS 287 MiB rather than 249.
+  opts.sort_chunk = size_t(1) << 17;
   // The matcher's own failures (its sort files) are told apart from the ledger's and the
   // store's: they say nothing of the program or the method.
   std::optional<Matcher> matcher;
