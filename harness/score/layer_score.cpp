@@ -1,5 +1,9 @@
 #include "harness/score/layer_score.h"
 
+#include <array>
+
+#include "common/packed_args.h"
+
 namespace cudatrace {
 
 void LayerScore::add(const LayerScore& o) {
@@ -59,6 +63,89 @@ nlohmann::json to_json(const LayerScore& s) {
           {"by_name", by_name},
           {"seen_during", s.seen_during},
           {"examples", s.examples}};
+}
+
+std::string describe(const Event& e) {
+  std::string s = e.name + " tid " + std::to_string(e.tid) + " ts " + std::to_string(e.ts);
+  if (e.ret) s += " ret " + std::to_string(*e.ret);
+  return s;
+}
+
+const std::string& PairScorer::device_key(int side, const Event& e) {
+  KeyMemo& m = memo_[side];
+  if (!m.any || m.pid != e.pid || m.device != e.device || m.device_id != e.device_id) {
+    m.key = buckets_.names->key(e);
+    m.any = true, m.pid = e.pid, m.device = e.device, m.device_id = e.device_id;
+  }
+  return m.key;
+}
+
+void PairScorer::example(const std::string& what) {
+  if (score_.examples.size() < max_examples_) score_.examples.push_back(what);
+}
+
+// Ledger args first: what the method's record says of each (hex pointers without regard
+// to case, see same_value).
+void PairScorer::compare(const Event& truth, std::string_view truth_args, const Event& seen, std::string_view seen_args) {
+  const PackedArgsView got(seen_args);
+  // The method's args decoded once, not once per ledger arg (find() decodes them all from
+  // the start each time); looked up by key alone, first entry first, as find() does.
+  struct Entry {
+    std::string_view key;
+    PackedValue value;
+  };
+  std::array<Entry, 16> entries;
+  const size_t held = got.size() <= entries.size() ? got.size() : 0;
+  size_t n = 0;
+  if (held) got.each([&](std::string_view k, const PackedValue& v) { entries[n++] = {k, v}; });
+  const auto find = [&](std::string_view key) -> std::optional<PackedValue> {
+    if (!held) return got.find(key);
+    for (size_t i = 0; i < n; ++i)
+      if (entries[i].key == key) return entries[i].value;
+    return std::nullopt;
+  };
+  PackedArgsView(truth_args).each([&](std::string_view key, const PackedValue& value) {
+    // How the workload launched, what it expects, which injected step and which library
+    // made the call: the ledger's notes, not arguments.
+    if (key == "via" || key == "expect" || key == "step" || key == "by") return;
+    const auto it = find(key);
+    if (!it) {
+      ++score_.args_undecoded;
+      return;
+    }
+    ++score_.args_compared;
+    if (same_value(value, *it)) {
+      ++score_.args_equal;
+    } else {
+      example("argument " + std::string(key) + " of " + describe(truth) + ": ledger " + value.to_json().dump() +
+              ", tracer " + it->to_json().dump());
+    }
+  });
+  if (DeviceNames::names_a_device(truth)) {
+    if (!DeviceNames::names_a_device(seen)) {
+      ++score_.device_unnamed;
+    } else {
+      ++score_.device_compared;
+      const BucketContext& b = buckets_;
+      const bool same = b.names ? device_key(0, truth) == device_key(1, seen)
+                                : truth.device == seen.device && truth.device_id == seen.device_id;
+      if (same) {
+        ++score_.device_equal;
+      } else {
+        const auto shown = [&](const Event& e) { return b.names ? b.names->key(e) : std::to_string(e.device.value_or(-1)); };
+        example("device of " + describe(truth) + ": ledger " + shown(truth) + ", tracer " + shown(seen));
+      }
+    }
+  }
+  if (truth.ret && seen.ret) {
+    ++score_.ret_compared;
+    if (*truth.ret == *seen.ret) {
+      ++score_.ret_equal;
+    } else {
+      example("return code of " + describe(truth) + ": ledger " + std::to_string(*truth.ret) + ", tracer " +
+              std::to_string(*seen.ret));
+    }
+  }
 }
 
 }  // namespace cudatrace

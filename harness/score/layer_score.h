@@ -3,7 +3,9 @@
 // return-code fidelity, per-thread order, and the same per (process, device).
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -44,5 +46,37 @@ struct LayerScore {
 };
 
 nlohmann::json to_json(const LayerScore& s);
+
+// A call as the examples name it: "cudaFree tid 7 ts 1000 ret 0".
+std::string describe(const Event& e);
+
+// How the matcher's pairs count into a layer's score: argument, return-code and device
+// fidelity, and the first few disagreements as examples.
+class PairScorer {
+ public:
+  PairScorer(LayerScore& score, size_t max_examples, const BucketContext& buckets)
+      : score_(score), max_examples_(max_examples), buckets_(buckets) {}
+  // Only the first few are kept: the rest are not built (at 10^8 calls, a run that lost
+  // most of them would build a string per loss).
+  bool wants_example() const { return score_.examples.size() < max_examples_; }
+  void example(const std::string& what);
+  void compare(const Event& truth, std::string_view truth_args, const Event& seen, std::string_view seen_args);
+
+ private:
+  const std::string& device_key(int side, const Event& e);
+  LayerScore& score_;
+  size_t max_examples_;
+  const BucketContext& buckets_;
+  // DeviceNames::key of the last (pid, device, bus id) on each side: the same for every call
+  // of a thread, and a string built (a bus id normalized) per call otherwise. The names are
+  // whole and only read while pairs are scored, so a key once made stays right.
+  struct KeyMemo {
+    bool any = false;
+    int64_t pid = 0;
+    std::optional<int64_t> device;
+    std::string device_id, key;
+  };
+  KeyMemo memo_[2];
+};
 
 }  // namespace cudatrace

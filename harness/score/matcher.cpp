@@ -23,106 +23,6 @@ namespace cudatrace {
 
 namespace {
 
-std::string describe(const Event& e) {
-  std::string s = e.name + " tid " + std::to_string(e.tid) + " ts " + std::to_string(e.ts);
-  if (e.ret) s += " ret " + std::to_string(*e.ret);
-  return s;
-}
-
-struct Scorer {
-  LayerScore& score;
-  const MatchOptions& opts;
-  // DeviceNames::key of the last (pid, device, bus id) on each side: the same for every call
-  // of a thread, and a string built (a bus id normalized) per call otherwise. The names are
-  // whole and only read while pairs are scored, so a key once made stays right.
-  struct KeyMemo {
-    bool any = false;
-    int64_t pid = 0;
-    std::optional<int64_t> device;
-    std::string device_id, key;
-  };
-  KeyMemo memo[2];
-  const std::string& device_key(int side, const Event& e) {
-    KeyMemo& m = memo[side];
-    if (!m.any || m.pid != e.pid || m.device != e.device || m.device_id != e.device_id) {
-      m.key = opts.buckets.names->key(e);
-      m.any = true, m.pid = e.pid, m.device = e.device, m.device_id = e.device_id;
-    }
-    return m.key;
-  }
-
-  // Only the first few are kept: the rest are not built (at 10^8 calls, a run that lost
-  // most of them would build a string per loss).
-  bool wants_example() const { return score.examples.size() < opts.max_examples; }
-  void example(const std::string& what) {
-    if (score.examples.size() < opts.max_examples) score.examples.push_back(what);
-  }
-
-  // Ledger args first: what the method's record says of each (hex pointers without regard
-  // to case, see same_value).
-  void compare(const Event& truth, std::string_view truth_args, const Event& seen, std::string_view seen_args) {
-    const PackedArgsView got(seen_args);
-    // The method's args decoded once, not once per ledger arg (find() decodes them all from
-    // the start each time); looked up by key alone, first entry first, as find() does.
-    struct Entry {
-      std::string_view key;
-      PackedValue value;
-    };
-    std::array<Entry, 16> entries;
-    const size_t held = got.size() <= entries.size() ? got.size() : 0;
-    size_t n = 0;
-    if (held) got.each([&](std::string_view k, const PackedValue& v) { entries[n++] = {k, v}; });
-    const auto find = [&](std::string_view key) -> std::optional<PackedValue> {
-      if (!held) return got.find(key);
-      for (size_t i = 0; i < n; ++i)
-        if (entries[i].key == key) return entries[i].value;
-      return std::nullopt;
-    };
-    PackedArgsView(truth_args).each([&](std::string_view key, const PackedValue& value) {
-      // How the workload launched, what it expects, which injected step and which library
-      // made the call: the ledger's notes, not arguments.
-      if (key == "via" || key == "expect" || key == "step" || key == "by") return;
-      const auto it = find(key);
-      if (!it) {
-        ++score.args_undecoded;
-        return;
-      }
-      ++score.args_compared;
-      if (same_value(value, *it)) {
-        ++score.args_equal;
-      } else {
-        example("argument " + std::string(key) + " of " + describe(truth) + ": ledger " + value.to_json().dump() +
-                ", tracer " + it->to_json().dump());
-      }
-    });
-    if (DeviceNames::names_a_device(truth)) {
-      if (!DeviceNames::names_a_device(seen)) {
-        ++score.device_unnamed;
-      } else {
-        ++score.device_compared;
-        const BucketContext& b = opts.buckets;
-        const bool same = b.names ? device_key(0, truth) == device_key(1, seen)
-                                  : truth.device == seen.device && truth.device_id == seen.device_id;
-        if (same) {
-          ++score.device_equal;
-        } else {
-          const auto shown = [&](const Event& e) { return b.names ? b.names->key(e) : std::to_string(e.device.value_or(-1)); };
-          example("device of " + describe(truth) + ": ledger " + shown(truth) + ", tracer " + shown(seen));
-        }
-      }
-    }
-    if (truth.ret && seen.ret) {
-      ++score.ret_compared;
-      if (*truth.ret == *seen.ret) {
-        ++score.ret_equal;
-      } else {
-        example("return code of " + describe(truth) + ": ledger " + std::to_string(*truth.ret) + ", tracer " +
-                std::to_string(*seen.ret));
-      }
-    }
-  }
-};
-
 // A ledger launch whose kernel runs on the GPU now: not one the workload made to fail, nor
 // one captured into a graph (the graph's replays run it: "execution" records say how often).
 bool kernel_runs(const Event& t, const PackedArgsView& args) {
@@ -448,7 +348,7 @@ void Matcher::add_seen(const Event& e, std::string_view packed) {
 // order within their thread are order violations.
 void Matcher::Impl::join(const std::string& tag, LayerScore& score, bool attributing, SortedEvents& truth,
                          SortedEvents& seen) {
-  Scorer scorer{score, opts};
+  PairScorer scorer{score, opts.max_examples, opts.buckets};
   const BucketContext& bc = opts.buckets;
   const bool breakdown = bc.labels != nullptr;
   BucketMemo buckets(bc, score.buckets);
@@ -528,7 +428,7 @@ void Matcher::Impl::join(const std::string& tag, LayerScore& score, bool attribu
 void Matcher::Impl::finish_counts(CountLayer& l, const std::string& expectation) {
   LayerScore& score = l.score;
   score.expectation = expectation;
-  Scorer scorer{score, opts};
+  PairScorer scorer{score, opts.max_examples, opts.buckets};
   std::map<BucketKey, std::map<std::string, int64_t>> want, got;
   for (const auto& [ref, kernels] : l.expected)
     for (const auto& [kernel, n] : kernels) {
