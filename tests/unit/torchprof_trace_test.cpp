@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "test_support.h"
+#include "tracers/torchprof/torchprof_json.h"
 #include "tracers/torchprof/torchprof_trace.h"
 
 using namespace cudatrace;
@@ -299,4 +300,69 @@ TEST(TorchprofTrace, ACallPastTheJoinWindowIsWrittenWithoutADeviceNotLost) {
       EXPECT_EQ(e.device.has_value(), e.corr != 1u) << *e.corr;
     }
   }
+}
+
+// The reader's own JSON (tracers/torchprof/torchprof_json.h) reads what nlohmann read: the
+// escapes, surrogate pairs, numbers as JSON types them; a value of another type is no value.
+TEST(TorchprofTrace, EscapesAndNumbersAreReadAsJsonHasThem) {
+  const fs::path dir = temp_dir("torchprof-json");
+  std::string text = many_launches(2);
+  text.replace(text.find("\"k\""), 3, "\"k\\\"\\\\\\u00e9\\ud83d\\ude00\\n\"");
+  text.replace(text.find("\"cbid\": 211"), 11, "\"cbid\": 211.0");
+  text.replace(text.find("\"ts\": 1.500"), 11, "\"ts\": 1.5e0");
+  text.replace(text.find("[32, 1, 1]"), 10, "[32, 1, 1, 1]");
+  text.replace(text.find("\"grid\": [1, 1, 1]", text.find("\"grid\": [1, 1, 1]") + 1), 17,
+               "\"grid\": [4294967296, 1, 1]");
+  const Converted c = convert(write(dir / "j.json", text), 9);
+  ASSERT_TRUE(c.r.complete) << c.r.cut;
+  EXPECT_EQ(c.r.kernels, 2);
+  const Event* k = c.find(layer::kGpuActivity, "k\"\\\xC3\xA9\xF0\x9F\x98\x80\n");
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(k->ts, kToMonotonic + 1500);
+  EXPECT_FALSE(k->args.contains("block"));  // four dims are no block
+  const Event* launch = c.find(layer::kRuntime, "cudaLaunchKernel");
+  ASSERT_NE(launch, nullptr);
+  EXPECT_FALSE(launch->args.contains("cbid"));  // 211.0 is no integer
+  // A grid past uint32_t (only a hostile file has one) is kept as it was written.
+  size_t wide = 0;
+  for (const auto& e : c.events)
+    wide += e.layer == layer::kGpuActivity && e.args.value("grid", nlohmann::json()) == nlohmann::json({4294967296, 1, 1});
+  EXPECT_EQ(wide, 1u);
+  // A lone surrogate is not JSON: the trace is cut there, what came before it kept.
+  std::string lone = many_launches(3);
+  lone.replace(lone.rfind("\"k\""), 3, "\"\\udc00\"");
+  const Converted cut = convert(write(dir / "lone.json", lone), 9);
+  EXPECT_FALSE(cut.r.complete);
+  EXPECT_NE(cut.r.cut.find("surrogate"), std::string::npos) << cut.r.cut;
+  EXPECT_EQ(cut.r.kernels, 2);
+}
+
+TEST(TorchprofTrace, NestingPastItsBoundIsCut) {
+  const fs::path dir = temp_dir("torchprof-deeper");
+  std::string text = many_launches(2);
+  const size_t depth = kMaxJsonDepth + 1;
+  text.replace(text.rfind("\"cbid\": 211"), 11, "\"cbid\": 211, \"deep\": " + std::string(depth, '[') + std::string(depth, ']'));
+  const Converted c = convert(write(dir / "deeper.json", text), 9);
+  EXPECT_FALSE(c.r.complete);
+  EXPECT_NE(c.r.cut.find("nesting"), std::string::npos) << c.r.cut;
+  EXPECT_EQ(c.r.kernels, 1);
+}
+
+// What an event that is none of ours counts as: its "cat", whether "ph" or "cat" comes first.
+TEST(TorchprofTrace, OtherEventsAreCountedByCategory) {
+  const fs::path dir = temp_dir("torchprof-other");
+  const std::string text =
+      "{\"traceEvents\": [{\"ph\": \"f\", \"id\": 1, \"cat\": \"ac2g\", \"name\": \"ac2g\", \"ts\": 1},\n"
+      "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mul\", \"ts\": 2, \"dur\": 1, \"args\": {\"x\": [[1]]}},\n"
+      "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::add\", \"ts\": 3, \"dur\": 1},\n"
+      "{\"ph\": \"M\", \"name\": \"process_name\", \"args\": {\"name\": \"python\"}}, 7, [1]],\n"
+      "\"WARNING\": [\"Exceeded max GPU buffer count\", \"another\"]}";
+  const Converted c = convert(write(dir / "o.json", text), 9);
+  ASSERT_TRUE(c.r.complete) << c.r.cut;
+  EXPECT_EQ(c.r.other_events, 4);
+  EXPECT_EQ(c.r.other_categories.at("ac2g"), 1);
+  EXPECT_EQ(c.r.other_categories.at("cpu_op"), 2);
+  EXPECT_EQ(c.r.events_malformed, 2);  // 7 and [1]
+  EXPECT_EQ(c.r.kineto_log_lines, 2);
+  EXPECT_EQ(c.r.kineto_stopped_tracing, 1);
 }

@@ -11,22 +11,26 @@
 
 #include "common/outside_text.h"
 #include "common/untrusted_file.h"
+#include "tracers/torchprof/torchprof_scan.h"
 
 namespace cudatrace {
 
 namespace {
-constexpr size_t kSlice = size_t(1) << 20;
+// Small enough that a slice, filtered, is still in the cache when the tokenizer reads it (at
+// 1 MiB, a third of the tokenizer's time was waiting on memory).
+constexpr size_t kSlice = size_t(64) << 10;
 constexpr size_t kMaxBareToken = size_t(4) << 10;
 
-bool structural_or_space(char c) {
-  switch (c) {
-    case '{': case '}': case '[': case ']': case ',': case ':':
-    case ' ': case '\t': case '\n': case '\r':
-      return true;
-    default:
-      return false;
+// What ends a bare token: JSON's punctuation and white space.
+struct ByteClasses {
+  bool structural[256] = {};
+  constexpr ByteClasses() {
+    for (const char c : {'{', '}', '[', ']', ',', ':', ' ', '\t', '\n', '\r'}) structural[uint8_t(c)] = true;
   }
-}
+};
+constexpr ByteClasses kClasses;
+
+bool structural_or_space(char c) { return kClasses.structural[uint8_t(c)]; }
 }  // namespace
 
 UntrustedJsonInput::UntrustedJsonInput(const std::filesystem::path& file, uint64_t max_bytes, size_t max_string)
@@ -43,16 +47,9 @@ UntrustedJsonInput::~UntrustedJsonInput() {
   if (fd_ >= 0) close(fd_);
 }
 
-UntrustedJsonInput::int_type UntrustedJsonInput::underflow() {
-  while (gptr() == egptr()) {
-    if (!refill()) return traits_type::eof();
-  }
-  return traits_type::to_int_type(*gptr());
-}
-
 // One character (a whole UTF-8 sequence, or an invalid byte's escape: `opaque`, which
 // leaves the escape state as it was) on its way out, through the string and token bounds.
-void UntrustedJsonInput::emit(const char* bytes, size_t n, bool opaque) {
+void UntrustedJsonInput::emit(const char* bytes, size_t n, std::string& out, bool opaque) {
   if (!stopped_.empty()) return;
   const char c = opaque ? 'x' : bytes[0];
   if (in_string_) {
@@ -66,7 +63,7 @@ void UntrustedJsonInput::emit(const char* bytes, size_t n, bool opaque) {
     } else if (c == '"') {
       in_string_ = false;
       cutting_ = false;
-      out_.push_back(c);
+      out.push_back(c);
       return;
     } else if (c == '\\') {
       escaped_ = true;
@@ -78,7 +75,7 @@ void UntrustedJsonInput::emit(const char* bytes, size_t n, bool opaque) {
       return;
     }
     run_ += n;
-    out_.append(bytes, n);
+    out.append(bytes, n);
     return;
   }
   if (c == '"') {
@@ -90,12 +87,11 @@ void UntrustedJsonInput::emit(const char* bytes, size_t n, bool opaque) {
     stopped_ = "a token of more than 4 KiB outside a string";
     return;
   }
-  out_.append(bytes, n);
+  out.append(bytes, n);
 }
 
-bool UntrustedJsonInput::refill() {
+bool UntrustedJsonInput::fill(std::string& out) {
   if (fd_ < 0 || !stopped_.empty()) return false;
-  out_.clear();
   size_t have = carry_;
   if (!eof_) {
     const size_t want = size_t(std::min<uint64_t>(kSlice, left_));
@@ -119,36 +115,96 @@ bool UntrustedJsonInput::refill() {
     }
   }
   if (have == 0) return false;
-  const std::string_view raw(raw_.data(), have);
-  size_t i = 0;
   carry_ = 0;
-  while (i < have) {
+  filter(raw_.data(), have, out);
+  return stopped_.empty() && !(eof_ && carry_ == 0);
+}
+
+// Bytes pass through in spans, appended only where the text must change (a string cut, an
+// invalid byte's escape) or at the slice's end.
+void UntrustedJsonInput::filter(const char* data, size_t have, std::string& out) {
+  const std::string_view raw(data, have);
+  size_t i = 0, from = 0;  // [from, i): passes as it is, not appended yet
+  const auto flush = [&] {
+    out.append(data + from, i - from);
+    from = i;
+  };
+  while (i < have && stopped_.empty()) {
+    if (in_string_ && !escaped_ && hex_left_ == 0) {
+      const size_t j = scan::filter_string_run(data, i, have);
+      if (cutting_) {
+        flush();
+        i = from = j;
+      } else if (const size_t room = max_string_ > run_ ? max_string_ - run_ : 0; j - i > room) {
+        i += room;
+        run_ = max_string_;
+        flush();
+        cutting_ = true;
+        ++strings_cut_;
+        i = from = j;
+      } else {
+        run_ += j - i;
+        i = j;
+      }
+      if (i == have) break;
+      if (data[i] == '"') {
+        in_string_ = cutting_ = false;
+        ++i;
+        continue;
+      }
+    } else if (!in_string_) {
+      // Up to the next string: a bare token there can pass its bound only where the run is
+      // longer than what the bound leaves, and only then is it looked at byte by byte.
+      const size_t j = scan::filter_outside_run(data, i, have);
+      if (run_ + (j - i) > kMaxBareToken) {
+        for (; i < j; ++i) {
+          if (kClasses.structural[uint8_t(data[i])]) {
+            run_ = 0;
+          } else if (++run_ > kMaxBareToken) {
+            flush();
+            stopped_ = "a token of more than 4 KiB outside a string";
+            return;
+          }
+        }
+      } else if (j > i) {
+        size_t k = j;  // the token the run ends in goes on into what follows
+        while (k > i && !kClasses.structural[uint8_t(data[k - 1])]) --k;
+        run_ = k == i ? run_ + (j - i) : j - k;
+        i = j;
+      }
+      if (i == have) break;
+      if (data[i] == '"') {
+        in_string_ = true;
+        run_ = 0;
+        ++i;
+        continue;
+      }
+    }
+    // One character the runs above do not pass: an escape's, or one past ASCII.
+    flush();
     if (uint8_t(raw[i]) < 0x80) {
-      emit(&raw[i], 1);
-      ++i;
+      emit(&raw[i], 1, out);
+      from = ++i;
       continue;
     }
     if (const size_t n = utf8_sequence_length(raw, i); n > 0) {
-      emit(&raw[i], n);
-      i += n;
+      emit(&raw[i], n, out);
+      from = i += n;
       continue;
     }
     // A sequence the slice cut in two: kept for the next slice, which completes or refutes it.
     if (!eof_ && have - i < 4 && uint8_t(raw[i]) >= 0xC2 && uint8_t(raw[i]) <= 0xF4) {
       carry_ = have - i;
       std::memmove(raw_.data(), raw_.data() + i, carry_);
-      break;
+      return;
     }
     static const char kHex[] = "0123456789ABCDEF";
     const char escaped[5] = {'\\', '\\', 'x', kHex[uint8_t(raw[i]) >> 4], kHex[uint8_t(raw[i]) & 0xF]};
     ++invalid_;
-    emit(escaped, 5, true);
-    ++i;
+    emit(escaped, 5, out, true);
+    from = ++i;
   }
-  // Nothing to give yet (a slice that was all one cut string): the next slice may have some.
-  if (out_.empty()) return stopped_.empty() && !eof_;
-  setg(out_.data(), out_.data(), out_.data() + out_.size());
-  return true;
+  flush();
 }
 
 }  // namespace cudatrace

@@ -1,22 +1,19 @@
 #include "tracers/torchprof/torchprof_trace.h"
 
 #include <cmath>
-#include <istream>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <string_view>
 
-#include <nlohmann/json.hpp>
-
-#include "common/outside_text.h"
+#include "common/packed_args.h"
 #include "tracers/torchprof/torchprof_events.h"
 #include "tracers/torchprof/torchprof_input.h"
+#include "tracers/torchprof/torchprof_json.h"
 
 namespace cudatrace {
 
 namespace {
-
-using json = nlohmann::json;
 
 // Below this many ns, a "ts" counts from the base, not from the epoch: relative times stay
 // under three months (7.9e15 ns), unix times of this century are above 9.4e17 ns.
@@ -51,171 +48,247 @@ std::optional<int64_t> us_text_to_ns(std::string_view s) {
   return negative ? -ns : ns;
 }
 
-// The SAX handler: where the parser is in the document, and the one value being built.
-class TraceSax {
+// A key against a literal, without a call to memcmp: an event's keys are compared many times.
+template <size_t N>
+bool is(const std::string& s, const char (&literal)[N]) {
+  return s.size() == N - 1 && std::memcmp(s.data(), literal, N - 1) == 0;
+}
+
+bool starts_number(int c) { return c == '-' || (c >= '0' && c <= '9'); }
+
+bool ours(const std::string& cat) {
+  return is(cat, "cuda_runtime") || is(cat, "cuda_driver") || is(cat, "kernel") || is(cat, "gpu_memcpy") ||
+         is(cat, "gpu_memset");
+}
+
+// The document's walk: the top-level object's members, traceEvents' elements, each event's
+// fields; what none of them needs is passed over by the cursor.
+class TraceReader {
  public:
-  TraceSax(const TraceClock& clock, const TraceLimits& limits, TraceReading& r, KinetoEvents& events)
-      : limits_(limits), r_(r), events_(events), base_(clock.base_ns), offset_(clock.realtime_minus_monotonic_ns) {}
+  TraceReader(JsonCursor& json, const TraceClock& clock, const TraceLimits& limits, TraceReading& r,
+              KinetoEvents& events)
+      : j_(json), limits_(limits), r_(r), events_(events), base_(clock.base_ns), offset_(clock.realtime_minus_monotonic_ns) {}
 
-  bool null() { return scalar(nullptr); }
-  bool boolean(bool v) { return scalar(v); }
-  bool number_integer(json::number_integer_t v) {
-    if (wants_time()) return time(v <= std::numeric_limits<int64_t>::max() / 1000 && v >= -9'000'000'000'000'000
-                                      ? std::optional<int64_t>(v * 1000)
-                                      : std::nullopt);
-    return scalar(v);
-  }
-  bool number_unsigned(json::number_unsigned_t v) {
-    if (wants_time())
-      return time(v <= uint64_t(std::numeric_limits<int64_t>::max() / 1000) ? std::optional<int64_t>(int64_t(v) * 1000)
-                                                                             : std::nullopt);
-    return scalar(v);
-  }
-  bool number_float(json::number_float_t v, const std::string& text) {
-    if (wants_time()) {
-      std::optional<int64_t> ns = us_text_to_ns(text);
-      if (!ns && std::isfinite(v) && std::fabs(v) < 9e15) ns = int64_t(std::llround(v * 1000));
-      return time(ns);
+  // Reads the top-level value; closed() once it ended.
+  void document() {
+    if (j_.peek() != '{') {
+      // Not Kineto's object: an array is read to its end (it holds no events), a scalar
+      // or anything else is not a trace.
+      closed_ = j_.peek() == '[' && j_.skip();
+      if (!closed_ && !j_.failed()) j_.fail("the top-level value is not an object");
+      return;
     }
-    return scalar(v);
-  }
-  bool string(std::string& v) {
-    bytes_ += v.size();
-    return scalar(std::move(v));
-  }
-  bool binary(json::binary_t&) { return scalar(nullptr); }
-  bool key(std::string& k) {
-    if (building_) {
-      bytes_ += k.size();
-      key_ = std::move(k);
-    } else if (depth_ == 1) {
-      top_key_ = std::move(k);
+    j_.eat('{');
+    if (j_.eat('}')) {
+      closed_ = true;
+      return;
     }
-    return true;
-  }
-  bool start_object(size_t) { return open(json::object()); }
-  bool start_array(size_t) {
-    if (!building_ && depth_ == 1 && top_key_ == "traceEvents") {
-      ++depth_;
-      in_events_ = true;
-      r_.has_events = true;
-      return true;
+    for (bool more = true; more;) {
+      if (!j_.key(top_key_) || !top_member() || !j_.next('}', more)) return;
     }
-    return open(json::array());
+    closed_ = true;
   }
-  bool end_object() { return close(); }
-  bool end_array() {
-    if (!building_ && in_events_ && depth_ == 2) {
-      in_events_ = false;
-      --depth_;
-      return true;
-    }
-    return close();
-  }
-  bool parse_error(size_t position, const std::string&, const nlohmann::detail::exception& e) {
-    error_ = "not JSON near byte " + std::to_string(position) + " of what was read: " + shown(e.what(), 160);
-    return false;
-  }
-
   bool closed() const { return closed_; }
-  const std::string& error() const { return error_; }
 
  private:
-  // Inside an event, directly: its "ts" or "dur", read to the nanosecond.
-  bool wants_time() const { return building_ && building_event_ && depth_ == start_depth_ && (key_ == "ts" || key_ == "dur"); }
-  bool time(std::optional<int64_t> ns) {
-    (key_ == "ts" ? ts_ : dur_) = ns;
-    return true;
-  }
-
-  // A value in the one being built, within the bounds; past them the rest is not kept.
-  json* put(json&& v) {
-    if (overflow_ || skipping_) return nullptr;
-    if (++values_ > limits_.max_event_values || bytes_ > limits_.max_event_bytes) {
-      overflow_ = true;
-      return nullptr;
-    }
-    json* parent = stack_.back();
-    if (parent->is_object()) {
-      json& slot = (*parent)[key_];
-      slot = std::move(v);
-      return &slot;
-    }
-    parent->push_back(std::move(v));
-    return &parent->back();
-  }
-
-  bool scalar(json&& v) {
-    if (building_) {
-      if (building_event_ && depth_ == start_depth_ && v.is_string()) skip_unless_ours(v.get_ref<const std::string&>());
-      put(std::move(v));
+  bool top_member() {
+    const int c = j_.peek();
+    if (c == '[' && is(top_key_, "traceEvents")) return events_array();
+    if (c == '[' && (is(top_key_, "WARNING") || is(top_key_, "ERROR"))) return log_array();
+    if (starts_number(c) && is(top_key_, "baseTimeNanoseconds")) {
+      JsonNumber n;
+      if (!j_.number(n)) return false;
+      if (n.kind == JsonNumber::Kind::kInt) base_in_file(n.integer);
       return true;
     }
-    if (in_events_ && depth_ == 2) {  // an element of traceEvents that is not an object
-      ++r_.events_malformed;
-      any_event_ = true;
-    } else if (depth_ == 1 && top_key_ == "baseTimeNanoseconds" && v.is_number_integer()) {
-      base_in_file(v.get<int64_t>());
+    return j_.skip();
+  }
+
+  bool events_array() {
+    j_.eat('[');
+    r_.has_events = true;
+    if (j_.eat(']')) return true;
+    for (bool more = true; more;) {
+      if (j_.peek() == '{') {
+        if (!event()) return false;
+      } else {
+        ++r_.events_malformed;
+        any_event_ = true;
+        if (!j_.skip()) return false;
+      }
+      if (!j_.next(']', more)) return false;
     }
     return true;
   }
 
-  bool open(json&& container) {
-    ++depth_;
-    if (building_) {
-      if (json* p = put(std::move(container))) stack_.push_back(p);
-      else ++lost_depth_;
-      return true;
-    }
-    const bool event = in_events_ && depth_ == 3 && container.is_object();
-    const bool log = depth_ == 2 && container.is_array() && (top_key_ == "WARNING" || top_key_ == "ERROR");
-    if (depth_ == 3 && in_events_ && !event) {
-      ++r_.events_malformed;
-      any_event_ = true;
-    }
-    if (!event && !log) return true;
-    building_ = true;
-    building_event_ = event;
-    start_depth_ = depth_;
-    root_ = std::move(container);
-    stack_.assign(1, &root_);
-    key_.clear();
-    values_ = bytes_ = 0;
-    lost_depth_ = 0;
-    overflow_ = skipping_ = false;
+  bool event() {
+    j_.eat('{');
+    ev_.ph_text = ev_.cat_text = ev_.name_text = false;
+    ev_.pid.reset();
+    ev_.tid.reset();
+    ev_.args = {};
+    tally_ = {};
+    skipping_ = false;
+    skipped_cat_.clear();
     ts_.reset();
     dur_.reset();
+    if (!j_.eat('}')) {
+      for (bool more = true; more;) {
+        size_t length = 0;
+        if (!j_.key(key_, &length)) return false;
+        tally_.bytes += length;
+        if (!member() || !j_.next('}', more)) return false;
+      }
+    }
+    finish_event();
     return true;
   }
 
-  bool close() {
-    --depth_;
-    if (!building_) {
-      if (depth_ == 0) closed_ = true;
+  // One field of an event: kept where the conversion reads it, passed over (and counted
+  // for the event's bounds) where not. Once the event is known to be none of ours, only
+  // its "ph" and "cat" are looked at: they name what it is counted as.
+  bool member() {
+    const int c = j_.peek();
+    const bool ph = is(key_, "ph"), cat = is(key_, "cat");
+    if ((ph || cat || (is(key_, "name") && !skipping_)) && c == '"') {
+      std::string& field = ph ? ev_.ph : cat ? ev_.cat : ev_.name;
+      size_t length = 0;
+      if (!j_.string(&field, &length)) return false;
+      (ph ? ev_.ph_text : cat ? ev_.cat_text : ev_.name_text) = true;
+      ++tally_.values;
+      tally_.bytes += length;
+      if (ph && !is(field, "X")) {
+        skipping_ = true;
+        skipped_cat_.clear();
+      } else if (cat && !ours(field)) {
+        skipping_ = true;
+        skipped_cat_ = field;
+      }
       return true;
     }
-    if (depth_ + 1 > start_depth_) {  // a container inside the value closes
-      if (lost_depth_ > 0) --lost_depth_;
-      else stack_.pop_back();
-      return true;
+    if (skipping_) return j_.skip();
+    if (ph || cat || is(key_, "name")) {
+      (ph ? ev_.ph_text : cat ? ev_.cat_text : ev_.name_text) = false;
+      return j_.skip(&tally_);
     }
-    building_ = false;
-    if (building_event_) finish_event();
-    else finish_log();
+    if ((is(key_, "ts") || is(key_, "dur")) && starts_number(c)) return time(is(key_, "ts") ? ts_ : dur_);
+    if (is(key_, "pid")) return integer(ev_.pid);
+    if (is(key_, "tid")) return integer(ev_.tid);
+    if (is(key_, "args")) {
+      ev_.args = {};  // a second "args" replaces the first, as in a JSON object
+      return c == '{' ? args() : j_.skip(&tally_);
+    }
+    return j_.skip(&tally_);
+  }
+
+  bool args() {
+    j_.eat('{');
+    ++tally_.values;
+    if (j_.eat('}')) return true;
+    KinetoEvent::Args& a = ev_.args;
+    for (bool more = true; more;) {
+      size_t length = 0;
+      if (!j_.key(key_, &length)) return false;
+      tally_.bytes += length;
+      bool ok;
+      if (is(key_, "correlation")) ok = integer(a.correlation);
+      else if (is(key_, "cbid")) ok = integer(a.cbid);
+      else if (is(key_, "External id")) ok = integer(a.external_id);
+      else if (is(key_, "device")) ok = integer(a.device);
+      else if (is(key_, "inDevice")) ok = integer(a.in_device);
+      else if (is(key_, "stream")) ok = integer(a.stream);
+      else if (is(key_, "bytes")) ok = integer(a.bytes);
+      else if (is(key_, "grid")) ok = dims(a.grid);
+      else if (is(key_, "block")) ok = dims(a.block);
+      else ok = j_.skip(&tally_);
+      if (!ok || !j_.next('}', more)) return false;
+    }
     return true;
   }
 
-  // Most of a trace is CPU ops with their shapes and stacks: an event whose "ph" or "cat"
-  // (written before its args) says it is none of ours is counted, not built.
-  void skip_unless_ours(const std::string& value) {
-    if (key_ == "ph" && value != "X") {
-      skipping_ = true;
-      skipped_cat_.clear();
-    } else if (key_ == "cat" && value != "cuda_runtime" && value != "cuda_driver" && value != "kernel" &&
-               value != "gpu_memcpy" && value != "gpu_memset") {
-      skipping_ = true;
-      skipped_cat_ = value;
+  // An integer that fits int64_t, or nothing (as the converter's integer_at() read it).
+  bool integer(std::optional<int64_t>& out) {
+    out.reset();
+    if (!starts_number(j_.peek())) return j_.skip(&tally_);
+    JsonNumber n;
+    if (!j_.number(n)) return false;
+    ++tally_.values;
+    if (n.kind == JsonNumber::Kind::kInt) out = n.integer;
+    return true;
+  }
+
+  // [x, y, z] of integers, as Kineto writes a grid or a block; nothing otherwise.
+  bool dims(std::optional<Dims>& out) {
+    out.reset();
+    if (j_.peek() != '[') return j_.skip(&tally_);
+    j_.eat('[');
+    ++tally_.values;
+    if (j_.eat(']')) return true;
+    Dims d{};
+    size_t count = 0;
+    bool ok = true;
+    for (bool more = true; more; ++count) {
+      if (starts_number(j_.peek())) {
+        JsonNumber n;
+        if (!j_.number(n)) return false;
+        ++tally_.values;
+        if (n.kind == JsonNumber::Kind::kInt && count < 3) d[count] = n.integer;
+        else ok = false;
+      } else {
+        if (!j_.skip(&tally_)) return false;
+        ok = false;
+      }
+      if (!j_.next(']', more)) return false;
     }
+    if (ok && count == 3) out = d;
+    return true;
+  }
+
+  // "ts" or "dur", read to the nanosecond.
+  bool time(std::optional<int64_t>& out) {
+    JsonNumber n;
+    if (!j_.number(n)) return false;
+    constexpr int64_t kMaxUs = std::numeric_limits<int64_t>::max() / 1000;
+    out.reset();
+    if (n.kind == JsonNumber::Kind::kInt) {
+      if (n.integer <= kMaxUs && n.integer >= -kMaxUs) out = n.integer * 1000;
+    } else if (n.kind == JsonNumber::Kind::kUint) {
+      if (n.unsigned_integer <= uint64_t(kMaxUs)) out = int64_t(n.unsigned_integer) * 1000;
+    } else {
+      out = us_text_to_ns(n.text);
+      if (!out) {
+        const double v = n.real();
+        if (std::isfinite(v) && std::fabs(v) < 9e15) out = int64_t(std::llround(v * 1000));
+      }
+    }
+    return true;
+  }
+
+  bool log_array() {
+    j_.eat('[');
+    if (j_.eat(']')) return true;
+    JsonTally t;
+    for (bool more = true; more;) {
+      if (j_.peek() == '"') {
+        size_t length = 0;
+        if (!j_.string(&line_, &length)) return false;
+        ++t.values;
+        t.bytes += length;
+        if (t.values <= limits_.max_event_values && t.bytes <= limits_.max_event_bytes) log_line(&line_);
+      } else {
+        if (!j_.skip(&t)) return false;
+        if (t.values <= limits_.max_event_values && t.bytes <= limits_.max_event_bytes) log_line(nullptr);
+      }
+      if (!j_.next(']', more)) return false;
+    }
+    return true;
+  }
+
+  void log_line(const std::string* line) {
+    ++r_.kineto_log_lines;
+    if (!line) return;
+    if (line->find("Exceeded max GPU buffer") != std::string::npos) ++r_.kineto_stopped_tracing;
+    if (r_.kineto_log_examples.size() < 5) r_.kineto_log_examples.push_back(top_key_ + ": " + line->substr(0, 300));
   }
 
   void finish_event() {
@@ -224,26 +297,15 @@ class TraceSax {
       events_.other(skipped_cat_);
       return;
     }
-    if (overflow_) {
+    if (tally_.values > limits_.max_event_values || tally_.bytes > limits_.max_event_bytes) {
       ++r_.events_too_large;
       return;
     }
-    const auto ph = root_.find("ph");
-    if (ph == root_.end() || !ph->is_string() || *ph != "X") {
+    if (!ev_.ph_text || ev_.ph != "X") {
       events_.other("");
       return;
     }
-    events_.add(root_, ts_ ? to_monotonic(*ts_) : 0, dur_ && *dur_ >= 0 ? dur_ : std::nullopt);
-  }
-
-  void finish_log() {
-    for (const auto& line : root_) {
-      ++r_.kineto_log_lines;
-      if (line.is_string() && line.get_ref<const std::string&>().find("Exceeded max GPU buffer") != std::string::npos)
-        ++r_.kineto_stopped_tracing;
-      if (line.is_string() && r_.kineto_log_examples.size() < 5)
-        r_.kineto_log_examples.push_back(top_key_ + ": " + line.get<std::string>().substr(0, 300));
-    }
+    events_.add(ev_, ts_ ? to_monotonic(*ts_) : 0, dur_ && *dur_ >= 0 ? dur_ : std::nullopt);
   }
 
   void base_in_file(int64_t base) {
@@ -261,22 +323,18 @@ class TraceSax {
     return monotonic > 0 ? monotonic : 0;
   }
 
+  JsonCursor& j_;
   const TraceLimits& limits_;
   TraceReading& r_;
   KinetoEvents& events_;
   int64_t base_, offset_;
-  int depth_ = 0;
-  std::string top_key_;
-  bool in_events_ = false, any_event_ = false, closed_ = false;
-  std::string error_;
-  // The value being built (an event, or Kineto's log lines).
-  bool building_ = false, building_event_ = false, overflow_ = false, skipping_ = false;
+  std::string top_key_, key_, line_;
+  bool any_event_ = false, closed_ = false;
+  // The event being read.
+  KinetoEvent ev_;
+  JsonTally tally_;
+  bool skipping_ = false;
   std::string skipped_cat_;
-  int start_depth_ = 0, lost_depth_ = 0;
-  json root_;
-  std::vector<json*> stack_;
-  std::string key_;
-  size_t values_ = 0, bytes_ = 0;
   std::optional<int64_t> ts_, dur_;
 };
 
@@ -286,7 +344,7 @@ int64_t kineto_base_for(int64_t realtime_ns) { return realtime_ns / kThreeMonths
 
 TraceReading read_torch_trace(const std::filesystem::path& file, int64_t pid, const TraceClock& clock,
                               const std::map<int64_t, std::string>& bus_ids, const TraceLimits& limits,
-                              const std::function<void(const Event&)>& sink) {
+                              const TraceSink& sink) {
   TraceReading r;
   UntrustedJsonInput input(file, limits.max_bytes, limits.max_string);
   if (!input.is_open()) {
@@ -295,28 +353,40 @@ TraceReading read_torch_trace(const std::filesystem::path& file, int64_t pid, co
   }
   r.file_bytes = input.file_size();
   KinetoEvents events(pid, bus_ids, limits.join_window, r, sink);
-  TraceSax sax(clock, limits, r, events);
-  std::istream in(&input);
-  // Not strict: what follows the top-level object is not read (Kineto writes nothing there).
-  json::sax_parse(in, &sax, json::input_format_t::json, false);
+  JsonCursor json(input);
+  TraceReader reader(json, clock, limits, r, events);
+  // What follows the top-level object is not read (Kineto writes nothing there).
+  reader.document();
   events.finish();
   r.bytes_read = input.bytes_read();
   r.over_bound = input.bound_hit();
   r.strings_cut = input.strings_cut();
   r.invalid_utf8_bytes = input.invalid_utf8_bytes();
-  r.complete = sax.closed() && !r.over_bound && input.stopped().empty();
+  r.complete = reader.closed() && !r.over_bound && input.stopped().empty();
   if (!r.complete) {
     if (r.over_bound)
       r.cut = "cut at the bound of " + std::to_string(limits.max_bytes) + " bytes (" +
               std::to_string(r.file_bytes) + " in the file)";
     else if (!input.stopped().empty())
       r.cut = input.stopped() + ", after " + std::to_string(r.bytes_read) + " bytes";
-    else if (!sax.error().empty())
-      r.cut = sax.error();
+    else if (json.failed())
+      r.cut = json.error();
     else
       r.cut = "the trace ends before its top-level object does, after " + std::to_string(r.bytes_read) + " bytes";
   }
   return r;
+}
+
+TraceReading read_torch_trace(const std::filesystem::path& file, int64_t pid, const TraceClock& clock,
+                              const std::map<int64_t, std::string>& bus_ids, const TraceLimits& limits,
+                              const std::function<void(const Event&)>& sink) {
+  const TraceSink unpacked = [&sink](const Event& e, const PackedArgs* args) {
+    if (!args) return sink(e);
+    Event copy = e;
+    copy.args = unpack_args(args->bytes());
+    sink(copy);
+  };
+  return read_torch_trace(file, pid, clock, bus_ids, limits, unpacked);
 }
 
 }  // namespace cudatrace

@@ -1,8 +1,10 @@
 #pragma once
 // Reads one Chrome trace as torch.profiler's export_chrome_trace writes it (Kineto's
-// ChromeTraceLogger, libkineto/src/output_json.cpp), as a stream: the file is parsed once,
-// by events (nlohmann's SAX interface), each event built with bounds and turned into the
-// harness's records as it passes, never the whole document. What it takes from the trace:
+// ChromeTraceLogger, libkineto/src/output_json.cpp), as a stream: the file is parsed once, a
+// token at a time (torchprof_json.h), the fields of each event it converts kept in one
+// reused struct within bounds and turned into the harness's records as it passes; what it
+// does not convert (CPU ops, flows, their args) is passed over, never built. What it takes
+// from the trace:
 //
 //   traceEvents[] with "ph": "X" and "cat":
 //     cuda_runtime, cuda_driver   API calls: name, ts, dur, tid; args.correlation, cbid
@@ -32,6 +34,8 @@
 #include "common/event.h"
 
 namespace cudatrace {
+
+class PackedArgs;
 
 // Copies and sets on the GPU: stored, exported, not scored (no ledger and no reference
 // records them). Kernels are the gpu-activity layer.
@@ -81,9 +85,17 @@ struct TraceReading {
   int64_t events() const { return runtime_calls + driver_calls + kernels + memcpys + memsets; }
 };
 
+// Where the records go: an event and its args packed as the store holds them
+// (EventStoreWriter::write(e, *args)), or, where `args` is null, in e.args as JSON.
+using TraceSink = std::function<void(const Event&, const PackedArgs* args)>;
+
 // Streams `file`, the trace of process `pid`, into `sink`. `bus_ids`: that process's device
 // ordinals -> PCI bus ids, where it could say (the hook's status file). Never throws for
 // what the file holds; `sink` may throw (a full disk), and that passes through.
+TraceReading read_torch_trace(const std::filesystem::path& file, int64_t pid, const TraceClock& clock,
+                              const std::map<int64_t, std::string>& bus_ids, const TraceLimits& limits,
+                              const TraceSink& sink);
+// The same, each event's args in e.args (for a reader that looks at them as JSON: tests).
 TraceReading read_torch_trace(const std::filesystem::path& file, int64_t pid, const TraceClock& clock,
                               const std::map<int64_t, std::string>& bus_ids, const TraceLimits& limits,
                               const std::function<void(const Event&)>& sink);

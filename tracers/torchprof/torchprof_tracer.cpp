@@ -104,7 +104,10 @@ void Conversion::trace(const SpooledProcess& p, json& note) {
   TraceLimits limits;
   limits.max_bytes = budget;
   EventStoreWriter& store = *out;
-  const std::function<void(const Event&)> sink = [&store](const Event& e) { store.write(e); };
+  const TraceSink sink = [&store](const Event& e, const PackedArgs* args) {
+    if (args) store.write(e, *args);
+    else store.write(e);
+  };
   const TraceReading r = read_torch_trace(dir / p.trace, p.pid, clock, p.bus_ids, limits, sink);
   ++t.traces;
   budget -= std::min(budget, r.bytes_read);
