@@ -30,6 +30,11 @@ struct KinetoEvent {
   struct Args {
     std::optional<int64_t> correlation, cbid, external_id, device, in_device, stream, bytes;
     std::optional<Dims> grid, block;  // [x, y, z] of integers
+    // Field by field: assigning {} was a rep stos of the whole struct, a sixth of the walk.
+    void clear() {
+      correlation.reset(), cbid.reset(), external_id.reset(), device.reset(), in_device.reset();
+      stream.reset(), bytes.reset(), grid.reset(), block.reset();
+    }
   } args;
 };
 

@@ -179,6 +179,40 @@ bool JsonCursor::key(std::string& out, size_t* length) {
 // One pass over the token: its grammar, and its value where it is an integer. A token the
 // buffer's end cuts is read again once the buffer holds it whole (tokens are short: the
 // filter bounds them).
+bool JsonCursor::view(std::string_view& v) {
+  for (size_t at = 1;;) {
+    const char* p = buf_.data() + pos_;
+    const size_t end = buf_.size() - pos_;
+    at = scan::json_string_run(p, at, end);
+    if (at == end) {
+      if (!refill()) return fail("a string without its end");
+      continue;
+    }
+    if (p[at] != '"') break;  // an escape, or a control character: string() says which
+    v = std::string_view(p + 1, at - 1);
+    pos_ += at + 1;
+    return true;
+  }
+  if (!string(&scratch_)) return false;
+  v = scratch_;
+  return true;
+}
+
+bool JsonCursor::key(std::string_view& k) {
+  if (peek() != '"') return fail("a key was expected");
+  if (!view(k)) return false;
+  if (pos_ < buf_.size() && buf_[pos_] == ':') {
+    ++pos_;
+    return true;
+  }
+  // White space before the ':', which may need a refill that would move the view's bytes.
+  if (k.data() != scratch_.data()) {
+    scratch_.assign(k);
+    k = scratch_;
+  }
+  return eat(':') || fail("':' was expected after a key");
+}
+
 bool JsonCursor::number(JsonNumber& n) {
   for (;;) {
     const char* p = buf_.data() + pos_;

@@ -61,6 +61,11 @@ class JsonCursor {
   bool string(std::string* out, size_t* length = nullptr);
   // A key and its ':'.
   bool key(std::string& out, size_t* length = nullptr);
+  // The same, `k` valid until the next call on the cursor (a view of its buffer where the key
+  // has no escapes: no copy for the keys an event is made of).
+  bool key(std::string_view& k);
+  // A string (the cursor on its '"'), `v` valid until the next call on the cursor.
+  bool view(std::string_view& v);
   bool number(JsonNumber& n);
   // Any value, passed over; counted into `tally` where given (each value, nested ones
   // included, and the bytes of its strings and keys).
@@ -93,6 +98,7 @@ class JsonCursor {
   bool done_ = false;
   std::string error_;
   std::string stack_;  // skip()'s containers, one byte each
+  std::string scratch_;  // a view's text where it could not be a view of buf_
 };
 
 }  // namespace cudatrace

@@ -50,8 +50,36 @@ std::optional<int64_t> us_text_to_ns(std::string_view s) {
 
 // A key against a literal, without a call to memcmp: an event's keys are compared many times.
 template <size_t N>
-bool is(const std::string& s, const char (&literal)[N]) {
+bool is(std::string_view s, const char (&literal)[N]) {
   return s.size() == N - 1 && std::memcmp(s.data(), literal, N - 1) == 0;
+}
+
+// The keys a conversion reads: of an event, of its args.
+enum class Field {
+  kOther, kPh, kCat, kName, kTs, kDur, kPid, kTid, kArgs,
+  kCorrelation, kCbid, kExternalId, kDevice, kInDevice, kStream, kBytes, kGrid, kBlock
+};
+
+Field event_field(std::string_view k) {
+  switch (k.size()) {
+    case 2: return is(k, "ph") ? Field::kPh : is(k, "ts") ? Field::kTs : Field::kOther;
+    case 3:
+      return is(k, "cat") ? Field::kCat : is(k, "dur") ? Field::kDur : is(k, "pid") ? Field::kPid
+             : is(k, "tid") ? Field::kTid : Field::kOther;
+    case 4: return is(k, "name") ? Field::kName : is(k, "args") ? Field::kArgs : Field::kOther;
+    default: return Field::kOther;
+  }
+}
+
+Field args_field(std::string_view k) {
+  switch (k.size()) {
+    case 4: return is(k, "cbid") ? Field::kCbid : is(k, "grid") ? Field::kGrid : Field::kOther;
+    case 5: return is(k, "bytes") ? Field::kBytes : is(k, "block") ? Field::kBlock : Field::kOther;
+    case 6: return is(k, "device") ? Field::kDevice : is(k, "stream") ? Field::kStream : Field::kOther;
+    case 8: return is(k, "inDevice") ? Field::kInDevice : Field::kOther;
+    case 11: return is(k, "correlation") ? Field::kCorrelation : is(k, "External id") ? Field::kExternalId : Field::kOther;
+    default: return Field::kOther;
+  }
 }
 
 bool starts_number(int c) { return c == '-' || (c >= '0' && c <= '9'); }
@@ -126,7 +154,7 @@ class TraceReader {
     ev_.ph_text = ev_.cat_text = ev_.name_text = false;
     ev_.pid.reset();
     ev_.tid.reset();
-    ev_.args = {};
+    ev_.args.clear();
     tally_ = {};
     skipping_ = false;
     skipped_cat_.clear();
@@ -134,10 +162,10 @@ class TraceReader {
     dur_.reset();
     if (!j_.eat('}')) {
       for (bool more = true; more;) {
-        size_t length = 0;
-        if (!j_.key(key_, &length)) return false;
-        tally_.bytes += length;
-        if (!member() || !j_.next('}', more)) return false;
+        std::string_view k;
+        if (!j_.key(k)) return false;
+        tally_.bytes += k.size();
+        if (!member(event_field(k)) || !j_.next('}', more)) return false;
       }
     }
     finish_event();
@@ -147,10 +175,10 @@ class TraceReader {
   // One field of an event: kept where the conversion reads it, passed over (and counted
   // for the event's bounds) where not. Once the event is known to be none of ours, only
   // its "ph" and "cat" are looked at: they name what it is counted as.
-  bool member() {
+  bool member(Field f) {
     const int c = j_.peek();
-    const bool ph = is(key_, "ph"), cat = is(key_, "cat");
-    if ((ph || cat || (is(key_, "name") && !skipping_)) && c == '"') {
+    const bool ph = f == Field::kPh, cat = f == Field::kCat, name = f == Field::kName;
+    if ((ph || cat || (name && !skipping_)) && c == '"') {
       std::string& field = ph ? ev_.ph : cat ? ev_.cat : ev_.name;
       size_t length = 0;
       if (!j_.string(&field, &length)) return false;
@@ -167,18 +195,20 @@ class TraceReader {
       return true;
     }
     if (skipping_) return j_.skip();
-    if (ph || cat || is(key_, "name")) {
-      (ph ? ev_.ph_text : cat ? ev_.cat_text : ev_.name_text) = false;
-      return j_.skip(&tally_);
+    switch (f) {
+      case Field::kPh: case Field::kCat: case Field::kName:
+        (ph ? ev_.ph_text : cat ? ev_.cat_text : ev_.name_text) = false;
+        return j_.skip(&tally_);
+      case Field::kTs: case Field::kDur:
+        if (!starts_number(c)) return j_.skip(&tally_);
+        return time(f == Field::kTs ? ts_ : dur_);
+      case Field::kPid: return integer(ev_.pid);
+      case Field::kTid: return integer(ev_.tid);
+      case Field::kArgs:
+        ev_.args.clear();  // a second "args" replaces the first, as in a JSON object
+        return c == '{' ? args() : j_.skip(&tally_);
+      default: return j_.skip(&tally_);
     }
-    if ((is(key_, "ts") || is(key_, "dur")) && starts_number(c)) return time(is(key_, "ts") ? ts_ : dur_);
-    if (is(key_, "pid")) return integer(ev_.pid);
-    if (is(key_, "tid")) return integer(ev_.tid);
-    if (is(key_, "args")) {
-      ev_.args = {};  // a second "args" replaces the first, as in a JSON object
-      return c == '{' ? args() : j_.skip(&tally_);
-    }
-    return j_.skip(&tally_);
   }
 
   bool args() {
@@ -187,20 +217,22 @@ class TraceReader {
     if (j_.eat('}')) return true;
     KinetoEvent::Args& a = ev_.args;
     for (bool more = true; more;) {
-      size_t length = 0;
-      if (!j_.key(key_, &length)) return false;
-      tally_.bytes += length;
+      std::string_view k;
+      if (!j_.key(k)) return false;
+      tally_.bytes += k.size();
       bool ok;
-      if (is(key_, "correlation")) ok = integer(a.correlation);
-      else if (is(key_, "cbid")) ok = integer(a.cbid);
-      else if (is(key_, "External id")) ok = integer(a.external_id);
-      else if (is(key_, "device")) ok = integer(a.device);
-      else if (is(key_, "inDevice")) ok = integer(a.in_device);
-      else if (is(key_, "stream")) ok = integer(a.stream);
-      else if (is(key_, "bytes")) ok = integer(a.bytes);
-      else if (is(key_, "grid")) ok = dims(a.grid);
-      else if (is(key_, "block")) ok = dims(a.block);
-      else ok = j_.skip(&tally_);
+      switch (args_field(k)) {
+        case Field::kCorrelation: ok = integer(a.correlation); break;
+        case Field::kCbid: ok = integer(a.cbid); break;
+        case Field::kExternalId: ok = integer(a.external_id); break;
+        case Field::kDevice: ok = integer(a.device); break;
+        case Field::kInDevice: ok = integer(a.in_device); break;
+        case Field::kStream: ok = integer(a.stream); break;
+        case Field::kBytes: ok = integer(a.bytes); break;
+        case Field::kGrid: ok = dims(a.grid); break;
+        case Field::kBlock: ok = dims(a.block); break;
+        default: ok = j_.skip(&tally_);
+      }
       if (!ok || !j_.next('}', more)) return false;
     }
     return true;
@@ -328,7 +360,7 @@ class TraceReader {
   TraceReading& r_;
   KinetoEvents& events_;
   int64_t base_, offset_;
-  std::string top_key_, key_, line_;
+  std::string top_key_, line_;
   bool any_event_ = false, closed_ = false;
   // The event being read.
   KinetoEvent ev_;
