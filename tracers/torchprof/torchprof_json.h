@@ -9,7 +9,7 @@
 // lone surrogates, a number like 01 or 1. are errors. Bounds: a token is whole in the
 // buffer before it is read (the filter bounds strings and bare tokens, so the buffer stays
 // one slice and a tail); nesting deeper than kMaxJsonDepth is an error, so a file of
-// brackets holds no more than a few bits per level.
+// brackets holds one byte per level, 1 MiB at most.
 #include <cstddef>
 #include <cstdint>
 #include <string>
