@@ -259,6 +259,15 @@ TEST(TorchprofTrace, EndlessStringsAndTokensAreBounded) {
   EXPECT_EQ(c.r.strings_cut, 1);
   ASSERT_EQ(c.count(layer::kGpuActivity), 3u);
   EXPECT_NE(c.find(layer::kGpuActivity, std::string(size_t(64) << 10, 'k')), nullptr);
+  // A string of nothing but escapes is cut as well, between two of them.
+  std::string escapes;
+  for (int i = 0; i < (200 << 10); ++i) escapes += "\\n";
+  std::string escaped = many_launches(3);
+  escaped.replace(escaped.find("\"k\""), 3, "\"k" + escapes + "\"");
+  c = convert(write(dir / "escapes.json", escaped), 9);
+  ASSERT_TRUE(c.r.complete) << c.r.cut;
+  EXPECT_EQ(c.r.strings_cut, 1);
+  ASSERT_EQ(c.count(layer::kGpuActivity), 3u);
   std::string number = many_launches(3);
   number.replace(number.find("1.000"), 5, std::string(10 << 10, '1'));
   c = convert(write(dir / "number.json", number), 9);

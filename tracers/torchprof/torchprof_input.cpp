@@ -54,7 +54,9 @@ void UntrustedJsonInput::emit(const char* bytes, size_t n, std::string& out, boo
   const char c = opaque ? 'x' : bytes[0];
   if (in_string_) {
     // Cut only between escapes (\n, \uXXXX): the string must stay one the parser accepts.
-    const bool part_of_escape = escaped_ || hex_left_ > 0 || c == '\\';
+    // An escape's own bytes count against the bound too, and a cut may begin at its
+    // backslash: a string of nothing but escapes would otherwise grow with the file.
+    const bool within_escape = escaped_ || hex_left_ > 0;
     if (hex_left_ > 0) {
       --hex_left_;
     } else if (escaped_) {
@@ -69,7 +71,7 @@ void UntrustedJsonInput::emit(const char* bytes, size_t n, std::string& out, boo
       escaped_ = true;
     }
     if (cutting_) return;
-    if (!part_of_escape && run_ + n > max_string_) {
+    if (!within_escape && run_ + n > max_string_) {
       cutting_ = true;
       ++strings_cut_;
       return;

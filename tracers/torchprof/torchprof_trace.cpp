@@ -37,7 +37,8 @@ std::optional<int64_t> us_text_to_ns(std::string_view s) {
     if (c < '0' || c > '9' || ns > (std::numeric_limits<int64_t>::max() - 9) / 10) return std::nullopt;
     ns = ns * 10 + (c - '0');
   }
-  if (ns > std::numeric_limits<int64_t>::max() / 1000) return std::nullopt;
+  // Room for the fraction's 999 ns too: a time the file makes up must not overflow.
+  if (ns > (std::numeric_limits<int64_t>::max() - 999) / 1000) return std::nullopt;
   ns *= 1000;
   int64_t scale = 100;
   for (char c : frac) {
@@ -349,9 +350,11 @@ class TraceReader {
     }
   }
 
+  // 0 (unknown) where the file's base and times would overflow: both are the program's word.
   int64_t to_monotonic(int64_t ts) const {
-    const int64_t real = ts < kRelativeBelowNs ? base_ + ts : ts;
-    const int64_t monotonic = real - offset_;
+    int64_t real = ts, monotonic = 0;
+    if (ts < kRelativeBelowNs && __builtin_add_overflow(base_, ts, &real)) return 0;
+    if (__builtin_sub_overflow(real, offset_, &monotonic)) return 0;
     return monotonic > 0 ? monotonic : 0;
   }
 
