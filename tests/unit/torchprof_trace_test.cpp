@@ -374,4 +374,13 @@ TEST(TorchprofTrace, OtherEventsAreCountedByCategory) {
   EXPECT_EQ(c.r.events_malformed, 2);  // 7 and [1]
   EXPECT_EQ(c.r.kineto_log_lines, 2);
   EXPECT_EQ(c.r.kineto_stopped_tracing, 1);
+  // A trailing comma, or a file that ends after one, cuts the trace: no event is malformed.
+  for (const char* tail : {"]}", ""}) {
+    const Converted cut = convert(write(dir / "comma.json", std::string("{\"traceEvents\": [{\"ph\": \"X\", \"cat\": "
+                                                                        "\"cpu_op\", \"name\": \"a\", \"ts\": 2},") + tail),
+                                  9);
+    EXPECT_FALSE(cut.r.complete) << tail;
+    EXPECT_EQ(cut.r.events_malformed, 0) << tail;
+    fs::remove(dir / "comma.json");
+  }
 }

@@ -141,9 +141,11 @@ class TraceReader {
       if (j_.peek() == '{') {
         if (!event()) return false;
       } else {
+        // Not an event: an entry that is one value of another kind is a malformed event;
+        // what is no value at all (a trailing comma, the file's end) is the cut, not an event.
+        if (!j_.skip()) return false;
         ++r_.events_malformed;
         any_event_ = true;
-        if (!j_.skip()) return false;
       }
       if (!j_.next(']', more)) return false;
     }
