@@ -374,6 +374,15 @@ TEST(TorchprofTrace, OtherEventsAreCountedByCategory) {
   EXPECT_EQ(c.r.events_malformed, 2);  // 7 and [1]
   EXPECT_EQ(c.r.kineto_log_lines, 2);
   EXPECT_EQ(c.r.kineto_stopped_tracing, 1);
+  // Log lines past one event's bound of values are not read, and are counted so.
+  TraceLimits few;
+  few.max_event_values = 2;
+  const Converted bounded = convert(
+      write(dir / "log.json", "{\"traceEvents\": [], \"WARNING\": [\"a\", \"b\", \"c\", \"Exceeded max GPU buffer count\", [1]]}"),
+      9, few);
+  EXPECT_EQ(bounded.r.kineto_log_lines, 2);
+  EXPECT_EQ(bounded.r.kineto_log_lines_unread, 3);
+  EXPECT_EQ(bounded.r.kineto_stopped_tracing, 0) << "it was among the unread";
   // A trailing comma, or a file that ends after one, cuts the trace: no event is malformed.
   for (const char* tail : {"]}", ""}) {
     const Converted cut = convert(write(dir / "comma.json", std::string("{\"traceEvents\": [{\"ph\": \"X\", \"cat\": "

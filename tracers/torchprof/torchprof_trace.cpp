@@ -310,9 +310,11 @@ class TraceReader {
         ++t.values;
         t.bytes += length;
         if (t.values <= limits_.max_event_values && t.bytes <= limits_.max_event_bytes) log_line(&line_);
+        else ++r_.kineto_log_lines_unread;
       } else {
         if (!j_.skip(&t)) return false;
         if (t.values <= limits_.max_event_values && t.bytes <= limits_.max_event_bytes) log_line(nullptr);
+        else ++r_.kineto_log_lines_unread;
       }
       if (!j_.next(']', more)) return false;
     }

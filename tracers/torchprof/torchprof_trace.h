@@ -71,6 +71,9 @@ struct TraceReading {
   int64_t runtime_named_from_cbid = 0;  // runtime calls Kineto named "INVALID", named by cbid
   int64_t strings_cut = 0, invalid_utf8_bytes = 0;
   int64_t kineto_log_lines = 0;    // WARNING and ERROR entries
+  // Entries of a WARNING or ERROR array past the bounds of one event's values and bytes:
+  // not read, so a "stopped tracing" among them would go unseen (loss).
+  int64_t kineto_log_lines_unread = 0;
   int64_t kineto_stopped_tracing = 0;  // of those, Kineto's "Exceeded max GPU buffer count"
   std::vector<std::string> kineto_log_examples;  // the first few
   bool base_in_file = false;       // baseTimeNanoseconds came before the events

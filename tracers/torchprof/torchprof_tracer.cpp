@@ -25,7 +25,7 @@ struct RunTally {
   int64_t traces = 0, missing = 0, cut = 0, refused = 0, over_bound_bytes = 0, events_unread = 0;
   int64_t runtime = 0, driver = 0, kernels = 0, memcpys = 0, memsets = 0, other = 0;
   int64_t given_device = 0, other_pid = 0, strings_cut = 0, invalid_utf8 = 0, kineto_log_lines = 0;
-  int64_t kineto_stopped_in_traces = 0, named_from_cbid = 0;
+  int64_t kineto_stopped_in_traces = 0, kineto_log_lines_unread = 0, named_from_cbid = 0;
   int64_t python_processes = 0, without_torch = 0, without_cuda = 0, profiled = 0, forked = 0;
   bool base_in_file = false, base_computed = false, base_disagrees = false;
   double export_s = 0;
@@ -47,6 +47,7 @@ void add_reading(RunTally& t, const TraceReading& r) {
   t.invalid_utf8 += r.invalid_utf8_bytes;
   t.kineto_log_lines += r.kineto_log_lines;
   t.kineto_stopped_in_traces += r.kineto_stopped_tracing;
+  t.kineto_log_lines_unread += r.kineto_log_lines_unread;
   t.events_unread += r.events_malformed + r.events_too_large;
   for (const auto& line : r.kineto_log_examples)
     if (t.kineto_log_examples.size() < 5) t.kineto_log_examples.push_back(line);
@@ -250,7 +251,8 @@ TracerReport convert_torchprof_output(const fs::path& dir, const fs::path& event
                  // does, after the events): the larger count, not the sum.
                  {"kineto_stopped_tracing", std::max(kineto.stopped_tracing, t.kineto_stopped_in_traces)},
                  {"kineto_dropped_records", kineto.dropped_records},
-                 {"kineto_log_unread_bytes", kineto.unread_bytes}};
+                 {"kineto_log_unread_bytes", kineto.unread_bytes},
+                 {"kineto_log_lines_unread_in_traces", t.kineto_log_lines_unread}};
   fill_notes(t, kineto, report);
   // Kineto stamps unix time through its own TSC clock; the offset to CLOCK_MONOTONIC is ours.
   report.notes["clock"] = "Kineto's unix time (us) + CLOCK_REALTIME - CLOCK_MONOTONIC offset, +-1 ms";
