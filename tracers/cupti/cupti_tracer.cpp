@@ -1,7 +1,6 @@
 #include "tracers/cupti/cupti_tracer.h"
 
 #include <cstdlib>
-#include <cstring>
 
 #include "common/clock.h"
 #include "common/event_io.h"
@@ -10,28 +9,16 @@
 #include "tracers/cupti/cupti_session.h"
 #include "tracers/ebpf/ring_option.h"
 #include "tracers/ebpf/ring_spool.h"
-#include "tracers/ebpf/spool_follower.h"
+#include "tracers/ebpf/live_store.h"
 
 namespace cudatrace {
 
 namespace fs = std::filesystem;
 
-// The store the run's records are decoded into as the spool grows. Declared in the order
-// they are built: the follower, last, is stopped first.
-struct CuptiLiveDecode {
-  CuptiDecodeStats stats;
-  EventStoreWriter out;
-  CuptiRecordDecoder decoder;
-  SpoolFollower follower;
+struct CuptiLiveDecode : LiveStore<cupti_record, CuptiRecordDecoder, CuptiDecodeStats> {
   explicit CuptiLiveDecode(const fs::path& run_dir)
-      : out(run_dir / kEventsFile),
-        decoder(
-            stats, [this](Event&& e) { out.write(e); }, size_t(1) << 20, size_t(1) << 16,
-            [this](const Event& e, const PackedArgs& args) { out.write(e, args); }),
-        follower(run_dir / "cupti.bin.zst", sizeof(cupti_record), [this](std::string_view bytes) {
-          cupti_record r;
-          std::memcpy(&r, bytes.data(), sizeof r);
-          decoder.add(r);
+      : LiveStore(run_dir, run_dir / "cupti.bin.zst", [](CuptiDecodeStats& stats, WholeSink whole, CallSink calls) {
+          return CuptiRecordDecoder(stats, std::move(whole), size_t(1) << 20, size_t(1) << 16, std::move(calls));
         }) {}
 };
 
@@ -90,12 +77,7 @@ TracerReport CuptiTracer::finish(const fs::path& run_dir) {
 
   // The rest of the spool, decoded in the ring's order as the run's first part was
   // (memory: the decoder's two windows).
-  live_->follower.finish();
-  const uint64_t read = live_->follower.read();
-  const std::string cut = live_->follower.cut();
-  live_->decoder.finish();
-  live_->out.close();
-  const CuptiDecodeStats stats = live_->stats;
+  const auto [stats, read, cut] = live_->finish();
   live_.reset();
   // CUDATRACE_KEEP_SPOOL=1 keeps the raw records (struct cupti_record, a zstd stream) for debugging a decode.
   if (!std::getenv("CUDATRACE_KEEP_SPOOL")) fs::remove(run_dir / "cupti.bin.zst");

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <cstring>
 #include <map>
 #include <stdexcept>
 
@@ -13,7 +12,7 @@
 #include "common/event_io.h"
 #include "common/event_store.h"
 #include "tracers/ebpf/ring_spool.h"
-#include "tracers/ebpf/spool_follower.h"
+#include "tracers/ebpf/live_store.h"
 #include "tracers/pause_channel.h"
 #include "tracers/uprobe/load_follower.h"
 #include "tracers/uprobe/process_maps.h"
@@ -24,21 +23,10 @@ namespace cudatrace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-// The store the run's records are decoded into as the spool grows. Declared in the order
-// they are built: the follower, last, is stopped first.
-struct UprobeLiveDecode {
-  DecodeStats stats;
-  EventStoreWriter out;
-  UprobeCallDecoder decoder;
-  SpoolFollower follower;
+struct UprobeLiveDecode : LiveStore<uprobe_call, UprobeCallDecoder, DecodeStats> {
   UprobeLiveDecode(const fs::path& run_dir, UprobeCallDecoder::MoreFunctions more, NameFromFile names)
-      : out(run_dir / kEventsFile),
-        decoder(std::move(more), stats, std::move(names),
-                [this](const Event& e, const PackedArgs& args) { out.write(e, args); }),
-        follower(run_dir / "uprobe.bin.zst", sizeof(uprobe_call), [this](std::string_view bytes) {
-          uprobe_call c;
-          std::memcpy(&c, bytes.data(), sizeof c);
-          decoder.add(c);
+      : LiveStore(run_dir, run_dir / "uprobe.bin.zst", [&](DecodeStats& stats, WholeSink, CallSink calls) {
+          return UprobeCallDecoder(std::move(more), stats, std::move(names), std::move(calls));
         }) {}
 };
 
@@ -239,12 +227,7 @@ TracerReport UprobeTracer::finish(const fs::path& run_dir) {
 
   // The rest of the spool, decoded in the ring's order as the run's first part was: memory
   // holds a slice of records and the calls that wait for their outer call, never the run's events.
-  live_->follower.finish();
-  const uint64_t read = live_->follower.read();
-  const std::string cut = live_->follower.cut();
-  live_->decoder.finish();
-  live_->out.close();
-  const DecodeStats stats = live_->stats;
+  const auto [stats, read, cut] = live_->finish();
   live_.reset();
   // CUDATRACE_KEEP_SPOOL=1 keeps the raw records (struct uprobe_call, a zstd stream) for debugging a decode.
   if (!std::getenv("CUDATRACE_KEEP_SPOOL")) fs::remove(run_dir / "uprobe.bin.zst");
