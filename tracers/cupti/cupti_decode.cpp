@@ -159,6 +159,7 @@ const CuptiRecordDecoder::CallKind& CuptiRecordDecoder::kind_of(uint64_t id) {
     k.call = find_call(k.name);
     k.runtime = domain == kCuptiRuntimeDomain;
     k.launch = is_launch(k.name);
+    k.unknown = k.name.rfind("cbid:", 0) == 0;
   }
   return it->second;
 }
@@ -187,7 +188,7 @@ void CuptiRecordDecoder::add_call(cupti_record call) {
   ++stats_.api_calls;
   if (call.flags & CUPTI_F_TICKS) to_ns(call);
   const CallKind& kind = kind_of(call.id);
-  if (kind.name.rfind("cbid:", 0) == 0) ++stats_.unknown_callbacks;
+  if (kind.unknown) ++stats_.unknown_callbacks;
   Event& e = call_;
   e.layer = kind.runtime ? layer::kRuntime : layer::kDriver;
   e.name = kind.name;

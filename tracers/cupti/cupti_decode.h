@@ -83,7 +83,7 @@ class CuptiRecordDecoder {
   struct CallKind {
     std::string name;
     const CallInfo* call = nullptr;  // its argument layout, where hooks.def has one
-    bool runtime = false, launch = false;
+    bool runtime = false, launch = false, unknown = false;  // unknown: no name for its id
   };
   struct Launch {
     uint32_t tid;
