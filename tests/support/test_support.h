@@ -1,5 +1,6 @@
 #pragma once
-// Helpers shared by the tests: temporary folders, running a command and capturing it.
+// Helpers shared by the tests: temporary folders, running a command and capturing it, and
+// two decodings of the same records compared event by event.
 #include <sys/wait.h>
 
 #include <gtest/gtest.h>
@@ -14,6 +15,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "common/event.h"
 
 namespace testsupport {
 
@@ -77,6 +80,26 @@ inline std::set<std::string> dynamic_symbols(const std::string& nm_args, const s
   std::string sym;
   while (in >> sym) s.insert(sym);
   return s;
+}
+
+// Two paths to the same events (a decoder's packed hand-over and its whole events): every
+// field the same, event by event.
+inline void expect_same_events(const std::vector<cudatrace::Event>& got, const std::vector<cudatrace::Event>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    SCOPED_TRACE(want[i].name + " (event " + std::to_string(i) + ")");
+    EXPECT_EQ(got[i].layer, want[i].layer);
+    EXPECT_EQ(got[i].name, want[i].name);
+    EXPECT_EQ(got[i].ts, want[i].ts);
+    EXPECT_EQ(got[i].dur, want[i].dur);
+    EXPECT_EQ(got[i].pid, want[i].pid);
+    EXPECT_EQ(got[i].tid, want[i].tid);
+    EXPECT_EQ(got[i].ret, want[i].ret);
+    EXPECT_EQ(got[i].corr, want[i].corr);
+    EXPECT_EQ(got[i].device, want[i].device);
+    EXPECT_EQ(got[i].device_id, want[i].device_id);
+    EXPECT_EQ(got[i].args, want[i].args);
+  }
 }
 
 }  // namespace testsupport

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "common/elf_file.h"
+#include "test_support.h"
 #include "common/spawn.h"
 #include "tracers/cupti/injection/call_slots.h"
 #include "tracers/call_args.h"
@@ -373,19 +374,7 @@ TEST(CuptiDecode, CallsHandedOverPackedAreTheEventsTheWholePathGives) {
     d.finish();
   }
   ASSERT_EQ(whole.size(), records.size());
-  ASSERT_EQ(packed.size(), whole.size());
-  for (size_t i = 0; i < whole.size(); ++i) {
-    SCOPED_TRACE(whole[i].name);
-    EXPECT_EQ(packed[i].layer, whole[i].layer);
-    EXPECT_EQ(packed[i].name, whole[i].name);
-    EXPECT_EQ(packed[i].ts, whole[i].ts);
-    EXPECT_EQ(packed[i].dur, whole[i].dur);
-    EXPECT_EQ(packed[i].tid, whole[i].tid);
-    EXPECT_EQ(packed[i].ret, whole[i].ret);
-    EXPECT_EQ(packed[i].corr, whole[i].corr);
-    EXPECT_EQ(packed[i].device, whole[i].device);
-    EXPECT_EQ(packed[i].args, whole[i].args);
-  }
+  testsupport::expect_same_events(packed, whole);
   EXPECT_EQ(whole[1].args.value("kernel", ""), "fake_kernel") << whole[1].args.dump();
   EXPECT_EQ(whole[3].args, nlohmann::json({{"kernel", "some_kernel"}})) << "an id hooks.def does not lay out";
   EXPECT_EQ(whole[4].device, 3);

@@ -12,6 +12,7 @@
 #include "tracers/uprobe/library_search.h"
 #include "tracers/uprobe/uprobe_decode.h"
 #include "tracers/uprobe/uprobe_tracer.h"
+#include "test_support.h"
 
 using namespace cudatrace;
 
@@ -30,6 +31,20 @@ uprobe_call call(unsigned fn, uint64_t enter, uint64_t exit, uint32_t tid, std::
   size_t i = 0;
   for (uint64_t a : args) c.args[i++] = a;
   return c;
+}
+
+// cudaMalloc, cuLaunchKernel and cudaSetDevice, as one file's probes.
+std::vector<ProbedFunction> malloc_launch_set_device() {
+  return {{"cudaMalloc", "runtime", "/lib", 0x10}, {"cuLaunchKernel", "driver", "/lib", 0x20},
+          {"cudaSetDevice", "runtime", "/lib", 0x30}};
+}
+
+// cudaMalloc(ptr, 4096) returning, its out-parameter read.
+uprobe_call malloc_with_its_pointer() {
+  uprobe_call m = call(0, 1000, 2000, 7, {0x7ffd0000, 4096});
+  m.out = 0xdead0000;
+  m.flags |= UPROBE_F_OUT;
+  return m;
 }
 
 }  // namespace
@@ -71,12 +86,8 @@ TEST(ProbeSpec, CookieCarriesWhatToCapture) {
 }
 
 TEST(UprobeDecode, ArgumentsFromRegistersStackAndOutParameters) {
-  std::vector<ProbedFunction> fns{{"cudaMalloc", "runtime", "/lib", 0x10},
-                                  {"cuLaunchKernel", "driver", "/lib", 0x20},
-                                  {"cudaSetDevice", "runtime", "/lib", 0x30}};
-  uprobe_call m = call(0, 1000, 2000, 7, {0x7ffd0000, 4096});
-  m.out = 0xdead0000;
-  m.flags |= UPROBE_F_OUT;
+  const std::vector<ProbedFunction> fns = malloc_launch_set_device();
+  const uprobe_call m = malloc_with_its_pointer();
   // cuLaunchKernel(f, gx, gy, gz, bx, by, | bz, smem, stream): the last three on the stack.
   uprobe_call l = call(1, 3000, 4000, 7, {0xf00, 2, 3, 1, 128, 1, 1, 0xFFFFFFFF00000010ull, 0x5000});
   // An int argument whose register has garbage above bit 31.
@@ -100,12 +111,8 @@ TEST(UprobeDecode, ArgumentsFromRegistersStackAndOutParameters) {
 // library probed late reach the decoder only when asked for. The events are those of the
 // whole path, args included; a record of a function not probed (yet) is counted, not guessed.
 TEST(UprobeDecode, LiveDecodingPacksTheSameEventsAndLearnsLateFunctions) {
-  std::vector<ProbedFunction> fns{{"cudaMalloc", "runtime", "/lib", 0x10},
-                                  {"cuLaunchKernel", "driver", "/lib", 0x20},
-                                  {"cudaSetDevice", "runtime", "/lib", 0x30}};
-  uprobe_call m = call(0, 1000, 2000, 7, {0x7ffd0000, 4096});
-  m.out = 0xdead0000;
-  m.flags |= UPROBE_F_OUT;
+  const std::vector<ProbedFunction> fns = malloc_launch_set_device();
+  const uprobe_call m = malloc_with_its_pointer();
   const uprobe_call l = call(1, 3000, 4000, 7, {0xf00, 2, 3, 1, 128, 1, 1, 0x10, 0x5000});
   const uprobe_call partial = call(0, 4500, 4600, 7, {0x10, 64}, 2);  // its out-parameter not read
   const uprobe_call d = call(2, 5000, 6000, 7, {1});
@@ -126,16 +133,7 @@ TEST(UprobeDecode, LiveDecodingPacksTheSameEventsAndLearnsLateFunctions) {
   offered = 3;
   for (const uprobe_call& c : {l, partial, d, beyond}) decoder.add(c);
   decoder.finish();
-  ASSERT_EQ(live.size(), whole.size());
-  for (size_t i = 0; i < live.size(); ++i) {
-    SCOPED_TRACE(whole[i].name);
-    EXPECT_EQ(live[i].name, whole[i].name);
-    EXPECT_EQ(live[i].layer, whole[i].layer);
-    EXPECT_EQ(live[i].ts, whole[i].ts);
-    EXPECT_EQ(live[i].dur, whole[i].dur);
-    EXPECT_EQ(live[i].ret, whole[i].ret);
-    EXPECT_EQ(live[i].args, whole[i].args);
-  }
+  testsupport::expect_same_events(live, whole);
   EXPECT_FALSE(live[2].args.contains("ptr")) << live[2].args.dump();
   EXPECT_EQ(live_stats.unknown_function, 1) << "function 3 was never probed";
   EXPECT_EQ(whole_stats.unknown_function, 0);
