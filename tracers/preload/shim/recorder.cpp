@@ -46,6 +46,13 @@ std::vector<ThreadBuffer*>* g_buffers;
 std::mutex g_kernels_mu;
 std::unordered_map<uint64_t, std::string>* g_kernels;      // handle -> name
 std::unordered_map<uint64_t, std::string>* g_stub_names;   // host stub -> name
+// The kernel table is appended to as names are noted, not written once at exit, so that the
+// harness can name launches while the program runs (it converts records as they reach the
+// disk). Lines noted wait here (under g_kernels_mu) for the next buffer flush of any thread:
+// the name of a launch reaches the file no later than the launch's record.
+std::string* g_kernel_lines;
+std::atomic<bool> g_kernel_lines_waiting{false};
+pid_t g_kernel_file_pid = 0;  // the process whose .kernels file holds every entry noted so far
 
 constexpr size_t kMappingBytes = (kBufferRecords + 2) * sizeof(Record);
 
@@ -195,6 +202,8 @@ struct ThreadExit {
 };
 thread_local ThreadExit t_exit;
 
+void write_kernel_lines(bool all = false);
+
 }  // namespace
 
 void emit_slow(const Record& r) {
@@ -210,6 +219,7 @@ void emit_slow(const Record& r) {
     const int saved = errno;  // the program must not see our write()'s errno
     flush(b);
     errno = saved;
+    write_kernel_lines();  // the names its launches carry, with them
     i = 0;
   }
   b->records[i] = r;
@@ -218,15 +228,57 @@ void emit_slow(const Record& r) {
 
 namespace {
 
-void write_kernel_table() {
-  std::lock_guard lk(g_kernels_mu);
-  if (g_kernels->empty()) return;
+// Appends the lines that wait to this process's table. A forked child's table starts empty
+// while its map holds the parent's entries: its first write is the whole map.
+void write_kernel_lines_locked() {
+  if (g_kernel_file_pid != getpid()) {
+    g_kernel_lines->clear();
+    char line[64];
+    for (const auto& [handle, name] : *g_kernels) {
+      std::snprintf(line, sizeof line, "0x%llx ", (unsigned long long)handle);
+      *g_kernel_lines += line;
+      *g_kernel_lines += name;
+      *g_kernel_lines += '\n';
+    }
+    g_kernel_file_pid = getpid();
+  }
+  g_kernel_lines_waiting.store(false, std::memory_order_relaxed);
+  if (g_kernel_lines->empty()) return;
   char path[4200];
   std::snprintf(path, sizeof path, "%s/preload.%d.kernels", g_dir, int(getpid()));
-  FILE* f = std::fopen(path, "w");
-  if (!f) return;
-  for (const auto& [handle, name] : *g_kernels) std::fprintf(f, "0x%llx %s\n", (unsigned long long)handle, name.c_str());
-  std::fclose(f);
+  const int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd >= 0) {
+    (void)write_records(fd, g_kernel_lines->data(), g_kernel_lines->size());
+    close(fd);
+  }
+  g_kernel_lines->clear();
+}
+
+// `all`: also a forked child's table that nothing new was noted in (at its exit).
+void write_kernel_lines(bool all) {
+  if (!all && !g_kernel_lines_waiting.load(std::memory_order_relaxed)) return;
+  const int saved = errno;
+  std::lock_guard lk(g_kernels_mu);
+  if (g_kernel_lines_waiting.load(std::memory_order_relaxed) || (!g_kernels->empty() && g_kernel_file_pid != getpid()))
+    write_kernel_lines_locked();
+  errno = saved;
+}
+
+// A new or renamed entry becomes a line to append (the converter keeps a handle's last name).
+// Unchanged, nothing is written: cudart asks for the same kernel at every launch.
+void note_kernel_locked(uint64_t handle, const char* name) {
+  auto [it, fresh] = g_kernels->try_emplace(handle, name);
+  if (!fresh) {
+    if (it->second == name) return;
+    it->second = name;
+  }
+  char line[64];
+  std::snprintf(line, sizeof line, "0x%llx ", (unsigned long long)handle);
+  *g_kernel_lines += line;
+  *g_kernel_lines += name;
+  *g_kernel_lines += '\n';
+  g_kernel_lines_waiting.store(true, std::memory_order_relaxed);
+  if (g_kernel_lines->size() >= (size_t(1) << 20)) write_kernel_lines_locked();  // a library registering thousands
 }
 
 void on_fatal_signal(int sig) {
@@ -290,6 +342,7 @@ __attribute__((constructor)) void start() {
   g_buffers = new std::vector<ThreadBuffer*>;
   g_kernels = new std::unordered_map<uint64_t, std::string>;
   g_stub_names = new std::unordered_map<uint64_t, std::string>;
+  g_kernel_lines = new std::string;
   pthread_atfork(nullptr, nullptr, after_fork_in_child);
   std::atexit(flush_all);
   if (const char* d = std::getenv(kDevicesEnv)) g_devices_off = std::strcmp(d, "off") == 0;
@@ -370,7 +423,7 @@ namespace cudatrace::preload {
 void note_kernel(uint64_t handle, const char* name) {
   if (!g_recording || !name) return;
   std::lock_guard lk(g_kernels_mu);
-  (*g_kernels)[handle] = name;
+  note_kernel_locked(handle, name);
 }
 
 const char* kernel_name_of_stub(uint64_t host_stub) {
@@ -384,7 +437,7 @@ void note_stub(uint64_t host_stub, const char* name) {
   if (!g_recording || !name) return;
   std::lock_guard lk(g_kernels_mu);
   (*g_stub_names)[host_stub] = name;
-  (*g_kernels)[host_stub] = name;
+  note_kernel_locked(host_stub, name);
 }
 
 void flush_all() {
@@ -394,7 +447,7 @@ void flush_all() {
     std::lock_guard lk(g_registry_mu);
     for (ThreadBuffer* b : *g_buffers) close_buffer(b);
   }
-  write_kernel_table();
+  write_kernel_lines(true);
   write_generic_table();
   // Any thread that calls CUDA after this starts a new segment of its file.
   g_shim.generation.fetch_add(1);
