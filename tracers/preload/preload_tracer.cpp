@@ -4,6 +4,7 @@
 #include <string>
 
 #include "common/event_store.h"
+#include "tracers/preload/preload_follower.h"
 #include "tracers/preload/preload_format.h"
 
 namespace cudatrace {
@@ -15,16 +16,26 @@ fs::path preload_shim_path(const fs::path& prefix) {
   return prefix / CUDATRACE_LIB_SUBDIR / "libcudatrace_preload.so";
 }
 
+PreloadTracer::PreloadTracer(fs::path shim, bool devices, uint64_t max_bytes)
+    : shim_(std::move(shim)), devices_(devices), max_bytes_(max_bytes) {}
+PreloadTracer::~PreloadTracer() = default;
+
 void PreloadTracer::prepare(Launch& launch, const Target& target, const fs::path& run_dir) {
   preload_first(launch, shim_, "preload shim");
+  run_dir_ = run_dir;
   cudart_ = target.cudart;
   spool_ = target.writable_dir.empty() ? run_dir : target.writable_dir;
   launch.env[kDirEnv] = spool_.string();
   if (!devices_) launch.env[kDevicesEnv] = "off";
 }
 
+// Before the program execs: the store is opened by the harness now (its tap counts what is
+// written), and the shim's files are converted as they grow.
+void PreloadTracer::attach(pid_t) { live_ = std::make_unique<preload::PreloadFollower>(spool_, run_dir_ / kEventsFile, max_bytes_); }
+
 TracerReport PreloadTracer::finish(const fs::path& run_dir) {
-  TracerReport report = convert_preload_output(spool_, run_dir / kEventsFile, max_bytes_);
+  TracerReport report = live_ ? live_->finish() : convert_preload_output(spool_, run_dir / kEventsFile, max_bytes_);
+  live_.reset();
   // The runtime layer from the linkage, as the benchmark is told it; the rest from the records.
   const TracerReport by_linkage = layers_without_events();
   report.layers = by_linkage.layers;
@@ -78,6 +89,7 @@ TracerReport PreloadTracer::layers_without_events() {
 }
 
 void PreloadTracer::abandon(const fs::path&) {
+  live_.reset();  // the partial store goes with the unclosed writer
   for (const auto& entry : fs::directory_iterator(spool_))
     if (entry.path().filename().string().rfind("preload.", 0) == 0) fs::remove(entry.path());
 }

@@ -1,19 +1,27 @@
 #pragma once
-// Method `preload`: the program runs with our shim in LD_PRELOAD; afterwards the shim's
-// per-thread record files are converted into the event store. Shared cudart: runtime and
+// Method `preload`: the program runs with our shim in LD_PRELOAD; while it runs, a thread of
+// the harness converts the shim's per-thread record files into the event store
+// (preload_follower.h), and at its end the rest. Shared cudart: runtime and
 // driver layers. Static cudart: the driver layer only (cudart's own functions are inside
 // the executable, where no preload can reach them).
+#include <memory>
+
 #include "tracers/tracer.h"
 
 namespace cudatrace {
+
+namespace preload {
+class PreloadFollower;
+}
 
 class PreloadTracer final : public Tracer {
  public:
   // `devices` false: records name no device (the shim asks for no context after a call).
   // `max_bytes`: how much of the record files one run reads (HostFacts::max_trace_bytes).
-  explicit PreloadTracer(std::filesystem::path shim, bool devices = true, uint64_t max_bytes = uint64_t(128) << 20)
-      : shim_(std::move(shim)), devices_(devices), max_bytes_(max_bytes) {}
+  explicit PreloadTracer(std::filesystem::path shim, bool devices = true, uint64_t max_bytes = uint64_t(128) << 20);
+  ~PreloadTracer() override;
   void prepare(Launch& launch, const Target& target, const std::filesystem::path& run_dir) override;
+  void attach(pid_t child) override;  // the conversion starts following the shim's folder
   TracerReport finish(const std::filesystem::path& run_dir) override;
   void abandon(const std::filesystem::path& run_dir) override;
   TracerReport layers_without_events() override;
@@ -24,6 +32,8 @@ class PreloadTracer final : public Tracer {
   uint64_t max_bytes_;
   std::filesystem::path spool_;  // where the shim writes (the program's own folder)
   std::string cudart_;
+  std::filesystem::path run_dir_;
+  std::unique_ptr<preload::PreloadFollower> live_;  // from attach() to finish()
 };
 
 std::filesystem::path preload_shim_path(const std::filesystem::path& prefix);
