@@ -29,6 +29,7 @@ class Families {
     return id;
   }
   const std::string& name(uint32_t id) const { return names_.at(id); }
+  size_t size() const { return names_.size(); }
 
  private:
   struct Hash {

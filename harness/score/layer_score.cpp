@@ -126,17 +126,25 @@ void PairScorer::compare(const Event& truth, std::string_view truth_args, const 
       ++score_.device_unnamed;
     } else {
       ++score_.device_compared;
-      const BucketContext& b = buckets_;
-      const bool same = b.names ? device_key(0, truth) == device_key(1, seen)
-                                : truth.device == seen.device && truth.device_id == seen.device_id;
-      if (same) {
-        ++score_.device_equal;
+      if (deferred_) {  // decided at the end, with the names whole
+        deferred_->add(truth, seen, max_examples_);
       } else {
-        const auto shown = [&](const Event& e) { return b.names ? b.names->key(e) : std::to_string(e.device.value_or(-1)); };
-        example("device of " + describe(truth) + ": ledger " + shown(truth) + ", tracer " + shown(seen));
+        const BucketContext& b = buckets_;
+        const bool same = b.names ? device_key(0, truth) == device_key(1, seen)
+                                  : truth.device == seen.device && truth.device_id == seen.device_id;
+        if (same) {
+          ++score_.device_equal;
+        } else {
+          const auto shown = [&](const Event& e) { return b.names ? b.names->key(e) : std::to_string(e.device.value_or(-1)); };
+          example("device of " + describe(truth) + ": ledger " + shown(truth) + ", tracer " + shown(seen));
+        }
       }
     }
   }
+  compare_ret(truth, seen);
+}
+
+void PairScorer::compare_ret(const Event& truth, const Event& seen) {
   if (truth.ret && seen.ret) {
     ++score_.ret_compared;
     if (*truth.ret == *seen.ret) {
@@ -146,6 +154,36 @@ void PairScorer::compare(const Event& truth, std::string_view truth_args, const 
               std::to_string(*seen.ret));
     }
   }
+}
+
+void DeferredDevices::add(const Event& truth, const Event& seen, size_t max_examples) {
+  const auto same_place = [](const DeviceRef& r, const Event& e) {
+    return std::get<0>(r) == e.pid && std::get<1>(r) == e.device && std::get<2>(r) == e.device_id;
+  };
+  if (!last_ || !same_place(last_truth_, truth) || !same_place(last_seen_, seen)) {
+    last_truth_ = ref_of(truth), last_seen_ = ref_of(seen);
+    last_ = &pairs_[{last_truth_, last_seen_}];
+  }
+  ++last_->n;
+  if (last_->described.size() < max_examples) last_->described.push_back(describe(truth));
+}
+
+// As PairScorer::compare decides a pair at once, for every pair of these places.
+void DeferredDevices::decide(LayerScore& score, const BucketContext& b, PairScorer& scorer) {
+  for (const auto& [places, p] : pairs_) {
+    const Event truth = event_at(places.first), seen = event_at(places.second);
+    const bool same = b.names ? b.names->key(truth) == b.names->key(seen)
+                              : truth.device == seen.device && truth.device_id == seen.device_id;
+    if (same) {
+      score.device_equal += p.n;
+      continue;
+    }
+    const auto shown = [&](const Event& e) { return b.names ? b.names->key(e) : std::to_string(e.device.value_or(-1)); };
+    for (const auto& d : p.described)
+      scorer.example("device of " + d + ": ledger " + shown(truth) + ", tracer " + shown(seen));
+  }
+  pairs_.clear();
+  last_ = nullptr;
 }
 
 }  // namespace cudatrace

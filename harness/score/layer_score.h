@@ -50,12 +50,33 @@ nlohmann::json to_json(const LayerScore& s);
 // A call as the examples name it: "cudaFree tid 7 ts 1000 ret 0".
 std::string describe(const Event& e);
 
+class PairScorer;
+
+// Device agreement of pairs scored before the device names are whole (the streaming join
+// scores as the ledger is read, and the ledger teaches names too): counted per (ledger's,
+// method's) device and decided once the names are.
+class DeferredDevices {
+ public:
+  void add(const Event& truth, const Event& seen, size_t max_examples);
+  void decide(LayerScore& score, const BucketContext& b, PairScorer& scorer);
+
+ private:
+  struct Pairs {
+    int64_t n = 0;
+    std::vector<std::string> described;  // the first few pairs' ledger calls
+  };
+  std::map<std::pair<DeviceRef, DeviceRef>, Pairs> pairs_;
+  Pairs* last_ = nullptr;  // the last (truth, seen) places: the same for run after run of pairs
+  DeviceRef last_truth_, last_seen_;
+};
+
 // How the matcher's pairs count into a layer's score: argument, return-code and device
 // fidelity, and the first few disagreements as examples.
 class PairScorer {
  public:
-  PairScorer(LayerScore& score, size_t max_examples, const BucketContext& buckets)
-      : score_(score), max_examples_(max_examples), buckets_(buckets) {}
+  PairScorer(LayerScore& score, size_t max_examples, const BucketContext& buckets,
+             DeferredDevices* deferred = nullptr)
+      : score_(score), max_examples_(max_examples), buckets_(buckets), deferred_(deferred) {}
   // Only the first few are kept: the rest are not built (at 10^8 calls, a run that lost
   // most of them would build a string per loss).
   bool wants_example() const { return score_.examples.size() < max_examples_; }
@@ -64,9 +85,11 @@ class PairScorer {
 
  private:
   const std::string& device_key(int side, const Event& e);
+  void compare_ret(const Event& truth, const Event& seen);
   LayerScore& score_;
   size_t max_examples_;
   const BucketContext& buckets_;
+  DeferredDevices* deferred_;
   // DeviceNames::key of the last (pid, device, bus id) on each side: the same for every call
   // of a thread, and a string built (a bus id normalized) per call otherwise. The names are
   // whole and only read while pairs are scored, so a key once made stays right.

@@ -55,18 +55,6 @@ std::string kernel_of(const PackedArgsView& args, const std::string& otherwise, 
   return any_value ? k->to_json().dump() : otherwise;
 }
 
-// Where a record is, for the per-(process, device) breakdown, before the device names are
-// complete: (pid, ordinal, bus id), given its bucket at the end.
-using DeviceRef = std::tuple<int64_t, std::optional<int64_t>, std::string>;
-DeviceRef ref_of(const Event& e) { return {e.pid, e.device, e.device_id}; }
-Event event_at(const DeviceRef& r) {
-  Event e;
-  e.pid = std::get<0>(r);
-  e.device = std::get<1>(r);
-  e.device_id = std::get<2>(r);
-  return e;
-}
-
 // How a sorter's calls are grouped within their thread.
 enum class Grouping { kByName, kOneFamily, kNone };
 
@@ -196,6 +184,8 @@ Matcher::Matcher(std::vector<std::string> layers, MatchOptions opts) : impl_(std
     m.opts.spill_dir = tmpl;
   }
   for (const auto& l : m.layers) {
+    if (m.opts.seen_first && (l == layer::kRuntime || l == layer::kDriver))
+      throw std::logic_error("Matcher: the " + l + " layer is paired with the ledger read first");
     if (l == layer::kRuntime) {
       m.runtime = std::make_unique<CallLayer>();
       m.runtime->truth = m.sorter("runtime.truth");
@@ -231,7 +221,7 @@ void Matcher::add_truth(const Event& t) {
 void Matcher::add_truth(const Event& t, std::string_view packed) {
   Impl& m = *impl_;
   if (t.is_meta()) return;
-  if (m.seen_begun) throw std::logic_error("Matcher::add_truth after add_seen");
+  if (m.seen_begun && !m.opts.seen_first) throw std::logic_error("Matcher::add_truth after add_seen");
   const uint64_t seq = m.truth_seq++;  // its place in the ledger: program order within a thread
   const bool call = t.layer == layer::kRuntime || t.layer == layer::kDriver;
   const uint32_t by_name = call ? m.family_of_call(t.name) : 0;  // looked up once per record
@@ -276,7 +266,7 @@ void Matcher::Impl::begin_seen() {
     driver->seen_grouping = driver_families.empty() ? Grouping::kOneFamily : Grouping::kByName;
   }
   if (syscall) {
-    syscall->truth->seal();
+    if (!opts.seen_first) syscall->truth->seal();  // else sealed by finish(), the ledger read
     syscall->seen = sorter("syscall.seen");
   }
 }
@@ -499,6 +489,7 @@ std::vector<LayerScore> Matcher::finish() {
   if (!m.seen_begun) m.begin_seen();
   for (CallLayer* l : {m.runtime.get(), m.driver.get(), m.syscall.get()})
     if (l) l->seen->seal();
+  if (m.opts.seen_first && m.syscall) m.syscall->truth->seal();
   // Each layer is scored on a thread of its own: its sorters and its score are its own, and
   // what they share (the family names, the device names) is only read now.
   std::vector<std::pair<std::string, std::future<LayerScore*>>> jobs;
@@ -547,6 +538,20 @@ std::vector<LayerScore> Matcher::finish() {
     }
   if (failed) std::rethrow_exception(failed);
   return out;
+}
+
+void Matcher::set_truth_options(int64_t slack_ns, BucketContext buckets, const std::vector<std::string>& layers) {
+  Impl& m = *impl_;
+  m.opts.slack_ns = slack_ns;
+  m.opts.buckets = buckets;
+  const auto kept = [&](const char* l) { return std::find(layers.begin(), layers.end(), l) != layers.end(); };
+  if (!kept(layer::kGpuActivity)) m.gpu.reset();
+  if (!kept(layer::kDevice)) m.device.reset();
+  if (!kept(layer::kSyscall)) m.syscall.reset();  // else every ledger call is its truth, sorted for nothing
+  std::vector<std::string> left;
+  for (const auto& l : m.layers)
+    if (kept(l.c_str())) left.push_back(l);
+  m.layers = left;
 }
 
 std::vector<LayerScore> match(const std::vector<Event>& ledger, const std::vector<Event>& events,

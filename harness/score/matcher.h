@@ -37,6 +37,9 @@ struct MatchOptions {
   // ones and faster than 64 MiB ones (0.38-0.40 M records/s, peak RSS 535 MiB).
   std::filesystem::path spill_dir;
   size_t sort_chunk = size_t(1) << 16;
+  // The method's events may come before the ledger's records (StreamMatcher's order). Only
+  // for layers whose pairing does not hang on the ledger: not runtime or driver.
+  bool seen_first = false;
 };
 
 // Scores as a stream: the ledger's records, then the method's events, each once and in file
@@ -55,6 +58,10 @@ class Matcher {
   void add_truth(const Event& t, std::string_view packed_args);
   void add_seen(const Event& e, std::string_view packed_args);
   std::vector<LayerScore> finish();  // once
+  // The slack, where the labels and names the breakdown reads at finish() are, and the
+  // layers to score (of those it was made with), for a matcher made before the run, when
+  // none was known (seen_first only): before the first add_truth.
+  void set_truth_options(int64_t slack_ns, BucketContext buckets, const std::vector<std::string>& layers);
 
  private:
   struct Impl;

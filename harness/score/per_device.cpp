@@ -83,6 +83,14 @@ std::string process_label(const ProcessLabels& labels, int64_t pid) {
   return it != labels.end() ? it->second : "pid " + std::to_string(pid) + " (no ledger)";
 }
 
+Event event_at(const DeviceRef& r) {
+  Event e;
+  e.pid = std::get<0>(r);
+  e.device = std::get<1>(r);
+  e.device_id = std::get<2>(r);
+  return e;
+}
+
 BucketKey BucketContext::truth(const Event& t) const {
   return {labels ? process_label(*labels, t.pid) : "", names ? names->key(t) : kNoDevice};
 }

@@ -78,6 +78,12 @@ ProcessLabels label_ledger_processes(const std::vector<Event>& ledger_meta, cons
 // A pid the labels do not know: named by its pid (a process that wrote no ledger).
 std::string process_label(const ProcessLabels& labels, int64_t pid);
 
+// Where a record is, for the per-(process, device) breakdown, before the device names are
+// complete: (pid, ordinal, bus id), given its bucket at the end.
+using DeviceRef = std::tuple<int64_t, std::optional<int64_t>, std::string>;
+inline DeviceRef ref_of(const Event& e) { return {e.pid, e.device, e.device_id}; }
+Event event_at(const DeviceRef& r);  // a record at that place, nothing else of it
+
 struct BucketKey {
   std::string process, device;
   auto operator<=>(const BucketKey&) const = default;
