@@ -105,21 +105,38 @@ EventStoreWriter::EventStoreWriter(int fd, const fs::path& path, int level, Dura
 EventStoreWriter::~EventStoreWriter() = default;
 
 void EventStoreWriter::write(const Event& e) {
-  put_fields(e, nullptr);
-  if (tap_) tap_->on_event(e);
+  const size_t args_at = put_fields(e, nullptr);
+  if (tap_ && tap_->wants_packed()) tap_->on_packed(e, stored_args(args_at), true);
+  else if (tap_) tap_->on_event(e);
+  flush_if_full();
 }
 
 void EventStoreWriter::write(const Event& e, const PackedArgs& args) {
   const std::string_view packed = args.bytes();
   put_fields(e, &packed);
-  if (!tap_) return;
-  if (!tap_->wants_args()) return tap_->on_event(e);
-  Event with_args = e;
-  with_args.args = unpack_args(packed);
-  tap_->on_event(with_args);
+  if (tap_ && tap_->wants_packed()) {
+    tap_->on_packed(e, packed, false);
+  } else if (tap_ && !tap_->wants_args()) {
+    tap_->on_event(e);
+  } else if (tap_) {
+    Event with_args = e;
+    with_args.args = unpack_args(packed);
+    tap_->on_event(with_args);
+  }
+  flush_if_full();
 }
 
-void EventStoreWriter::put_fields(const Event& e, const std::string_view* packed_args) {
+// The args the last put_fields() wrote, as the store holds them: valid until the buffer is flushed.
+std::string_view EventStoreWriter::stored_args(size_t args_at) const {
+  return std::string_view(impl_->buf_bytes.data() + args_at, args_end_ - args_at);
+}
+
+void EventStoreWriter::flush_if_full() {
+  if (impl_->buf_size >= (size_t(1) << 18)) flush(false);
+}
+
+// Returns where the event's args begin in the buffer (they end at args_end_).
+size_t EventStoreWriter::put_fields(const Event& e, const std::string_view* packed_args) {
   if (!impl_ || impl_->fd < 0) throw std::runtime_error("cannot write " + path_.string() + ": already closed");
   PackBuf buf_{impl_->buf_bytes, impl_->buf_size};
   buf_.push_back(char(0x90 | kFields));
@@ -131,14 +148,16 @@ void EventStoreWriter::put_fields(const Event& e, const std::string_view* packed
   put_int(buf_, e.pid);
   put_int(buf_, e.tid);
   put_optional(buf_, e.ret);
+  const size_t args_at = buf_.size;
   if (packed_args && !packed_args->empty()) std::memcpy(buf_.room(packed_args->size()), packed_args->data(), packed_args->size());
   else if (!packed_args && e.args.is_object() && !e.args.empty()) put_json(buf_, e.args);
   else buf_.push_back(char(0x80));
+  args_end_ = buf_.size;
   put_optional(buf_, e.corr);
   put_optional(buf_, e.device);
   put_str(buf_, e.device_id);
   ++written_;
-  if (buf_.size >= (size_t(1) << 18)) flush(false);
+  return args_at;
 }
 
 void EventStoreWriter::flush(bool end) {

@@ -41,6 +41,13 @@ class EventTap {
   // (PackedArgs) builds them as JSON only for a tap that reads them.
   virtual bool wants_args() const { return true; }
   virtual void on_event(const Event& e) = 0;
+  // A tap that takes each event's args as the store holds them (packed_args.h) instead:
+  // on_packed() is called in place of on_event(), `args_in_event` saying whether e.args
+  // holds them too (written whole) or is empty (written packed).
+  virtual bool wants_packed() const { return false; }
+  virtual void on_packed(const Event& e, std::string_view packed_args, bool args_in_event) {
+    (void)e, (void)packed_args, (void)args_in_event;
+  }
   // The writer closed the file whole, `written` events in it. Not called when the writer
   // failed or was dropped unclosed: then the file, if any, is the truth, not the tap.
   virtual void on_closed(uint64_t written) = 0;
@@ -78,7 +85,9 @@ class EventStoreWriter {
 
  private:
   void flush(bool end);
-  void put_fields(const Event& e, const std::string_view* packed_args);
+  void flush_if_full();
+  size_t put_fields(const Event& e, const std::string_view* packed_args);
+  std::string_view stored_args(size_t args_at) const;
   [[noreturn]] void fail(int err);
   struct Impl;
   std::unique_ptr<Impl> impl_;
@@ -86,6 +95,7 @@ class EventStoreWriter {
   EventTap* tap_ = nullptr;
   bool durable_ = true;
   int64_t last_ts_ = 0;
+  size_t args_end_ = 0;  // where the last event's args end in the buffer
   size_t written_ = 0;
   uint64_t bytes_out_ = 0;
 };

@@ -22,6 +22,7 @@
 #include "harness/plan.h"
 #include "harness/stats/cost.h"
 #include "harness/score/event_tally.h"
+#include "harness/score/live_scoring.h"
 #include "common/elf_file.h"
 #include "harness/stats/bench_stats.h"
 #include "harness/run/host.h"
@@ -124,6 +125,7 @@ struct RunState {
   TracerReport report;
   EventStream events;   // kept only where a later stage needs them (a workload's matcher, OTLP)
   std::unique_ptr<EventTally> tally;  // counted as the tracer wrote its store
+  std::unique_ptr<LiveScoring> live;  // a workload's calls, kept for its scoring as they were stored
   FirstLaunch first_launch;           // a workload's, from its ledger
   uint64_t events_read = 0;
   int64_t t_start = 0, t_ran = 0, t_finished = 0;  // monotonic: where the harness's time went
@@ -177,7 +179,10 @@ void run_traced(RunState& r, const RunContext& ctx, Tracer& tracer, Launch& laun
   // The run is counted as the tracer stores it, one pass and no second read of the store;
   // a tracer that decodes while the program runs (cupti) opens its store before it starts.
   r.tally = std::make_unique<EventTally>(bool(ctx.otlp), r.combo.workload.empty(), &ctx.host.devices);
-  ScopedEventTap tap(r.dir / kEventsFile, *r.tally);
+  // A workload's calls are also kept per thread as they are stored, so that its scoring
+  // after the program reads the ledger alone (harness/score/live_scoring.h).
+  if (!r.combo.workload.empty()) r.live = std::make_unique<LiveScoring>(*r.tally, r.dir / "match-sort");
+  ScopedEventTap tap(r.dir / kEventsFile, r.live ? static_cast<EventTap&>(*r.live) : *r.tally);
   try {
     tracer.prepare(launch, target, r.dir);
     ChildSpec spec{launch, r.dir, ctx.opts.timeout_s, ctx.run_as};
@@ -271,10 +276,17 @@ void score_against_ledger(RunState& r, RunContext& ctx, const Method& method, Ev
   const TracerReport& report = r.report;
   // The ground truth: one ledger per process (ledger.msgpack.zst, ledger.msgpack.zst.<pid>), each
   // checked on its own, their calls matched together with the store's, both streamed.
-  const WorkloadScore scored = score_workload({r.target_dir, events_file_of(r.dir), r.dir / "match-sort",
-                                               ctx.host.max_trace_bytes, report.layers, report.match_slack_ns,
-                                               report.device_mode, feed_tally ? &tally : nullptr},
-                                              tally.names);
+  LiveScoring::Taken live = r.live ? r.live->take(report) : LiveScoring::Taken{};
+  WorkloadScoreInput in{r.target_dir, events_file_of(r.dir), r.dir / "match-sort", ctx.host.max_trace_bytes,
+                        report.layers, report.match_slack_ns, report.device_mode, feed_tally ? &tally : nullptr};
+  in.live = live.matcher.get();
+  in.not_streamable = live.not_streamable;
+  const WorkloadScore scored = score_workload(in, tally.names);
+  live.matcher.reset();
+  r.live.reset();  // its scratch files go
+  // How the calls were paired (stream_matcher.h), and why not as the program ran where not.
+  r.run["scored_by"] = scored.scored_by;
+  if (!live.unused.empty() && !report.layers.empty()) r.run["scored_after_the_run_because"] = live.unused;
   r.run["ledger"] = to_json(scored.ledger);
   if (!scored.ledger.consistent) {
     outcome.ledger_consistent = false;

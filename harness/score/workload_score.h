@@ -1,8 +1,8 @@
 #pragma once
-// A workload's run scored against its ground truth, both read as streams: the ledgers the
-// program's processes wrote (checked, and the calls handed to the matcher), then the
-// method's store, once, in file order. Nothing of either is held whole (harness/score/
-// matcher.h sorts the calls on disk past a chunk).
+// A workload's run scored against its ground truth, both read as streams: the method's
+// store, once, in file order, its calls kept per thread; then the ledgers the program's
+// processes wrote (checked, and each call paired as it is read: harness/score/
+// stream_matcher.h). Nothing of either is held whole.
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -11,6 +11,7 @@
 #include "harness/score/event_tally.h"
 #include "harness/score/ledger_check.h"
 #include "harness/score/matcher.h"
+#include "harness/score/stream_matcher.h"
 #include "harness/score/per_device.h"
 #include "harness/stats/cost.h"
 #include "tracers/tracer.h"
@@ -24,6 +25,9 @@ struct WorkloadScore {
   std::vector<LayerScore> layers;  // the layers the method observed, scored
   std::string store_error;         // the method's store could not be read to its end: why
   std::string scoring_error;       // the matcher's own work failed (its sort files: a full disk): why
+  // How the calls were paired: "stream" (as the ledger was read), or "sort: <why the
+  // stream could not>" (harness/score/stream_matcher.h); empty where nothing was scored.
+  std::string scored_by;
 };
 
 struct WorkloadScoreInput {
@@ -37,6 +41,10 @@ struct WorkloadScoreInput {
   // Fed every record of the store as it is read, where nothing counted them while they were
   // written (a converter in a process of its own): the store is read once, not twice.
   EventTally* tally = nullptr;
+  // A matcher fed the whole store while the program ran (live_scoring.h): the store is not
+  // read again. Or why such a matcher found the run not streamable: it is sorted at once.
+  StreamMatcher* live = nullptr;
+  std::string not_streamable;
 };
 
 // `names` has learnt the method's records, or learns them here from the store (`tally`); the

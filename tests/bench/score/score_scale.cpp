@@ -2,6 +2,9 @@
 // (as a workload would) and a method's store that saw every call and its driver launch, then
 // times score_workload() and checks that every call matched. Prints events per second and
 // the process's peak RSS. tests/bench/score/CMakeLists.txt runs it (label bench).
+// "live": the store is written through the harness's tap (live_scoring.h), as a tracer that
+// converts while the program runs writes it, and what is timed is what is left after the
+// program: the ledger read and paired.
 #include <sys/resource.h>
 
 #include <chrono>
@@ -12,6 +15,7 @@
 
 #include "common/event_io.h"
 #include "common/event_store.h"
+#include "harness/score/live_scoring.h"
 #include "harness/score/workload_score.h"
 #include "ledger/ledger.h"
 
@@ -36,6 +40,46 @@ Event call_at(int64_t pid, int64_t tid, int64_t i, int64_t threads) {
   return e;
 }
 
+void write_ledger(const fs::path& file, int64_t pid, int64_t calls, int64_t threads) {
+  // The ledger as a workload writes it: its header, then each thread's calls in program order.
+  EventStoreWriter ledger(file);
+  Event header;
+  header.layer = layer::kMeta;
+  header.name = "ledger";
+  header.ts = 1;
+  header.pid = pid;
+  header.tid = pid;
+  int64_t per_name[3] = {0, 0, 0};
+  for (int64_t i = 0; i < calls; ++i) ++per_name[i % 4 == 0 ? 0 : i % 4 == 1 ? 1 : 2];
+  header.args = {{"records", calls},
+                 {"threads", threads},
+                 {"injected", nlohmann::json::array()},
+                 {"intended", {{"cudaLaunchKernel", per_name[0]}, {"cudaMemsetAsync", per_name[1]}, {"cudaGetDevice", per_name[2]}}}};
+  ledger.write(header);
+  for (int64_t t = 0; t < threads; ++t)
+    for (int64_t i = t; i < calls; i += threads) ledger.write(call_at(pid, 1000 + t, i / threads, threads));
+  ledger.close();
+}
+
+// The method's store, in time order: every call, and a driver launch inside each launch.
+void write_store(const fs::path& file, int64_t pid, int64_t calls, int64_t threads) {
+  EventStoreWriter store(file);
+  for (int64_t i = 0; i < calls; ++i) {
+    Event e = call_at(pid, 1000 + i % threads, i / threads, threads);
+    e.ts += 10;
+    store.write(e);
+    if (e.name == "cudaLaunchKernel") {
+      Event d = e;
+      d.layer = layer::kDriver;
+      d.name = "cuLaunchKernel";
+      d.ts += 10;
+      d.args = nlohmann::json::object();
+      store.write(d);
+    }
+  }
+  store.close();
+}
+
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -44,70 +88,57 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: score_scale DIR CALLS [THREADS [keep]]\n");
+    std::fprintf(stderr, "usage: score_scale DIR CALLS [THREADS [keep|live]]\n");
     return 2;
   }
   const fs::path dir = argv[1];
   const int64_t calls = std::atoll(argv[2]);
   const int64_t threads = argc > 3 ? std::atoll(argv[3]) : 8;
+  const std::string mode = argc > 4 ? argv[4] : "";
   // "keep": the files of an earlier run of the same size are scored again and left behind,
   // so that a profile of the scoring holds no writing.
-  const bool keep = argc > 4 && std::string(argv[4]) == "keep";
+  const bool keep = mode == "keep", live = mode == "live";
   const bool written = keep && fs::exists(dir / "events.msgpack.zst");
   if (!written) fs::remove_all(dir);
   fs::create_directories(dir / "target");
   const int64_t pid = 100;
+  const fs::path store = dir / "events.msgpack.zst";
   auto t0 = std::chrono::steady_clock::now();
-  if (!written) {
-    // The ledger as a workload writes it: its header, then each thread's calls in program order.
-    EventStoreWriter ledger(dir / "target" / ::ledger::kFileName);
-    Event header;
-    header.layer = layer::kMeta;
-    header.name = "ledger";
-    header.ts = 1;
-    header.pid = pid;
-    header.tid = pid;
-    header.args = {{"records", calls}, {"threads", threads}, {"injected", nlohmann::json::array()},
-                   {"intended", {{"cudaLaunchKernel", 0}, {"cudaMemsetAsync", 0}, {"cudaGetDevice", 0}}}};
-    int64_t per_name[3] = {0, 0, 0};
-    for (int64_t i = 0; i < calls; ++i) ++per_name[i % 4 == 0 ? 0 : i % 4 == 1 ? 1 : 2];
-    header.args["intended"] = {{"cudaLaunchKernel", per_name[0]}, {"cudaMemsetAsync", per_name[1]}, {"cudaGetDevice", per_name[2]}};
-    ledger.write(header);
-    for (int64_t t = 0; t < threads; ++t)
-      for (int64_t i = t; i < calls; i += threads) ledger.write(call_at(pid, 1000 + t, i / threads, threads));
-    ledger.close();
-    // The method's store, in time order: every call, and a driver launch inside each launch.
-    EventStoreWriter store(dir / "events.msgpack.zst");
-    for (int64_t i = 0; i < calls; ++i) {
-      Event e = call_at(pid, 1000 + i % threads, i / threads, threads);
-      e.ts += 10;
-      store.write(e);
-      if (e.name == "cudaLaunchKernel") {
-        Event d = e;
-        d.layer = layer::kDriver;
-        d.name = "cuLaunchKernel";
-        d.ts += 10;
-        d.args = nlohmann::json::object();
-        store.write(d);
-      }
-    }
-    store.close();
-  }
-  std::printf("written in %.1f s\n", seconds_since(t0));
+  if (!written) write_ledger(dir / "target" / ::ledger::kFileName, pid, calls, threads);
+  std::printf("ledger written in %.1f s\n", seconds_since(t0));
   t0 = std::chrono::steady_clock::now();
   DeviceNames names;
-  const WorkloadScore s = score_workload({dir / "target", dir / "events.msgpack.zst", dir / "sort", uint64_t(1) << 40,
-                                          {layer::kRuntime, layer::kDriver}, 0, "block"},
-                                         names);
+  EventTally tally(false, false, nullptr);
+  LiveScoring scoring(tally, dir / "sort");
+  if (!written && live) {
+    ScopedEventTap tap(store, scoring);
+    write_store(store, pid, calls, threads);
+  } else if (!written) {
+    write_store(store, pid, calls, threads);
+  }
+  std::printf("store written%s in %.1f s\n", live ? ", its calls kept per thread for the scoring," : "", seconds_since(t0));
+  TracerReport report;
+  report.layers = {layer::kRuntime, layer::kDriver};
+  LiveScoring::Taken taken = scoring.take(report);
+  if (live && !taken.matcher) {
+    std::fprintf(stderr, "the calls could not be kept as they were stored: %s%s\n", taken.unused.c_str(), taken.not_streamable.c_str());
+    return 1;
+  }
+  t0 = std::chrono::steady_clock::now();
+  WorkloadScoreInput in{dir / "target", store, dir / "sort", uint64_t(1) << 40, report.layers, 0, "block"};
+  in.live = live ? taken.matcher.get() : nullptr;
+  const WorkloadScore s = score_workload(in, names);
   const double took = seconds_since(t0);
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   int64_t events = 0;
   for (const auto& l : s.layers) events += l.seen;
-  std::printf("scored %lld ledger calls and %lld events in %.1f s: %.0f records/s; peak RSS %ld MiB; ledger %s\n",
-              (long long)calls, (long long)events, took, double(calls + events) / took, ru.ru_maxrss / 1024,
+  std::printf("scored %lld ledger calls and %lld events (%s) in %.1f s%s: %.0f records/s; peak RSS %ld MiB; ledger %s\n",
+              (long long)calls, (long long)events, s.scored_by.c_str(), took, live ? " after the store was written" : "",
+              double(calls + (live ? 0 : events)) / took, ru.ru_maxrss / 1024,
               s.ledger.consistent ? "consistent" : s.ledger.problems.front().c_str());
-  bool whole = s.ledger.consistent && !s.layers.empty();
+  bool whole = s.ledger.consistent && !s.layers.empty() && s.scoring_error.empty();
+  whole = whole && s.scored_by.rfind("stream", 0) == 0;  // this input streams: a sort is a regression
   for (const auto& l : s.layers) {
     std::printf("  %s: matched %lld of %lld, phantom %lld, args %lld/%lld\n", l.layer.c_str(), (long long)l.matched,
                 (long long)l.expected, (long long)l.phantom, (long long)l.args_equal, (long long)l.args_compared);
