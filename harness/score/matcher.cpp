@@ -293,7 +293,7 @@ void Matcher::Impl::seen_count(CountLayer& l, const Event& e, std::string_view p
   l.attributing |= DeviceNames::names_a_device(e);
   const std::string kernel = kernel_of(args, e.name, false);
   l.score.by_name[kernel].seen += units;
-  if (opts.buckets.labels) l.seen[ref_of(e)][kernel] += units;
+  l.seen[ref_of(e)][kernel] += units;  // by place even before the labels are known (a matcher fed as the program ran)
 }
 
 void Matcher::add_seen(const Event& e) {

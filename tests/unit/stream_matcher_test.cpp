@@ -6,12 +6,18 @@
 // same ones where all fit. What it cannot stream, it says (NotStreamable).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <filesystem>
 #include <random>
 #include <set>
 
+#include "common/event_store.h"
+#include "harness/score/live_scoring.h"
 #include "harness/score/matcher.h"
 #include "harness/score/stream_matcher.h"
+#include "harness/score/workload_score.h"
 
 using namespace cudatrace;
 using nlohmann::json;
@@ -195,4 +201,59 @@ TEST(StreamMatcher, AFamilyOrAThreadNeverSeenIsMissing) {
   EXPECT_EQ(s.layers[0].matched, 500);
   EXPECT_EQ(s.layers[0].missing, 1500);
   EXPECT_EQ(without_examples(s.layers[0]), without_examples(sorted[0]));
+}
+
+// A run scored as its store is written (the harness's tap, live_scoring.h) scores as the same
+// run read back from its files: every layer, the per-(process, device) tallies included,
+// though the labels are learnt from the ledger only after the method's events have gone by.
+TEST(LiveScoring, ScoresAsTheStoreReadBackAfterTheRun) {
+  const auto dir = std::filesystem::temp_directory_path() / ("live-scoring." + std::to_string(getpid()));
+  for (unsigned seed : {3u, 8u, 21u}) {
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir / "target");
+    const TwoSides r = make_run(seed);
+    {
+      EventStoreWriter ledger(dir / "target" / "ledger.msgpack.zst");
+      Event header;
+      header.layer = layer::kMeta;
+      header.name = "ledger";
+      header.pid = 10;
+      header.args = {{"records", r.ledger.size()}, {"intended", json::object()}};
+      ledger.write(header);
+      for (const auto& t : r.ledger) ledger.write(t);
+      ledger.close();
+    }
+    EventTally tally(false, false, nullptr);
+    LiveScoring live(tally, dir / "live-sort");
+    {
+      ScopedEventTap tap(dir / "events.msgpack.zst", live);
+      EventStoreWriter store(dir / "events.msgpack.zst");
+      for (const auto& e : r.seen) store.write(e);
+      store.close();
+    }
+    TracerReport report;
+    report.layers = {layer::kRuntime, layer::kDriver, layer::kGpuActivity};
+    report.match_slack_ns = r.slack;
+    LiveScoring::Taken taken = live.take(report);
+    ASSERT_TRUE(taken.matcher) << taken.unused << taken.not_streamable;
+    WorkloadScoreInput in{dir / "target", dir / "events.msgpack.zst", dir / "sort", uint64_t(1) << 30,
+                          report.layers, r.slack, "block"};
+    // The names the method's events teach: learnt by the tally as the store is read back, or
+    // as it was written.
+    EventTally read_back(false, false, nullptr);
+    in.tally = &read_back;
+    const WorkloadScore after = score_workload(in, read_back.names);
+    in.tally = nullptr;
+    in.live = taken.matcher.get();
+    const WorkloadScore as_run = score_workload(in, tally.names);
+    EXPECT_EQ(as_run.scored_by, "stream, as the program ran");
+    EXPECT_EQ(after.scored_by, "stream");
+    ASSERT_EQ(as_run.layers.size(), 3u);
+    ASSERT_EQ(after.layers.size(), 3u);
+    for (size_t i = 0; i < 3; ++i) {
+      EXPECT_EQ(without_examples(as_run.layers[i]), without_examples(after.layers[i])) << "seed " << seed;
+      EXPECT_FALSE(as_run.layers[i].buckets.empty()) << "seed " << seed << " " << as_run.layers[i].layer;
+    }
+  }
+  std::filesystem::remove_all(dir);
 }
