@@ -40,6 +40,9 @@ struct MatchOptions {
   // The method's events may come before the ledger's records (StreamMatcher's order). Only
   // for layers whose pairing does not hang on the ledger: not runtime or driver.
   bool seen_first = false;
+  // StreamMatcher's workers, each pairing its share of the threads (join_shard.h); 0: one
+  // per core but the ledger reader's, at most 8.
+  size_t stream_shards = 0;
 };
 
 // Scores as a stream: the ledger's records, then the method's events, each once and in file

@@ -46,14 +46,6 @@ bool before(const SpooledCall& a, const SpooledCall& b) { return a.ts < b.ts || 
 
 }  // namespace
 
-struct StreamJoin::Truth {
-  int64_t ts = 0, pid = 0, tid = 0;
-  std::optional<int64_t> dur, ret, device;
-  uint64_t seq = 0;
-  uint32_t family = 0;
-  std::string name, device_id, args;
-};
-
 struct StreamJoin::Thread {
   Thread(int64_t id, CallSpool::Reader r) : tid(id), reader(std::move(r)) {}
   int64_t tid;
@@ -118,18 +110,18 @@ StreamJoin::Thread& StreamJoin::thread(int64_t tid) {
   return *last_thread_;
 }
 
-void StreamJoin::add_truth(const Event& t, std::string_view packed, uint32_t family, uint64_t seq) {
+void StreamJoin::add_truth(Truth& t) {
   if (t.ts == 0) throw NotStreamable("a ledger call without an entry time");
   Thread& s = thread(t.tid);
   if (t.ts < s.last_truth_ts) throw NotStreamable("thread " + std::to_string(t.tid) + "'s ledger calls are out of time order");
   s.last_truth_ts = t.ts;
   play_until(s, t.ts - setup_.slack_ns);
-  if (family >= s.pending.size()) s.pending.resize(family + 1);
-  Truth& slot = s.pending[family].push_slot();
+  if (t.family >= s.pending.size()) s.pending.resize(t.family + 1);
+  Truth& slot = s.pending[t.family].push_slot();
   slot.ts = t.ts, slot.pid = t.pid, slot.tid = t.tid, slot.dur = t.dur, slot.ret = t.ret, slot.device = t.device;
-  slot.seq = seq, slot.family = family;
-  slot.name.assign(t.name), slot.device_id.assign(t.device_id), slot.args.assign(packed);
-  settle(s, family);
+  slot.seq = t.seq, slot.family = t.family;
+  slot.name.swap(t.name), slot.device_id.swap(t.device_id), slot.args.swap(t.args);
+  settle(s, slot.family);
   if (s.pairs.size() >= 4096) release_pairs(s, false);
 }
 
@@ -176,10 +168,8 @@ void StreamJoin::seen(Thread& s, const SpooledCall& e) {
 
 void StreamJoin::expected(const Truth& t) {
   ++score_.expected;
-  if (t.family >= by_name_.size()) by_name_.resize(t.family + 1, nullptr);
-  NameScore*& n = by_name_[t.family];
-  if (!n) n = &score_.by_name[setup_.families->name(t.family)];
-  ++n->expected;
+  if (t.family >= by_family_.size()) by_family_.resize(t.family + 1);
+  ++by_family_[t.family].expected;
   ++truth_bucket(t).expected;
 }
 
@@ -206,7 +196,7 @@ void StreamJoin::missing(const Truth& t) {
 void StreamJoin::matched(Thread& s, const Truth& t, const SpooledCall& e) {
   expected(t);
   ++score_.matched;
-  ++by_name_[t.family]->matched;
+  ++by_family_[t.family].matched;
   ++truth_bucket(t).matched;
   Event& a = truth_event_;
   a.name = t.name, a.ts = t.ts, a.dur = t.dur, a.pid = t.pid, a.tid = t.tid, a.ret = t.ret, a.device = t.device;
@@ -267,7 +257,8 @@ void StreamJoin::example(int32_t family, std::string what) {
 }
 
 void StreamJoin::finish(const BucketContext& buckets, bool attributing, const std::function<bool(uint32_t)>& scored) {
-  for (int64_t tid : setup_.spool->threads()) thread(tid);  // threads the ledger never named
+  for (int64_t tid : setup_.spool->threads())  // threads the ledger never named
+    if (shard_of(tid, setup_.shards) == setup_.shard) thread(tid);
   std::vector<int64_t> tids;
   for (const auto& [tid, s] : threads_) tids.push_back(tid);
   std::sort(tids.begin(), tids.end());
@@ -280,6 +271,11 @@ void StreamJoin::finish(const BucketContext& buckets, bool attributing, const st
   }
   for (uint32_t f = 0; f < phantoms_.size(); ++f)
     if (scored(f)) score_.phantom += phantoms_[f];
+  for (uint32_t f = 0; f < by_family_.size(); ++f)
+    if (by_family_[f].expected) {
+      NameScore& n = score_.by_name[setup_.families->name(f)];
+      n.expected += by_family_[f].expected, n.matched += by_family_[f].matched;
+    }
   if (buckets.labels) {
     for (const auto& [place, tally] : truth_places_) score_.buckets[buckets.truth(event_at(place))].add(tally);
     for (const auto& [key, n] : phantom_places_)

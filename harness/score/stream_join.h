@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -32,6 +33,9 @@ struct NotStreamable : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Which of `shards` joins pairs a thread's calls (every join of a run shares the rule).
+inline size_t shard_of(int64_t tid, size_t shards) { return size_t(uint64_t(tid) % shards); }
+
 class StreamJoin {
  public:
   static constexpr size_t kReorderWindow = 32;        // a method's calls read ahead per thread
@@ -44,14 +48,25 @@ class StreamJoin {
     const Families* families = nullptr;  // the names of the join's families
     int64_t slack_ns = 0;
     size_t max_examples = 8;
+    // This join pairs the threads whose id is `shard` modulo `shards` (join_shard.h).
+    size_t shard = 0, shards = 1;
+  };
+  // A ledger call as the join keeps it.
+  struct Truth {
+    int64_t ts = 0, pid = 0, tid = 0;
+    std::optional<int64_t> dur, ret, device;
+    uint64_t seq = 0;
+    uint32_t family = 0;  // the join's
+    std::string name, device_id, args;  // args packed
   };
   StreamJoin(LayerScore& score, Setup setup);
   ~StreamJoin();
   StreamJoin(const StreamJoin&) = delete;
   StreamJoin& operator=(const StreamJoin&) = delete;
 
-  // The ledger's calls of this layer, in ledger order; `family`: the join's.
-  void add_truth(const Event& t, std::string_view packed, uint32_t family, uint64_t seq);
+  // The ledger's calls of this layer, in ledger order. Its strings are swapped with those
+  // of the slot it takes (no allocation per call once the slots have grown).
+  void add_truth(Truth& t);
   // Every thread played to its end, then the tallies kept by place (process, device) put in
   // their buckets, now that the names are whole. `scored(f)`: whether phantoms of the join's
   // family f count (false: the layer has no truth for that family; the caller counts them
@@ -59,7 +74,6 @@ class StreamJoin {
   void finish(const BucketContext& buckets, bool attributing, const std::function<bool(uint32_t)>& scored);
 
   struct Thread;
-  struct Truth;
 
  private:
   Thread& thread(int64_t tid);
@@ -79,7 +93,7 @@ class StreamJoin {
   Setup setup_;
   std::unordered_map<int64_t, std::unique_ptr<Thread>> threads_;
   Thread* last_thread_ = nullptr;
-  std::vector<NameScore*> by_name_;  // per join family
+  std::vector<NameScore> by_family_;  // named at finish(): the families may grow meanwhile
   // Per-(process, device) tallies by place until finish() names the buckets.
   std::map<DeviceRef, BucketTally> truth_places_;
   std::map<std::pair<uint32_t, DeviceRef>, int64_t> phantom_places_;  // (family, place)

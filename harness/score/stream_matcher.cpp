@@ -4,12 +4,16 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
+#include <future>
+#include <thread>
 #include <array>
 #include <set>
 
 #include "common/cuda_names.h"
 #include "common/packed_args.h"
 #include "harness/score/call_families.h"
+#include "harness/score/join_shard.h"
 
 namespace cudatrace {
 
@@ -31,8 +35,7 @@ struct StreamMatcher::Impl {
   // The driver layer is paired one of two ways, told apart only once the whole ledger is
   // read (Matcher::begin_seen): against the program's own driver calls, by family, where the
   // ledger has any; else one driver launch inside each runtime launch. Both are kept going.
-  std::unique_ptr<StreamJoin> runtime_join, launch_join, driver_join;
-  LayerScore launch_pairs, driver_pairs;  // the two ways' scores, apart until one is chosen
+  std::vector<std::unique_ptr<JoinShard>> shards;  // each pairs its share of the threads, all three ways
   std::set<std::string> driver_families;  // of the ledger's own driver calls
   uint32_t launch_family = 0;
   uint64_t seen_seq = 0, truth_seq = 0;
@@ -64,10 +67,27 @@ struct StreamMatcher::Impl {
     if (f >= v.size()) v.resize(f + 1, 0);
     ++v[f];
   }
-  std::unique_ptr<StreamJoin> join(LayerScore& score, const Calls& l, std::vector<int32_t> family_of_seen) const {
-    return std::make_unique<StreamJoin>(
-        score, StreamJoin::Setup{l.spool.get(), std::move(family_of_seen), &families, opts.slack_ns, opts.max_examples});
+  StreamJoin::Setup setup(const Calls* l, std::vector<int32_t> family_of_seen, size_t shard) const {
+    if (!l) return {};
+    return {l->spool.get(), std::move(family_of_seen), &families, opts.slack_ns, opts.max_examples, shard, shard_count()};
   }
+  size_t shard_count() const {
+    if (opts.stream_shards) return opts.stream_shards;
+    const size_t cores = std::thread::hardware_concurrency();
+    return std::clamp<size_t>(cores > 1 ? cores - 1 : 1, 1, 8);
+  }
+  // A ledger call handed to the shard of its thread, for one of its joins.
+  void route(JoinShard::Join j, const Event& t, std::string_view packed, uint32_t family, uint64_t seq) {
+    JoinShard& sh = *shards[shard_of(t.tid, shards.size())];
+    JoinShard::Item& it = sh.slot();
+    it.join = j;
+    StreamJoin::Truth& c = it.t;
+    c.ts = t.ts, c.pid = t.pid, c.tid = t.tid, c.dur = t.dur, c.ret = t.ret, c.device = t.device;
+    c.seq = seq, c.family = family;
+    c.name.assign(t.name), c.device_id.assign(t.device_id), c.args.assign(packed);
+    sh.commit();
+  }
+  LayerScore gather(JoinShard::Join j, const Calls& l, const std::function<bool(uint32_t)>& scored);
   std::vector<int32_t> every_family() const {
     std::vector<int32_t> map(families_known);
     for (size_t f = 0; f < map.size(); ++f) map[f] = int32_t(f);
@@ -150,13 +170,13 @@ void StreamMatcher::Impl::begin_truth() {
   truth_begun = true;
   families_known = families.size();
   launch_family = families.of("launch");
-  if (runtime) runtime_join = join(runtime->score, *runtime, every_family());
-  if (driver) {
-    std::vector<int32_t> launches(families_known, -1);
-    for (size_t f = 0; f < families_known; ++f)
-      if (is_driver_launch(families.name(uint32_t(f)))) launches[f] = int32_t(launch_family);
-    launch_join = join(launch_pairs, *driver, std::move(launches));
-  }
+  std::vector<int32_t> launches(families_known, -1);
+  for (size_t f = 0; f < families_known; ++f)
+    if (is_driver_launch(families.name(uint32_t(f)))) launches[f] = int32_t(launch_family);
+  // The driver layer is paired both ways until the ledger says which holds (finish_driver).
+  for (size_t i = 0, n = shard_count(); i < n; ++i)
+    shards.push_back(std::make_unique<JoinShard>(std::array<StreamJoin::Setup, JoinShard::kJoins>{
+        setup(runtime.get(), every_family(), i), setup(driver.get(), launches, i), setup(driver.get(), every_family(), i)}));
 }
 
 void StreamMatcher::add_truth(const Event& t, std::string_view packed) {
@@ -168,55 +188,76 @@ void StreamMatcher::add_truth(const Event& t, std::string_view packed) {
   const bool runtime = t.layer == layer::kRuntime;
   if (!runtime && t.layer != layer::kDriver) return;
   const uint32_t f = m.family_of_call(t.name);
-  if (runtime && m.runtime_join) m.runtime_join->add_truth(t, packed, f, seq);
+  if (runtime && m.runtime) m.route(JoinShard::kRuntime, t, packed, f, seq);
   if (!m.driver) return;
   if (!runtime) {
     m.driver_families.insert(m.families.name(f));
-    if (!m.driver_join) m.driver_join = m.join(m.driver_pairs, *m.driver, m.every_family());
-    m.driver_join->add_truth(t, packed, f, seq);
+    m.route(JoinShard::kDriver, t, packed, f, seq);
   } else if (is_runtime_launch(m.families.name(f))) {
-    m.launch_join->add_truth(t, packed, m.launch_family, seq);
+    m.route(JoinShard::kLaunch, t, packed, m.launch_family, seq);
   }
 }
 
+// One join's scores over every shard, each shard's threads played to their end side by side.
+LayerScore StreamMatcher::Impl::gather(JoinShard::Join j, const Calls& l, const std::function<bool(uint32_t)>& scored) {
+  std::vector<std::future<void>> ends;
+  for (auto& sh : shards)
+    ends.push_back(std::async(std::launch::async, [&, s = sh.get()] { s->join(j)->finish(opts.buckets, l.attributing, scored); }));
+  std::exception_ptr failed;
+  for (auto& e : ends) try {  // every thread is waited for before an error goes up
+      e.get();
+    } catch (...) {
+      if (!failed) failed = std::current_exception();
+    }
+  if (failed) std::rethrow_exception(failed);
+  LayerScore s;
+  for (auto& sh : shards) s.add(sh->score(j));
+  return s;
+}
+
 LayerScore StreamMatcher::Impl::finish_runtime() {
-  LayerScore& s = runtime->score;
-  runtime_join->finish(opts.buckets, runtime->attributing, [](uint32_t) { return true; });
+  LayerScore s = gather(JoinShard::kRuntime, *runtime, [](uint32_t) { return true; });
   s.layer = layer::kRuntime;
   s.expectation = "every runtime call in the ledger";
+  s.seen = runtime->score.seen, s.unscored = runtime->score.unscored;
   for (uint32_t f = 0; f < runtime->by_family.size(); ++f)
     if (runtime->by_family[f]) s.by_name[families.name(f)].seen += runtime->by_family[f];
-  return std::move(s);
+  return s;
 }
 
 LayerScore StreamMatcher::Impl::finish_driver() {
   const bool own = !driver_families.empty();
-  LayerScore& s = own ? driver_pairs : launch_pairs;
+  const auto scored = [&](uint32_t f) { return !own || driver_families.count(families.name(f)) > 0; };
+  LayerScore s = gather(own ? JoinShard::kDriver : JoinShard::kLaunch, *driver, scored);
+  s.layer = layer::kDriver;
   s.seen = driver->score.seen, s.unscored = driver->score.unscored;
   const auto& seen = driver->by_family;
-  s.layer = layer::kDriver;
   if (!own) {  // one driver launch inside each runtime launch
-    launch_join->finish(opts.buckets, driver->attributing, [](uint32_t) { return true; });
     s.expectation = "one driver launch (cuLaunchKernel family) inside each ledger launch";
     int64_t launches = 0;
     for (uint32_t f = 0; f < seen.size(); ++f) (is_driver_launch(families.name(f)) ? launches : s.unscored) += seen[f];
     if (launches) s.by_name["launch"].seen += launches;
-    return std::move(s);
+    return s;
   }
-  const auto scored = [&](uint32_t f) { return driver_families.count(families.name(f)) > 0; };
-  driver_join->finish(opts.buckets, driver->attributing, scored);
   s.expectation = "every driver call in the ledger (other driver families: unscored)";
   for (uint32_t f = 0; f < seen.size(); ++f) {
     if (!seen[f]) continue;
     if (scored(f)) s.by_name[families.name(f)].seen += seen[f];
     else s.unscored += seen[f];
   }
-  return std::move(s);
+  return s;
 }
 
 std::vector<LayerScore> StreamMatcher::finish() {
   Impl& m = *impl_;
   if (!m.truth_begun) m.begin_truth();  // an empty ledger: every call of the method a phantom
+  std::exception_ptr failed;
+  for (auto& sh : m.shards) try {  // every worker done before an error goes up
+      sh->close();
+    } catch (...) {
+      if (!failed) failed = std::current_exception();
+    }
+  if (failed) std::rethrow_exception(failed);
   std::vector<LayerScore> others;
   if (m.others) others = m.others->finish();
   std::vector<LayerScore> out;

@@ -115,13 +115,16 @@ struct Scored {
   std::string not_streamed;
 };
 
-Scored score_both_ways(const TwoSides& r, const std::vector<std::string>& layers, std::vector<LayerScore>& sorted) {
+// `shards`: the stream's workers (join_shard.h); each pairs its share of the threads.
+Scored score_both_ways(const TwoSides& r, const std::vector<std::string>& layers, std::vector<LayerScore>& sorted,
+                       size_t shards = 1) {
   ProcessLabels labels = {{10, "process 1"}, {11, "process 2"}};
   DeviceNames names;
   for (const auto& e : r.seen) names.learn(e);
   MatchOptions opts;
   opts.slack_ns = r.slack;
   opts.buckets = {&labels, &names};
+  opts.stream_shards = shards;
   sorted = match(r.ledger, r.seen, layers, opts);
   Scored out;
   try {
@@ -140,7 +143,7 @@ TEST(StreamMatcher, ScoresAsTheSortedMatcherOnRandomRuns) {
   for (unsigned seed = 1; seed <= 300; ++seed) {
     const TwoSides r = make_run(seed);
     std::vector<LayerScore> sorted;
-    const Scored s = score_both_ways(r, layers, sorted);
+    const Scored s = score_both_ways(r, layers, sorted, 1 + seed % 3);
     if (!s.not_streamed.empty()) {
       ADD_FAILURE() << "seed " << seed << ": " << s.not_streamed;
       continue;
