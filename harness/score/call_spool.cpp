@@ -65,6 +65,7 @@ std::optional<uint32_t> CallSpool::string_id(std::string_view s) {
 }
 
 bool CallSpool::add(const SpooledCall& c, std::string_view name, std::string_view device_id) {
+  if (c.args.size() > kFrameBytes) return false;  // a frame holds a record whole
   auto it = threads_.find(c.tid);
   if (it == threads_.end()) {
     if (threads_.size() >= kMaxThreads) return false;
@@ -81,7 +82,7 @@ bool CallSpool::add(const SpooledCall& c, std::string_view name, std::string_vie
   Thread& t = it->second;
   std::string& out = t.held;
   out.push_back(char((c.dur ? kHasDur : 0) | (c.ret ? kHasRet : 0) | (c.device ? kHasDevice : 0)));
-  put_signed(out, c.ts - t.last_ts);
+  put_signed(out, int64_t(uint64_t(c.ts) - uint64_t(t.last_ts)));  // wraps alike on both sides
   put_varint(out, c.seq - t.last_seq);
   put_signed(out, c.pid);
   if (c.dur) put_signed(out, *c.dur);
@@ -114,7 +115,7 @@ void CallSpool::flush(Thread& t) {
     if (w <= 0) throw std::runtime_error("cannot write " + file_.string() + ": " + std::strerror(errno));
     done += size_t(w);
   }
-  t.frames.push_back({file_size_, uint32_t(n)});
+  t.frames.push_back({file_size_, uint32_t(n), uint32_t(t.held.size())});
   file_size_ += n;
   t.held.clear();
 }
@@ -129,7 +130,7 @@ bool CallSpool::Reader::load() {
   if (it == spool_->threads_.end()) return false;
   const Thread& t = it->second;
   if (frame_ < t.frames.size()) {
-    const auto [at, size] = t.frames[frame_++];
+    const auto [at, size, written] = t.frames[frame_++];
     std::string compressed(size, '\0');
     for (size_t done = 0; done < size;) {
       const ssize_t r = ::pread(spool_->fd_, compressed.data() + done, size - done, off_t(at + done));
@@ -138,7 +139,7 @@ bool CallSpool::Reader::load() {
       done += size_t(r);
     }
     const unsigned long long plain = ZSTD_getFrameContentSize(compressed.data(), size);
-    if (plain == ZSTD_CONTENTSIZE_ERROR || plain == ZSTD_CONTENTSIZE_UNKNOWN || plain > 4 * kFrameBytes)
+    if (plain != written)
       throw std::runtime_error("cannot read " + spool_->file_.string() + ": a damaged frame");
     plain_.resize(plain);
     const size_t n = ZSTD_decompress(plain_.data(), plain_.size(), compressed.data(), size);
@@ -158,7 +159,7 @@ bool CallSpool::Reader::next(SpooledCall& c) {
   const uint8_t flags = uint8_t(left_.front());
   left_.remove_prefix(1);
   c.tid = tid_;
-  c.ts = last_ts_ += get_signed(left_);
+  c.ts = last_ts_ = int64_t(uint64_t(last_ts_) + uint64_t(get_signed(left_)));
   c.seq = last_seq_ += get_varint(left_);
   c.pid = get_signed(left_);
   c.dur = flags & kHasDur ? std::optional<int64_t>(get_signed(left_)) : std::nullopt;

@@ -70,7 +70,11 @@ class CallSpool {
  private:
   struct Thread {
     std::string held;  // encoded, not yet a frame
-    std::vector<std::pair<uint64_t, uint32_t>> frames;  // (offset, compressed size) in the file
+    struct Frame {
+      uint64_t at;
+      uint32_t size, plain;  // compressed, and as written
+    };
+    std::vector<Frame> frames;
     int64_t last_ts = 0;
     uint64_t last_seq = 0;
   };

@@ -59,6 +59,7 @@ struct StreamJoin::Thread {
   int64_t bound = INT64_MIN;
   int64_t last_truth_ts = INT64_MIN;
   std::vector<Ring<Truth>> pending;  // per join family: ledger calls not decided yet
+  size_t waiting = 0;                // in all of them
   std::vector<std::pair<uint64_t, uint64_t>> pairs;  // (ledger seq, method seq), for the order check
   bool any_released = false;
   uint64_t latest = 0;
@@ -112,6 +113,12 @@ StreamJoin::Thread& StreamJoin::thread(int64_t tid) {
 
 void StreamJoin::add_truth(Truth& t) {
   if (t.ts == 0) throw NotStreamable("a ledger call without an entry time");
+  // A window that would wrap around the clock's range, or more families or calls waiting
+  // than a thread holds (what a made-up ledger can ask for): sorted instead.
+  const int64_t slack = setup_.slack_ns < 0 ? -setup_.slack_ns : setup_.slack_ns;
+  if (t.ts < INT64_MIN + slack || t.ts > INT64_MAX - slack - std::max<int64_t>(0, t.dur.value_or(0)))
+    throw NotStreamable("a ledger call's window past the clock's range");
+  if (t.family >= kMaxFamilies) throw NotStreamable("more call families than the join holds");
   Thread& s = thread(t.tid);
   if (t.ts < s.last_truth_ts) throw NotStreamable("thread " + std::to_string(t.tid) + "'s ledger calls are out of time order");
   s.last_truth_ts = t.ts;
@@ -121,6 +128,7 @@ void StreamJoin::add_truth(Truth& t) {
   slot.ts = t.ts, slot.pid = t.pid, slot.tid = t.tid, slot.dur = t.dur, slot.ret = t.ret, slot.device = t.device;
   slot.seq = t.seq, slot.family = t.family;
   slot.name.swap(t.name), slot.device_id.swap(t.device_id), slot.args.swap(t.args);
+  if (++s.waiting > kPairsHeld) throw NotStreamable("too many ledger calls of one thread wait for the method's");
   settle(s, slot.family);
   if (s.pairs.size() >= 4096) release_pairs(s, false);
 }
@@ -133,6 +141,7 @@ void StreamJoin::settle(Thread& s, uint32_t family) {
   while (!q.empty() && q.front().ts + q.front().dur.value_or(0) + setup_.slack_ns < c) {
     missing(q.front());
     q.pop_front();
+    --s.waiting;
   }
 }
 
@@ -156,10 +165,12 @@ void StreamJoin::seen(Thread& s, const SpooledCall& e) {
       if (e.ts > t.ts + t.dur.value_or(0) + setup_.slack_ns) {
         missing(t);
         q.pop_front();
+        --s.waiting;
         continue;
       }
       matched(s, t, e);
       q.pop_front();
+      --s.waiting;
       return;
     }
   }
@@ -267,6 +278,7 @@ void StreamJoin::finish(const BucketContext& buckets, bool attributing, const st
     play_until(s, INT64_MAX);
     for (auto& q : s.pending)
       for (; !q.empty(); q.pop_front()) missing(q.front());
+    s.waiting = 0;
     release_pairs(s, true);
   }
   for (uint32_t f = 0; f < phantoms_.size(); ++f)

@@ -39,7 +39,8 @@ inline size_t shard_of(int64_t tid, size_t shards) { return size_t(uint64_t(tid)
 class StreamJoin {
  public:
   static constexpr size_t kReorderWindow = 32;        // a method's calls read ahead per thread
-  static constexpr size_t kPairsHeld = size_t(1) << 20;  // pairs waiting for their order check
+  static constexpr size_t kPairsHeld = size_t(1) << 20;  // pairs, or ledger calls, waiting per thread
+  static constexpr uint32_t kMaxFamilies = 1024;         // call families a join pairs
 
   struct Setup {
     const CallSpool* spool = nullptr;

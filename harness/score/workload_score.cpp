@@ -75,7 +75,9 @@ struct LedgerLearner {
 
 // The sort-based Matcher over both files again, where the stream could not pair the run:
 // the ledgers first, then the store (its records reach no tally a second time).
-std::vector<LayerScore> score_by_sorting(const WorkloadScoreInput& in, const MatchOptions& opts, WorkloadScore& out) {
+std::vector<LayerScore> score_by_sorting(const WorkloadScoreInput& in, MatchOptions opts, WorkloadScore& out) {
+  // A folder apart from the one a matcher fed while the program ran may still hold.
+  opts.spill_dir = in.sort_dir.string() + ".sorted";
   Matcher matcher(in.layers, opts);
   std::string failed;
   read_ledgers(in.target_dir, in.max_ledger_bytes, [&](const Event& e, std::string_view packed) {
@@ -143,7 +145,7 @@ WorkloadScore score_workload(const WorkloadScoreInput& in, DeviceNames& names) {
       out.scoring_error = e.what();
     }
   }
-  if (!in.live && (score || in.tally))
+  if (!in.live && (stream || in.tally))
     read_store(in, out, [&](const Event& e, std::string_view packed) { scoring([&] { stream->add_seen(e, packed); }); });
   LedgerLearner learner;
   out.ledger = read_ledgers(in.target_dir, in.max_ledger_bytes, [&](const Event& e, std::string_view packed) {

@@ -186,6 +186,15 @@ TEST(StreamMatcher, SaysWhatItCannotStream) {
   // A ledger's thread out of time order.
   r.ledger[3].ts = 100;
   EXPECT_NE(score_both_ways(r, layers, sorted).not_streamed.find("ledger calls are out of time order"), std::string::npos);
+  // What a made-up ledger can ask a thread to hold: more call families than a join pairs.
+  r.ledger.clear();
+  for (int i = 0; i < 1100; ++i)
+    r.ledger.push_back(call("runtime", "cudaMadeUp" + std::to_string(i), 1, 7, 1000 + 100 * i, 50, 0));
+  EXPECT_NE(score_both_ways(r, layers, sorted).not_streamed.find("more call families"), std::string::npos);
+  EXPECT_EQ(sorted[0].missing, 1100);
+  // A window past the clock's range.
+  r.ledger = {call("runtime", "cudaFree", 1, 7, INT64_MAX - 10, 50, 0)};
+  EXPECT_NE(score_both_ways(r, layers, sorted).not_streamed.find("clock's range"), std::string::npos);
 }
 
 // A method that saw none of a family holds none of its ledger calls waiting (they are
