@@ -74,7 +74,7 @@ std::vector<Record> buffer_of(int thread, uint64_t b, uint64_t buffers) {
 
 void write_tables(const fs::path& dir) {
   std::ofstream k(dir / "preload.77.kernels");
-  for (int i = 0; i < 64; ++i) k << "0x" << std::hex << (0x1000 + i) << std::dec << " void at::native::kernel_" << i << "<float>()\n";
+  for (int i = 0; i < 64; ++i) k << "0x" << std::hex << (0x1000 + i) << std::dec << " _ZN2at6native8kernel_" << i << "EPf\n";  // mangled, as the shim writes them
   std::ofstream(dir / "preload.77.devices") << "0 0000:41:00.0\n";
 }
 
