@@ -189,6 +189,7 @@ BucketTally& StreamJoin::truth_bucket(const Truth& t) {
       std::get<2>(last_truth_ref_) != t.device_id) {
     last_truth_ref_ = {t.pid, t.device, t.device_id};
     last_truth_place_ = &truth_places_[last_truth_ref_];
+    if (truth_places_.size() > kMaxPlaces) throw NotStreamable("more (process, device) places than the join holds");
   }
   return *last_truth_place_;
 }
@@ -227,6 +228,7 @@ void StreamJoin::phantom(const SpooledCall& e) {
   if (!last_phantom_place_ || last_phantom_family_ != f || last_phantom_ref_ != place) {
     last_phantom_family_ = f, last_phantom_ref_ = place;
     last_phantom_place_ = &phantom_places_[{f, place}];
+    if (phantom_places_.size() > kMaxPlaces) throw NotStreamable("more (process, device) places than the join holds");
   }
   ++*last_phantom_place_;
   if (wants_example(int32_t(f))) {

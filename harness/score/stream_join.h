@@ -41,6 +41,7 @@ class StreamJoin {
   static constexpr size_t kReorderWindow = 32;        // a method's calls read ahead per thread
   static constexpr size_t kPairsHeld = size_t(1) << 20;  // pairs, or ledger calls, waiting per thread
   static constexpr uint32_t kMaxFamilies = 1024;         // call families a join pairs
+  static constexpr size_t kMaxPlaces = size_t(1) << 16;  // (process, device) places it tallies
 
   struct Setup {
     const CallSpool* spool = nullptr;

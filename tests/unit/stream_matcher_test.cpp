@@ -192,6 +192,13 @@ TEST(StreamMatcher, SaysWhatItCannotStream) {
     r.ledger.push_back(call("runtime", "cudaMadeUp" + std::to_string(i), 1, 7, 1000 + 100 * i, 50, 0));
   EXPECT_NE(score_both_ways(r, layers, sorted).not_streamed.find("more call families"), std::string::npos);
   EXPECT_EQ(sorted[0].missing, 1100);
+  // A bus id of its own on every call: more places than the join tallies.
+  r.ledger.clear();
+  for (int i = 0; i < 70000; ++i) {
+    r.ledger.push_back(call("runtime", "cudaFree", 1, 7, 1000 + 100 * i, 50, 0));
+    r.ledger.back().device_id = "0000:" + std::to_string(i) + ":00.0";
+  }
+  EXPECT_NE(score_both_ways(r, layers, sorted).not_streamed.find("places"), std::string::npos);
   // A window past the clock's range.
   r.ledger = {call("runtime", "cudaFree", 1, 7, INT64_MAX - 10, 50, 0)};
   EXPECT_NE(score_both_ways(r, layers, sorted).not_streamed.find("clock's range"), std::string::npos);
