@@ -146,6 +146,26 @@ TEST(SanitizerDecode, OneEventPerLaunchWithTheBlocksCounted) {
   EXPECT_EQ(events[2].args["launch"], 2);
 }
 
+// Kernel nodes of one graph launch share a counter: they are exact together when it holds
+// their grids' sum, short together when not (the file is read twice: summed, then converted).
+TEST(SanitizerDecode, GraphNodesOfOneLaunchAreCountedTogether) {
+  std::vector<LaunchRecord> ls = {launch(0, 4, 8, kGraphNode), launch(1, 4, 8, kGraphNode), launch(0, 4, 5, kGraphNode),
+                                  launch(1, 4, 5, kGraphNode), launch(0, 16, 16)};
+  ls[0].graph_launch = ls[1].graph_launch = 7;
+  ls[2].graph_launch = ls[3].graph_launch = 8;
+  const fs::path dir = write_output(ls);
+  const TracerReport rep = convert_sanitizer_output(dir, dir / cudatrace::kEventsFile, 4242);
+  const auto events = read_events(dir / cudatrace::kEventsFile).events;
+  ASSERT_EQ(events.size(), 5u);
+  EXPECT_EQ(events[0].args["counted"], "exact, with its graph launch");
+  EXPECT_EQ(events[1].args["blocks"], 4);
+  EXPECT_EQ(events[2].args["counted"], "graph launch short");
+  EXPECT_EQ(events[3].args["blocks"], 0);
+  EXPECT_EQ(events[4].args["launch"], 4);
+  EXPECT_EQ(rep.loss["launches_short"], 2);
+  EXPECT_EQ(rep.loss["blocks_missing"], 8);
+}
+
 // Every way a launch can be counted short is named with its reason and counted as loss;
 // the layer is partly observed, never a clean total.
 TEST(SanitizerDecode, EveryShortfallIsNamedAndCounted) {
