@@ -118,22 +118,6 @@ struct Matcher::Impl {
     NameScore *runtime = nullptr, *driver = nullptr;
   };
   std::vector<SeenFamily> seen_families;
-  // The last few names' families: a ledger or a store repeats a handful of names, and a
-  // string compare is cheaper than a hash.
-  struct RecentName {
-    std::string name;
-    uint32_t family = 0;
-  };
-  std::array<RecentName, 4> recent;
-  size_t recent_next = 0;
-  uint32_t family_of_call(const std::string& name) {
-    for (const auto& r : recent)
-      if (r.name == name) return r.family;
-    RecentName& r = recent[recent_next++ % recent.size()];
-    r.family = families.of_call(name);
-    r.name = name;
-    return r.family;
-  }
   SeenFamily& seen_family(uint32_t f) {
     if (f >= seen_families.size()) seen_families.resize(f + 1);
     SeenFamily& s = seen_families[f];
@@ -224,7 +208,7 @@ void Matcher::add_truth(const Event& t, std::string_view packed) {
   if (m.seen_begun && !m.opts.seen_first) throw std::logic_error("Matcher::add_truth after add_seen");
   const uint64_t seq = m.truth_seq++;  // its place in the ledger: program order within a thread
   const bool call = t.layer == layer::kRuntime || t.layer == layer::kDriver;
-  const uint32_t by_name = call ? m.family_of_call(t.name) : 0;  // looked up once per record
+  const uint32_t by_name = call ? m.families.of_call(t.name) : 0;  // looked up once per record
   if (m.runtime && t.layer == layer::kRuntime) m.runtime->truth->add(t, packed, by_name, seq);
   if (m.driver && t.layer == layer::kDriver) {
     m.driver_families.insert(m.families.name(by_name));
@@ -310,12 +294,12 @@ void Matcher::add_seen(const Event& e, std::string_view packed) {
   if (e.is_meta()) return;
   if (m.runtime && e.layer == layer::kRuntime) {
     const bool internal = is_runtime_internal(e.name);
-    const uint32_t f = m.family_of_call(e.name);
+    const uint32_t f = m.families.of_call(e.name);
     if (!internal) ++m.runtime_seen(f).seen;
     m.seen_call(*m.runtime, e, packed, internal, f);
   } else if (m.driver && e.layer == layer::kDriver) {
     // Driver calls of families the program never makes itself are counted, not scored.
-    const uint32_t f = m.family_of_call(e.name);
+    const uint32_t f = m.families.of_call(e.name);
     const bool unscored = m.seen_family(f).driver_unscored;
     if (!unscored) ++m.driver_seen(f).seen;
     m.seen_call(*m.driver, e, packed, unscored, f);

@@ -41,20 +41,6 @@ struct StreamMatcher::Impl {
   uint64_t seen_seq = 0, truth_seq = 0;
   bool truth_begun = false;
 
-  struct RecentName {
-    std::string name;
-    uint32_t family = 0;
-  };
-  std::array<RecentName, 4> recent;
-  size_t recent_next = 0;
-  uint32_t family_of_call(const std::string& name) {
-    for (const auto& r : recent)
-      if (r.name == name) return r.family;
-    RecentName& r = recent[recent_next++ % recent.size()];
-    r.family = families.of_call(name);
-    r.name = name;
-    return r.family;
-  }
 
   void spool(Calls& l, const Event& e, uint32_t family, uint64_t seq, std::string_view packed) {
     SpooledCall c;
@@ -146,7 +132,7 @@ void StreamMatcher::add_seen(const Event& e, std::string_view packed) {
     ++l->score.unscored;
     return;
   }
-  const uint32_t f = m.family_of_call(e.name);
+  const uint32_t f = m.families.of_call(e.name);
   Impl::count(l->by_family, f);
   m.spool(*l, e, f, seq, packed);
 }
@@ -187,7 +173,7 @@ void StreamMatcher::add_truth(const Event& t, std::string_view packed) {
   const uint64_t seq = m.truth_seq++;
   const bool runtime = t.layer == layer::kRuntime;
   if (!runtime && t.layer != layer::kDriver) return;
-  const uint32_t f = m.family_of_call(t.name);
+  const uint32_t f = m.families.of_call(t.name);
   if (runtime && m.runtime) m.route(JoinShard::kRuntime, t, packed, f, seq);
   if (!m.driver) return;
   if (!runtime) {
