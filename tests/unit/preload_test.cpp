@@ -166,7 +166,14 @@ TEST(PreloadConvert, OversizedTablesAreReadToTheirBoundAndTheRestCounted) {
   EXPECT_NE(r.notes["table_problems"].dump().find("preload.9.callers: 1 bytes past the per file bound (16 MiB)"),
             std::string::npos)
       << r.notes.dump();
+  EXPECT_NE(r.notes.value("over_bound_table_bytes", "").find("16 MiB in one file"), std::string::npos) << r.notes.dump();
   EXPECT_EQ(read_events(dir / cudatrace::kEventsFile).events.size(), 1u) << "the records are read all the same";
+  // The bounds grow with the run's (a 64th of it per file): a run allowed 4 GiB reads the
+  // same table whole.
+  std::filesystem::remove(dir / cudatrace::kEventsFile);
+  r = convert_preload_output(dir, dir / cudatrace::kEventsFile, uint64_t(4) << 30);
+  EXPECT_EQ(r.loss["over_bound_table_bytes"], 0) << r.loss.dump();
+  EXPECT_FALSE(r.notes.contains("over_bound_table_bytes")) << r.notes.dump();
 }
 
 TEST(PreloadConvert, TicksBecomeMonotonicNanosecondsBetweenCalibrationPoints) {

@@ -88,6 +88,7 @@ void PreloadConversion::refresh_table(const std::string& ext, const fs::path& pa
   if (seen->second == stamp) return;
   seen->second = stamp;
   ShimOutput fresh;
+  fresh.tables = TableReading(max_bytes_);  // the same bounds as the end's reading
   read_process_table(fresh, ext, path, pid);
   if (ext == ".kernels") loss_.changed_entries += replace_table(live_tables_.kernels[pid], fresh.kernels[pid]);
   else if (ext == ".devices") loss_.changed_entries += replace_table(live_tables_.bus_ids[pid], fresh.bus_ids[pid]);
@@ -133,7 +134,7 @@ void PreloadConversion::settle_files(const ShimOutput& shim) {
 }
 
 TracerReport PreloadConversion::finish() {
-  ShimOutput shim = read_shim_output(dir_);
+  ShimOutput shim = read_shim_output(dir_, max_bytes_);
   loss_.changed_entries += differing(live_tables_.kernels, shim.kernels) +
                            differing(live_tables_.bus_ids, shim.bus_ids) +
                            differing(live_tables_.generic_names, shim.generic_names);

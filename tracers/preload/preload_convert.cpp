@@ -44,6 +44,11 @@ void fill_loss_and_notes(TracerReport& report, ShimOutput& shim, const Conversio
     report.notes["over_bound"] = "the shim's files held more than the run's bound of " + std::to_string(max_bytes >> 20) +
                                  " MiB (--max-trace-bytes): the records past that were not read (counted in "
                                  "over_bound_records)";
+  if (tables.over_bound_bytes)
+    report.notes["over_bound_table_bytes"] = "the shim's tables held more than " + std::to_string(tables.per_file >> 20) +
+                                             " MiB in one file or " + std::to_string(tables.budget.total >> 20) +
+                                             " MiB in all (a 64th and a 32nd of the run's bound, at least 16 and 32): "
+                                             "the bytes past that were not read, and what they named stays unnamed";
   if (tables.over_bound_entries)
     report.notes["over_bound_table_entries"] = "the shim's tables held more than " +
                                                std::to_string(kMaxTableEntries) +

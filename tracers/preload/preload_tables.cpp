@@ -22,7 +22,7 @@ void TableReading::example(const std::string& what) {
 template <typename Parse>
 void TableReading::each_line(const fs::path& path, Parse parse) {
   const std::string file = path.filename().string();
-  BoundedLines in(path, kMaxTableBytes, &budget);
+  BoundedLines in(path, per_file, &budget);
   if (!in.is_open()) {
     ++refused;
     example(file + ": not read: " + in.why());
@@ -52,7 +52,7 @@ void TableReading::each_line(const fs::path& path, Parse parse) {
   if (const uint64_t unread = in.unread_bytes()) {
     over_bound_bytes += int64_t(unread);
     example(file + ": " + std::to_string(unread) + " bytes past the " + in.bound_hit() + " bound (" +
-            std::to_string((std::string(in.bound_hit()) == "per file" ? kMaxTableBytes : kMaxTablesBytes) >> 20) +
+            std::to_string((std::string(in.bound_hit()) == "per file" ? per_file : budget.total) >> 20) +
             " MiB): not read");
   }
 }
@@ -189,8 +189,9 @@ bool table_pid(const std::string& name, int64_t& pid) {
   return bool(p);
 }
 
-ShimOutput read_shim_output(const fs::path& dir) {
+ShimOutput read_shim_output(const fs::path& dir, uint64_t run_bytes) {
   ShimOutput o;
+  o.tables = TableReading(run_bytes);
   for (const auto& entry : fs::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
     if (name.rfind("preload.", 0) != 0) continue;

@@ -3,6 +3,7 @@
 // slots, who looks up driver entry points, what the shim does not cover), read with bounds:
 // the traced program wrote them. Read once at the end of a run for the report, and again as
 // they grow while the run is converted live (preload_conversion.h).
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -19,11 +20,15 @@ namespace cudatrace::preload {
 using ThreadKey = std::pair<int64_t, int64_t>;  // (pid, tid)
 
 // Bounds of the shim's per-process text tables: the program wrote them, so each is read
-// with bounds (a run's real ones are kilobytes): this much of one file, this much of all of
-// a run's, and this many entries kept in all (what a line costs in memory, past its bytes).
-// What lies past a bound is counted, never read.
+// with bounds (a run's real ones are kilobytes; the kernel table is appended to as a long
+// job names new kernels): this much of one file, this much of all of a run's, and this many
+// entries kept in all (what a line costs in memory, past its bytes). The byte bounds grow
+// with the run's own bound (which comes from the free space under --out): a 64th of it per
+// file, twice that in all, never less than these. What lies past a bound is counted as loss
+// (over_bound_table_bytes), never read.
 inline constexpr uint64_t kMaxTableBytes = uint64_t(16) << 20;
 inline constexpr uint64_t kMaxTablesBytes = uint64_t(32) << 20;
+inline uint64_t table_bytes_bound(uint64_t run_bytes) { return std::max(kMaxTableBytes, run_bytes / 64); }
 inline constexpr int64_t kMaxTableEntries = int64_t(1) << 18;
 // A name from a table is copied into every record that names it (a kernel's launches): one
 // name of 64 KiB times 40,000 launches made gigabytes. Real names, long C++ templates
@@ -32,7 +37,11 @@ inline constexpr size_t kMaxNameBytes = size_t(16) << 10;
 
 // Reading the tables of one run: the shared bounds, and what went wrong, line by line.
 struct TableReading {
-  ReadBudget budget{kMaxTablesBytes};
+  // `run_bytes`: the run's bound on what the program wrote (0: the fixed floors alone).
+  explicit TableReading(uint64_t run_bytes = 0)
+      : per_file(table_bytes_bound(run_bytes)), budget(std::max(kMaxTablesBytes, 2 * per_file)) {}
+  uint64_t per_file;
+  ReadBudget budget;
   int64_t entries = 0;
   int64_t malformed = 0, cut_lines = 0, over_bound_bytes = 0, over_bound_entries = 0, refused = 0;
   std::vector<std::string> examples;  // "<file> line N: <why>", the first few
@@ -62,7 +71,7 @@ struct ShimOutput {
 };
 
 // Every preload.* file of `dir`: the record files listed, the tables read.
-ShimOutput read_shim_output(const std::filesystem::path& dir);
+ShimOutput read_shim_output(const std::filesystem::path& dir, uint64_t run_bytes = 0);  // run_bytes: TableReading's
 // One table keyed by a process (`ext`: .kernels, .devices or .generic) into `o`.
 void read_process_table(ShimOutput& o, const std::string& ext, const std::filesystem::path& path, int64_t pid);
 // "preload.<pid>.<tid>.bin": the thread it names, or false.
