@@ -302,7 +302,9 @@ TEST(HostileInput, SideTablesAreBoundedInTotal) {
   if (!method_ok("preload")) GTEST_SKIP() << "needs the preload method";
   const fs::path out = open_dir("tables-total");
   const HarnessResult r = harness(out,
-                        "--method preload -- /bin/sh -c 'd=$CUDATRACE_PRELOAD_DIR; "
+                        // A run bound of 1 GiB: the tables' bounds are a 64th of it per file, at
+                        // least 16 MiB, and twice that in all (preload_tables.h).
+                        "--max-trace-bytes 1073741824 --method preload -- /bin/sh -c 'd=$CUDATRACE_PRELOAD_DIR; "
                         "yes \"1 /opt/lib/libsomething-with-a-long-name.so\" | head -c 16777216 > $d/preload.1.callers; "
                         "for i in 2 3 4 5 6 7 8; do cp $d/preload.1.callers $d/preload.$i.callers; done'");
   ASSERT_TRUE(r.summary.is_object()) << r.output;
@@ -321,7 +323,7 @@ TEST(HostileInput, GiganticSingleLineIsCutAndCounted) {
   if (!method_ok("preload")) GTEST_SKIP() << "needs the preload method";
   const fs::path out = open_dir("one-line");
   const HarnessResult r = harness(out,
-                        "--method preload -- /bin/sh -c 'head -c 41943040 /dev/zero | tr \"\\0\" x > "
+                        "--max-trace-bytes 1073741824 --method preload -- /bin/sh -c 'head -c 41943040 /dev/zero | tr \"\\0\" x > "
                         "$CUDATRACE_PRELOAD_DIR/preload.1.kernels'");
   ASSERT_TRUE(r.summary.is_object()) << r.output;
   const json run = r.run("cmd.preload");
