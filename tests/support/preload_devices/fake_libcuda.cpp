@@ -52,6 +52,11 @@ int cuCtxSetCurrent(void* context) {
 // Two listed driver calls that need a context.
 int cuEventRecord(void*, void*) { return t_current ? 0 : 201; }
 int cuStreamSynchronize(void*) { return t_current ? 0 : 201; }
+// A listed launch, for the per-call cost benchmark (tests/bench/preload_call_cost.cpp).
+int cuLaunchKernel(void* f, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void**,
+                   void**) {
+  return !t_current ? 201 : f ? 0 : 400;
+}
 
 // Not CUDA: for the fake cudart and the test program.
 long fake_get_current_calls() { return g_get_current_calls.load(); }
