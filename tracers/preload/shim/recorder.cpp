@@ -1,5 +1,6 @@
 #include "tracers/preload/shim/recorder.h"
 
+#include "tracers/preload/shim/buffer_writer.h"
 #include "tracers/preload/shim/generic_hooks.h"
 #include "tracers/preload/shim/real_symbols.h"
 #include "tracers/pause_hook.h"
@@ -28,6 +29,19 @@ namespace cudatrace::preload {
 constinit thread_local ThreadBuffer t_buffer __attribute__((tls_model("initial-exec")));
 // What device_tag() reads of the thread on every record shares emit()'s line.
 static_assert(offsetof(ThreadBuffer, last_device_tag) < 64 && offsetof(ThreadBuffer, device_epoch) + 4 <= 64);
+
+// Returns how many records it could not write (also the writer thread's write).
+uint64_t write_records(int fd, const void* data, size_t bytes) {
+  const char* p = static_cast<const char*>(data);
+  while (bytes > 0 && fd >= 0) {
+    ssize_t n = write(fd, p, bytes);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    p += n;
+    bytes -= size_t(n);
+  }
+  return bytes / sizeof(Record);
+}
 
 namespace {
 
@@ -82,26 +96,15 @@ int open_thread_file(int64_t tid) {
   return open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 }
 
-// Returns how many records it could not write.
-uint64_t write_records(int fd, const void* data, size_t bytes) {
-  const char* p = static_cast<const char*>(data);
-  while (bytes > 0 && fd >= 0) {
-    ssize_t n = write(fd, p, bytes);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    p += n;
-    bytes -= size_t(n);
-  }
-  return bytes / sizeof(Record);
-}
-
 void write_all(ThreadBuffer* b, const void* data, size_t bytes) {
   if (b->fd < 0) b->fd = open_thread_file(b->tid);
   b->dropped += write_records(b->fd, data, bytes);
 }
 
-// Writes what the buffer holds, closed by a calibration point in the spare slot.
+// Writes what the buffer holds, closed by a calibration point in the spare slot, after
+// what the writer thread still has of this thread: the file keeps the records' order.
 void flush(ThreadBuffer* b) {
+  wait_written(b);
   const uint32_t n = b->count.load(std::memory_order_acquire);
   if (n) {
     b->emitted += n - b->leading_calibrations;
@@ -140,16 +143,40 @@ void close_buffer(ThreadBuffer* b) {
   errno = saved;
 }
 
+// A thread buffer's records, or null.
+Record* map_buffer() {
+  void* m = mmap(nullptr, kMappingBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  return m == MAP_FAILED ? nullptr : static_cast<Record*>(m);
+}
+
+// A full buffer: sealed as flush() seals it and swapped with the spare one, which goes to
+// the writer thread (buffer_writer.h). Without a spare mapping it is written here; without
+// a writer, the spare's records are written here.
+void flush_full(ThreadBuffer* b) {
+  wait_written(b);  // the spare is free
+  if (!b->spare) b->spare = map_buffer();
+  if (!b->spare) return flush(b);
+  const uint32_t n = b->count.load(std::memory_order_acquire);
+  b->emitted += n - b->leading_calibrations;
+  b->records[n] = calibration();
+  if (b->fd < 0) b->fd = open_thread_file(b->tid);
+  // Emptied before it is handed off: a fatal signal in between writes no record twice (the
+  // full buffer's then count as missing, against the trailer's count).
+  Record* const full = b->records;
+  b->records = b->spare;
+  b->spare = full;
+  b->leading_calibrations = 0;
+  b->count.store(0, std::memory_order_release);
+  if (!hand_off(b, n + 1)) b->dropped += write_records(b->fd, full, (n + 1) * sizeof(Record));
+}
+
 // Starts a segment: in a thread's first record, after flush_all(), and in a forked child
 // (whose copy of the buffer holds the parent's records: the parent writes those).
 void attach(ThreadBuffer* b) {
   // A segment still open here was attached while flush_all() ran (it closed the others
   // and then moved the generation on): write it before starting over.
   close_buffer(b);
-  if (!b->records) {
-    void* m = mmap(nullptr, kMappingBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-    b->records = m == MAP_FAILED ? nullptr : static_cast<Record*>(m);
-  }
+  if (!b->records) b->records = map_buffer();
   b->fd = -1;
   b->tid = int64_t(syscall(SYS_gettid));
   b->emitted = 0;
@@ -196,8 +223,11 @@ struct ThreadExit {
     b->exited = true;
     if (b->registered && g_buffers) std::erase(*g_buffers, b);
     b->registered = false;
+    wait_written(b);  // close_buffer() waited, unless the exit flush had closed it first
     if (b->records) munmap(b->records, kMappingBytes);
+    if (b->spare) munmap(b->spare, kMappingBytes);
     b->records = nullptr;
+    b->spare = nullptr;
   }
 };
 thread_local ThreadExit t_exit;
@@ -217,7 +247,7 @@ void emit_slow(const Record& r) {
   uint32_t i = b->count.load(std::memory_order_relaxed);
   if (i >= kBufferRecords) {
     const int saved = errno;  // the program must not see our write()'s errno
-    flush(b);
+    flush_full(b);
     errno = saved;
     write_kernel_lines();  // the names its launches carry, with them
     i = 0;
@@ -318,6 +348,13 @@ void write_device(int device) {
   errno = saved;
 }
 
+// The process ends once exit's handlers have run, the writer thread with it: from here on
+// each thread writes its own full buffers.
+void flush_at_exit() {
+  stop_handing_off();
+  flush_all();
+}
+
 void after_fork_in_child() {
   // The parent still owns its buffers and will write them; this process starts afresh.
   g_shim.generation.fetch_add(1);
@@ -327,6 +364,8 @@ void after_fork_in_child() {
   ThreadBuffer& b = t_buffer;  // a copy of the parent's: its records and file are the parent's
   if (b.fd >= 0) close(b.fd);
   b.fd = -1;
+  b.in_flight = 0;  // what the parent's writer writes is the parent's
+  writer_after_fork();
   b.generation = 0;
   b.registered = false;
   g_owner = getpid();
@@ -344,7 +383,7 @@ __attribute__((constructor)) void start() {
   g_stub_names = new std::unordered_map<uint64_t, std::string>;
   g_kernel_lines = new std::string;
   pthread_atfork(nullptr, nullptr, after_fork_in_child);
-  std::atexit(flush_all);
+  std::atexit(flush_at_exit);
   if (const char* d = std::getenv(kDevicesEnv)) g_devices_off = std::strcmp(d, "off") == 0;
   for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT}) {
     struct sigaction old {};

@@ -1,7 +1,8 @@
 #pragma once
 // The shim's hot path: one record per hooked call into a per-thread buffer, no locks.
-// Buffers go to disk when full, when their thread ends, at exit, before exec and on a
-// fatal signal; whatever cannot be written is counted as dropped in the thread's trailer.
+// Buffers go to disk when full (through the writer thread, buffer_writer.h), when their
+// thread ends, at exit, before exec and on a fatal signal; whatever cannot be written is
+// counted as dropped in the thread's trailer.
 //
 // What a record costs is not instructions. Measured by compiling parts out (the card,
 // tracers/preload/README.md): the two TSC reads are most of it, and the rest is
@@ -68,6 +69,11 @@ struct alignas(64) ThreadBuffer {
   // is trusted to mean the same device only within one epoch).
   void* last_context = nullptr;
   uint32_t context_epoch = 0;
+  // Cold: the second buffer, which the writer thread writes while `records` fills
+  // (buffer_writer.h), mapped at the first hand-off; in_flight: how many of its records
+  // the writer has yet to write (0: none, the spare is free).
+  Record* spare = nullptr;
+  std::atomic<uint32_t> in_flight{0};
   // Cold: attach, flush, close.
   int fd = -1;
   int64_t tid = 0;
