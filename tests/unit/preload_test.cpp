@@ -281,21 +281,24 @@ TEST(PreloadRecorder, WithoutABufferEveryRecordIsWrittenAlone) {
 }
 
 // A program that execs or dies of a fatal signal: the shim writes what it holds first, so
-// every call is on disk and its thread's file is closed by a trailer.
+// every call is on disk and its thread's file is closed by a trailer. Twice: a few calls,
+// and two buffers' worth, whose last call hands a full buffer to the writer thread just
+// before the program leaves (the flush waits for it).
 TEST(PreloadShim, FlushesBeforeExecAndOnFatalSignals) {
-  constexpr int kCalls = 5;
-  for (const auto& [mode, exit_code] : {std::pair{"execl", 0}, {"execlp", 0}, {"execle", 0}, {"abort", 128 + SIGABRT}, {"segv", 128 + SIGSEGV}}) {
-    auto dir = testsupport::temp_dir("exit-paths");
-    auto r = testsupport::run_command("LD_PRELOAD=" + std::string(CUDATRACE_PRELOAD_SHIM) + " " + kDirEnv + "=" +
-                                      dir.string() + " " + CUDATRACE_EXIT_PATHS + " " + mode + " " +
-                                      std::to_string(kCalls));
-    EXPECT_EQ(r.exit_code, exit_code) << mode << ": " << r.output;
-    TracerReport rep = convert_preload_output(dir, dir / cudatrace::kEventsFile);
-    for (const char* kind : {"dropped", "missing", "unterminated_files", "corrupt_records"})
-      EXPECT_EQ(rep.loss[kind], 0) << mode << " " << kind;
-    int seen = 0;
-    for (const auto& e : read_events(dir / cudatrace::kEventsFile).events) seen += e.name == "cudaGetDeviceCount";
-    EXPECT_EQ(seen, kCalls) << mode;
+  for (const int kCalls : {5, 2 * int(kBufferRecords)}) {
+    for (const auto& [mode, exit_code] : {std::pair{"execl", 0}, {"execlp", 0}, {"execle", 0}, {"abort", 128 + SIGABRT}, {"segv", 128 + SIGSEGV}}) {
+      auto dir = testsupport::temp_dir("exit-paths");
+      auto r = testsupport::run_command("LD_PRELOAD=" + std::string(CUDATRACE_PRELOAD_SHIM) + " " + kDirEnv + "=" +
+                                        dir.string() + " " + CUDATRACE_EXIT_PATHS + " " + mode + " " +
+                                        std::to_string(kCalls));
+      EXPECT_EQ(r.exit_code, exit_code) << mode << " " << kCalls << ": " << r.output;
+      TracerReport rep = convert_preload_output(dir, dir / cudatrace::kEventsFile);
+      for (const char* kind : {"dropped", "missing", "unterminated_files", "corrupt_records"})
+        EXPECT_EQ(rep.loss[kind], 0) << mode << " " << kCalls << " " << kind;
+      int seen = 0;
+      for (const auto& e : read_events(dir / cudatrace::kEventsFile).events) seen += e.name == "cudaGetDeviceCount";
+      EXPECT_EQ(seen, kCalls) << mode << " " << kCalls;
+    }
   }
 }
 
