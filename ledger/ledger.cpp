@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <queue>
 
 #include "common/device_id.h"
 #include "common/event_io.h"
@@ -208,6 +209,51 @@ void info(const char* key, const std::string& value) {
   state().info[key] = value;
 }
 
+namespace {
+// One call as the ledger's record.
+void write_record(const State& s, const ThreadLog& log, const Record& r, int64_t pid, cudatrace::EventStoreWriter& out,
+                  cudatrace::Event& e) {
+  e = cudatrace::Event{};
+  e.layer = r.layer;
+  e.name = r.name;
+  e.ts = r.begin;
+  e.dur = r.end - r.begin;
+  e.pid = pid;
+  e.tid = log.tid;
+  if (r.ret != kNoRet) e.ret = r.ret;
+  if (r.device != kNoDevice) {
+    e.device = r.device;
+    if (auto id = s.device_ids.find(r.device); id != s.device_ids.end()) e.device_id = id->second;
+  }
+  for (uint32_t i = 0; i < r.nargs; ++i) {
+    const Arg& a = log.args[r.first_arg + i];
+    e.args[a.key] = arg_value(a);
+  }
+  if (r.by) e.args["by"] = r.by;
+  out.write(e);
+}
+
+// The threads' calls merged in the order they began, each thread's in program order (what
+// the harness pairs by). Written one thread after another, a ledger kept one of the
+// harness's pairing threads busy at a time, each thread's calls being paired on one.
+void write_in_time_order(const State& s, int64_t pid, cudatrace::EventStoreWriter& out) {
+  std::vector<const ThreadLog*> logs;
+  for (const auto& log : s.logs)
+    if (log->pid == pid && !log->records.empty()) logs.push_back(log.get());
+  std::vector<size_t> at(logs.size(), 0);
+  using Next = std::pair<int64_t, size_t>;  // (its next call's begin, the log)
+  std::priority_queue<Next, std::vector<Next>, std::greater<>> next;
+  for (size_t i = 0; i < logs.size(); ++i) next.push({logs[i]->records[0].begin, i});
+  cudatrace::Event e;
+  while (!next.empty()) {
+    const size_t i = next.top().second;
+    next.pop();
+    write_record(s, *logs[i], logs[i]->records[at[i]], pid, out, e);
+    if (++at[i] < logs[i]->records.size()) next.push({logs[i]->records[at[i]].begin, i});
+  }
+}
+}  // namespace
+
 bool finish() {
   State& s = state();
   std::lock_guard lk(s.mu);
@@ -239,30 +285,7 @@ bool finish() {
     }
     out.write(header);
 
-    // Threads one after another, each in program order: per-thread order is what matters.
-    for (const auto& log : s.logs) {
-      if (log->pid != pid) continue;
-      for (const Record& r : log->records) {
-        cudatrace::Event e;
-        e.layer = r.layer;
-        e.name = r.name;
-        e.ts = r.begin;
-        e.dur = r.end - r.begin;
-        e.pid = pid;
-        e.tid = log->tid;
-        if (r.ret != kNoRet) e.ret = r.ret;
-        if (r.device != kNoDevice) {
-          e.device = r.device;
-          if (auto id = s.device_ids.find(r.device); id != s.device_ids.end()) e.device_id = id->second;
-        }
-        for (uint32_t i = 0; i < r.nargs; ++i) {
-          const Arg& a = log->args[r.first_arg + i];
-          e.args[a.key] = arg_value(a);
-        }
-        if (r.by) e.args["by"] = r.by;
-        out.write(e);
-      }
-    }
+    write_in_time_order(s, pid, out);
     out.close();
     return true;
   } catch (const std::exception& ex) {

@@ -61,7 +61,7 @@ void LedgerChecker::add(const Event& e, std::string_view packed_args) {
     problem("more than " + std::to_string(kMaxNames) + " distinct call names: not a workload's ledger");
   }
   if (last_tid_ && *last_tid_ == e.tid) {
-    // a thread's records come together: known already
+    // the thread of the record before: known already
   } else if (tids_.size() < kMaxThreads) {
     tids_.insert(e.tid);
     last_tid_ = e.tid;

@@ -22,13 +22,16 @@ TEST(Ledger, RecordsEveryThreadInProgramOrderAndChecksOut) {
   ledger::start("unit", "static", 1, argv);
   ASSERT_TRUE(ledger::enabled());
 
-  auto work = [](int n) {
+  // The two threads' calls interleave in time (given times, so that they do whatever the
+  // scheduler does): a's begin at base, base + 20, ...; b's at base + 10, base + 30, ...
+  const int64_t base = ledger::now();
+  auto work = [base](int n, int64_t offset) {
     for (int i = 0; i < n; ++i) {
-      int64_t t = ledger::now();
-      ledger::record("cudaGetDevice", t, ledger::now(), 0, {ledger::Arg::Int("device", i)});
+      const int64_t t = base + i * 20 + offset;
+      ledger::record("cudaGetDevice", t, t + 5, 0, {ledger::Arg::Int("device", i)});
     }
   };
-  std::thread a(work, 100), b(work, 50);
+  std::thread a(work, 100, 0), b(work, 50, 10);
   a.join();
   b.join();  // the threads are gone before finish(): their records must survive them
   // The main thread moves to device 1, whose bus id the workload learnt: its launch says so.
@@ -68,6 +71,10 @@ TEST(Ledger, RecordsEveryThreadInProgramOrderAndChecksOut) {
     if (last.count(e.tid)) EXPECT_EQ(d, last[e.tid] + 1);
     last[e.tid] = d;
   }
+  // The threads' calls come in the order they began, not one thread after another: the
+  // harness pairs each thread's calls on a worker of its own, all of them at once.
+  for (size_t i = 1; i < s.events.size(); ++i) EXPECT_LE(s.events[i - 1].ts, s.events[i].ts) << "record " << i;
+  EXPECT_NE(s.events[0].tid, s.events[1].tid) << "the two threads' first calls come first";
   const Event& launch = s.events[s.events.size() - 2];
   ASSERT_EQ(launch.name, "cudaLaunchKernel");
   EXPECT_FALSE(launch.ret.has_value());

@@ -41,7 +41,8 @@ Event call_at(int64_t pid, int64_t tid, int64_t i, int64_t threads) {
 }
 
 void write_ledger(const fs::path& file, int64_t pid, int64_t calls, int64_t threads) {
-  // The ledger as a workload writes it: its header, then each thread's calls in program order.
+  // The ledger as a workload writes it: its header, then the threads' calls in the order they
+  // began (ledger.cpp, write_in_time_order).
   EventStoreWriter ledger(file);
   Event header;
   header.layer = layer::kMeta;
@@ -56,8 +57,7 @@ void write_ledger(const fs::path& file, int64_t pid, int64_t calls, int64_t thre
                  {"injected", nlohmann::json::array()},
                  {"intended", {{"cudaLaunchKernel", per_name[0]}, {"cudaMemsetAsync", per_name[1]}, {"cudaGetDevice", per_name[2]}}}};
   ledger.write(header);
-  for (int64_t t = 0; t < threads; ++t)
-    for (int64_t i = t; i < calls; i += threads) ledger.write(call_at(pid, 1000 + t, i / threads, threads));
+  for (int64_t i = 0; i < calls; ++i) ledger.write(call_at(pid, 1000 + i % threads, i / threads, threads));
   ledger.close();
 }
 
