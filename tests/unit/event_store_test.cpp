@@ -6,6 +6,7 @@
 #include <fstream>
 #include <random>
 
+#include "common/event_read_ahead.h"
 #include "common/event_store.h"
 #include "test_support.h"
 #include "tracers/call_args.h"
@@ -269,4 +270,74 @@ TEST(EventStore, PackedArgsReadBackAsTheirJson) {
     EXPECT_EQ(e.args, want[i]) << e.name << ": " << e.args.dump() << " vs " << want[i].dump();
   }
   EXPECT_EQ(i, want.size());
+}
+
+// Reading ahead on a thread changes nothing of what comes back: every record, in order,
+// with its args as the store holds them, across batch boundaries and a ring that fills.
+TEST(EventReadAhead, GivesWhatTheReaderGivesInOrder) {
+  const fs::path dir = testsupport::temp_dir("store-ahead");
+  const fs::path p = dir / kEventsFile;
+  EventStoreWriter w(p);
+  for (int64_t i = 0; i < 5000; ++i) w.write(sample(i));
+  w.close();
+  EventReader direct(p);
+  int64_t read_beside = 0;
+  EventReadAhead ahead(p, StoreLimits{}, [&](const Event&, std::string_view) { ++read_beside; }, 7, 2);
+  Event a, b;
+  std::string pa, pb;
+  int64_t n = 0;
+  while (direct.next(a, &pa)) {
+    SCOPED_TRACE(n);
+    ASSERT_TRUE(ahead.next(b, pb));
+    expect_same(a, b);
+    ASSERT_EQ(pa, pb);
+    ++n;
+  }
+  EXPECT_EQ(n, 5000);
+  EXPECT_FALSE(ahead.next(b, pb)) << "the end comes once the file's records have";
+  EXPECT_EQ(read_beside, 5000) << "on_read saw each record, and all of them by the end";
+  EXPECT_FALSE(ahead.next(b, pb));
+}
+
+// A damaged file's error reaches the caller after the records read before it, as from the
+// reader; a reader dropped half-way stops its thread (the test would hang otherwise).
+TEST(EventReadAhead, AnErrorComesAfterTheRecordsBeforeIt) {
+  const fs::path dir = testsupport::temp_dir("store-ahead-cut");
+  const fs::path p = dir / kEventsFile;
+  EventStoreWriter w(p);
+  for (int64_t i = 0; i < 50000; ++i) w.write(sample(i));
+  w.close();
+  fs::resize_file(p, fs::file_size(p) / 2);
+  int64_t direct_read = 0;
+  {
+    EventReader r(p);
+    Event e;
+    try {
+      while (r.next(e)) ++direct_read;
+    } catch (const EventFormatError&) {
+    }
+  }
+  ASSERT_GT(direct_read, 0);
+  EventReadAhead ahead(p, StoreLimits{}, nullptr, 64, 3);
+  Event e;
+  std::string packed;
+  int64_t n = 0;
+  EXPECT_THROW(
+      {
+        while (ahead.next(e, packed)) ++n;
+      },
+      EventFormatError);
+  EXPECT_EQ(n, direct_read) << "every record before the damage, and not one more";
+  EXPECT_FALSE(ahead.next(e, packed)) << "after its error the reader is at its end";
+
+  EventReadAhead dropped(p, StoreLimits{}, nullptr, 16, 2);
+  ASSERT_TRUE(dropped.next(e, packed));
+}
+
+TEST(EventReadAhead, AFileThatCannotBeOpenedIsAnErrorOfNext) {
+  const fs::path dir = testsupport::temp_dir("store-ahead-none");
+  EventReadAhead ahead(dir / "absent.msgpack.zst", StoreLimits{});
+  Event e;
+  std::string packed;
+  EXPECT_THROW(ahead.next(e, packed), std::exception);
 }

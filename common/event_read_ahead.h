@@ -1,0 +1,68 @@
+#pragma once
+// An EventReader whose decoding runs a little ahead on a thread of its own: the records of
+// one file come to next() in file order, as from the reader itself, while the next few
+// thousand are inflated and decoded beside. At 10^8 ledger calls the thread that reads the
+// ledger and hands its calls to the pairing was the scoring's bottleneck, and decoding was
+// half of its work (measured with score_scale: docs/measured-history.md, "Reading ahead").
+//
+// Memory stays bounded: at most `depth` batches of `batch` records wait. An error of the
+// reader (a damaged record, a file past its bounds) reaches next() after the records read
+// before it, as it would from EventReader.
+#include <condition_variable>
+#include <cstddef>
+#include <exception>
+#include <filesystem>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "common/event.h"
+#include "common/event_store.h"
+
+namespace cudatrace {
+
+class EventReadAhead {
+ public:
+  // `on_read`, where given, sees each record on the reading thread as it is read, before
+  // next() hands it over: work of the reading's own (a check of the file) taken off the
+  // caller's thread. It must not touch what the caller's thread does.
+  using OnRead = std::function<void(const Event&, std::string_view packed_args)>;
+  EventReadAhead(const std::filesystem::path& path, const StoreLimits& limits, OnRead on_read = nullptr,
+                 size_t batch = 2048, size_t depth = 4);
+  ~EventReadAhead();  // stops the reading thread, whatever was left unread
+  EventReadAhead(const EventReadAhead&) = delete;
+  EventReadAhead& operator=(const EventReadAhead&) = delete;
+
+  // The next record, its args as the store holds them (EventReader::next(e, packed)).
+  bool next(Event& e, std::string& packed_args);
+
+  // Whether reading ahead is worth a thread on this machine: with fewer than 4 cores the
+  // pairing's worker and the reader already take them.
+  static bool worth_it();
+
+ private:
+  struct Batch {
+    std::vector<Event> events;
+    std::vector<std::string> packed;
+    size_t n = 0;
+    bool last = false;         // the file ends after this batch
+    std::exception_ptr error;  // thrown by the reader after this batch's records
+  };
+  void read(const std::filesystem::path& path, const StoreLimits& limits, const OnRead& on_read);
+
+  std::vector<Batch> ring_;
+  size_t batch_size_;
+  std::mutex mu_;
+  std::condition_variable filled_, emptied_;
+  size_t head_ = 0, tail_ = 0;  // batches taken and filled (a count, modulo the ring)
+  bool stop_ = false;
+  size_t at_ = 0;  // next record of the batch at head_
+  bool ready_ = false;  // the batch at head_ is filled
+  bool done_ = false;
+  std::thread thread_;
+};
+
+}  // namespace cudatrace
