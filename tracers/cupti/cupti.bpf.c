@@ -41,7 +41,12 @@ static __always_inline struct cupti_record* begin(__u32 kind) {
   if (!is_traced(id >> 32)) return 0;
   struct cupti_record* r = bpf_ringbuf_reserve(&records, sizeof(*r), 0);
   if (!r) {
-    count_lost(CUPTI_LOST_RING_FULL, 1);
+    // Counted by what was lost, so that a call is not counted again among the calls the
+    // library emitted and the collector never received (cupti_loss.h).
+    count_lost(kind == CUPTI_REC_API      ? CUPTI_LOST_RING_FULL
+               : kind == CUPTI_REC_KERNEL ? CUPTI_LOST_RING_FULL_KERNELS
+                                          : CUPTI_LOST_RING_FULL_OTHER,
+               1);
     return 0;
   }
   __builtin_memset(r, 0, sizeof(*r));

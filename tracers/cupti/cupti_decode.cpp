@@ -326,4 +326,27 @@ std::vector<Event> decode_cupti_records(const std::vector<cupti_record>& records
   return events;
 }
 
+nlohmann::json cupti_loss_counters(const CuptiCollectorLoss& c, const CuptiDecodeStats& stats) {
+  const auto at = [&](enum cupti_loss k) { return size_t(k) < c.lost.size() ? c.lost[k] : uint64_t(0); };
+  const uint64_t calls_counted = at(CUPTI_LOST_RING_FULL) + at(CUPTI_LOST_UNREADABLE);
+  nlohmann::json loss = {{"ring_full", at(CUPTI_LOST_RING_FULL)},
+                         {"ring_full_kernels", at(CUPTI_LOST_RING_FULL_KERNELS)},
+                         {"ring_full_status_records", at(CUPTI_LOST_RING_FULL_OTHER)},
+                         {"unreadable_batched_calls", at(CUPTI_LOST_UNREADABLE)},
+                         {"activity_dropped_by_cupti", stats.activity_dropped},
+                         {"malformed_records", c.malformed},
+                         {"over_bound_records", c.over_bound},
+                         {"records_the_disk_refused", c.unwritten}};
+  // The library counts what it emitted: any shortfall at the collector is loss too.
+  if (stats.summary) {
+    const auto rest = [](uint64_t emitted, uint64_t received, uint64_t counted) {
+      return int64_t(emitted) > int64_t(received + counted) ? int64_t(emitted - received - counted) : int64_t(0);
+    };
+    loss["api_calls_not_received"] = rest(stats.library_api_exits, uint64_t(stats.api_calls), calls_counted);
+    loss["kernels_not_received"] =
+        rest(stats.library_kernels, uint64_t(stats.kernels), at(CUPTI_LOST_RING_FULL_KERNELS));
+  }
+  return loss;
+}
+
 }  // namespace cudatrace

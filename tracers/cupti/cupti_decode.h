@@ -56,6 +56,19 @@ struct CuptiDecodeStats {
   int64_t kernels_unjoined_past_window = 0;
 };
 
+// What the spool and the ring counted on their way (the session's and the spool's counters).
+struct CuptiCollectorLoss {
+  std::vector<uint64_t> lost;  // indexed by enum cupti_loss (the BPF side's counters)
+  uint64_t malformed = 0, over_bound = 0, unwritten = 0;
+};
+
+// The run's loss counters (the card's "Loss counters"), each a count of what its name says,
+// and nothing counted under two names: of the calls the library emitted and the collector
+// never received, those the ring refused or could not read are counted there, and
+// api_calls_not_received is the rest (a live thread's last batch at exit). The harness adds
+// the counters up into the events a run lost.
+nlohmann::json cupti_loss_counters(const CuptiCollectorLoss& c, const CuptiDecodeStats& stats);
+
 // Records -> events as they are read, in the ring's order. API calls go out at once (a
 // thread's batch is in the order its calls returned). Each kernel joins the call that
 // launched it (same process, same correlation id; the runtime launch preferred to the

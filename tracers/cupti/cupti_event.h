@@ -26,9 +26,13 @@ enum cupti_record_kind {
 
 /* Counters of what did not reach user space, one slot each in a per-CPU array. */
 enum cupti_loss {
-  CUPTI_LOST_RING_FULL = 0,  /* ring buffer reserve failed: the record is lost */
-  CUPTI_LOST_UNREADABLE = 1, /* a batched call could not be read from the process */
-  CUPTI_LOST_KINDS = 2,
+  CUPTI_LOST_RING_FULL = 0,         /* ring buffer reserve failed: calls lost (a call's record, or
+                                       a batch's calls) */
+  CUPTI_LOST_UNREADABLE = 1,        /* a batched call could not be read from the process */
+  CUPTI_LOST_RING_FULL_KERNELS = 2, /* ring buffer reserve failed: a kernel's record lost */
+  CUPTI_LOST_RING_FULL_OTHER = 3,   /* ring buffer reserve failed: a status, summary or
+                                       dropped-count record lost */
+  CUPTI_LOST_KINDS = 4,
 };
 
 #define CUPTI_F_TEXT 1u /* text holds a string */

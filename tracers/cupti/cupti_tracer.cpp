@@ -82,17 +82,7 @@ TracerReport CuptiTracer::finish(const fs::path& run_dir) {
   // CUDATRACE_KEEP_SPOOL=1 keeps the raw records (struct cupti_record, a zstd stream) for debugging a decode.
   if (!std::getenv("CUDATRACE_KEEP_SPOOL")) fs::remove(run_dir / "cupti.bin.zst");
 
-  report.loss = {{"ring_full", lost[CUPTI_LOST_RING_FULL]},
-                 {"unreadable_batched_calls", lost[CUPTI_LOST_UNREADABLE]},
-                 {"activity_dropped_by_cupti", stats.activity_dropped},
-                 {"malformed_records", malformed},
-                 {"over_bound_records", over_bound},
-                 {"records_the_disk_refused", unwritten}};
-  // The library counts what it emitted: any shortfall at the collector is loss too.
-  if (stats.summary) {
-    report.loss["api_calls_not_received"] = std::max<int64_t>(0, int64_t(stats.library_api_exits) - stats.api_calls);
-    report.loss["kernels_not_received"] = std::max<int64_t>(0, int64_t(stats.library_kernels) - stats.kernels);
-  }
+  report.loss = cupti_loss_counters({lost, malformed, over_bound, unwritten}, stats);
   report.notes = {{"library", library_.string()},
                   {"usdt_probes_attached", probes_},
                   {"attach_ms", attach_ms_},
