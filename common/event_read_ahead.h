@@ -1,9 +1,10 @@
 #pragma once
 // An EventReader whose decoding runs a little ahead on a thread of its own: the records of
 // one file come to next() in file order, as from the reader itself, while the next few
-// thousand are inflated and decoded beside. At 10^8 ledger calls the thread that reads the
-// ledger and hands its calls to the pairing was the scoring's bottleneck, and decoding was
-// half of its work (measured with score_scale: docs/measured-history.md, "Reading ahead").
+// thousand are inflated and decoded beside. Decoding was about half of the work of the
+// thread that reads the ledger and hands its calls to the pairing (perf, score_scale); with
+// the pairing spread over its workers that thread sets the pace (docs/measured-history.md,
+// "What was left after the program").
 //
 // Memory stays bounded: at most `depth` batches of `batch` records wait. An error of the
 // reader (a damaged record, a file past its bounds) reaches next() after the records read
