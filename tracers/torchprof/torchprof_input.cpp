@@ -43,8 +43,22 @@ UntrustedJsonInput::UntrustedJsonInput(const std::filesystem::path& file, uint64
   raw_.resize(kSlice + 4);
 }
 
+UntrustedJsonInput::UntrustedJsonInput(RawByteSource& source, uint64_t max_bytes, size_t max_string)
+    : source_(&source), left_(max_bytes), max_string_(max_string) {
+  raw_.resize(kSlice + 4);
+}
+
 UntrustedJsonInput::~UntrustedJsonInput() {
   if (fd_ >= 0) close(fd_);
+}
+
+ssize_t UntrustedJsonInput::raw_read(char* into, size_t n) {
+  if (source_) return source_->read(into, n);
+  ssize_t got;
+  do got = ::read(fd_, into, n);
+  while (got < 0 && errno == EINTR);
+  if (got < 0) read_error_ = std::string("read failed: ") + std::strerror(errno);
+  return got;
 }
 
 // One character (a whole UTF-8 sequence, or an invalid byte's escape: `opaque`, which
@@ -93,17 +107,14 @@ void UntrustedJsonInput::emit(const char* bytes, size_t n, std::string& out, boo
 }
 
 bool UntrustedJsonInput::fill(std::string& out) {
-  if (fd_ < 0 || !stopped_.empty()) return false;
+  if (!is_open() || !stopped_.empty()) return false;
   size_t have = carry_;
   if (!eof_) {
     const size_t want = size_t(std::min<uint64_t>(kSlice, left_));
     ssize_t got = 0;
-    if (want > 0) {
-      do got = read(fd_, raw_.data() + have, want);
-      while (got < 0 && errno == EINTR);
-    }
+    if (want > 0) got = raw_read(raw_.data() + have, want);
     if (got < 0) {
-      stopped_ = std::string("read failed: ") + std::strerror(errno);
+      stopped_ = source_ ? source_->why() : read_error_;
       return false;
     }
     read_ += uint64_t(got);
@@ -113,7 +124,7 @@ bool UntrustedJsonInput::fill(std::string& out) {
       eof_ = true;
       // One byte more says whether the file went on past the bound.
       char probe;
-      if (left_ == 0 && ::read(fd_, &probe, 1) == 1) bound_hit_ = true;
+      if (left_ == 0 && raw_read(&probe, 1) == 1) bound_hit_ = true;
     }
   }
   if (have == 0) return false;

@@ -12,12 +12,25 @@
 //   - a run of more than 4 KiB of anything else that is neither white space nor JSON's
 //     punctuation (a number of a million digits) ends the input: the parser then fails
 //     there, and the file counts as cut.
+#include <sys/types.h>
+
 #include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 namespace cudatrace {
+
+// Raw bytes from somewhere other than a file the input opens itself: a gzip'd trace being
+// inflated (tracers/jaxprof/jaxprof_gzip.h), whose inflated text needs the same filter as a
+// plain file's. read() gives up to n bytes, 0 at the end, -1 when it cannot go on (why()
+// says why: a read error, a cut or corrupt stream).
+class RawByteSource {
+ public:
+  virtual ~RawByteSource() = default;
+  virtual ssize_t read(char* into, size_t n) = 0;
+  virtual const std::string& why() const = 0;
+};
 
 // Filtered a slice at a time (64 KiB), not a byte at a time: runs of plain ASCII, the most
 // of any trace, are looked at by a table and copied whole (a per-byte virtual call and
@@ -26,11 +39,14 @@ class UntrustedJsonInput {
  public:
   // Opens `file`; is_open() false (and why()) when it may not be read.
   UntrustedJsonInput(const std::filesystem::path& file, uint64_t max_bytes, size_t max_string = size_t(64) << 10);
+  // Takes its bytes from `source` (which must outlive it), `max_bytes` of them at most;
+  // file_size() is then unknown (0).
+  UntrustedJsonInput(RawByteSource& source, uint64_t max_bytes, size_t max_string = size_t(64) << 10);
   ~UntrustedJsonInput();
   UntrustedJsonInput(const UntrustedJsonInput&) = delete;
   UntrustedJsonInput& operator=(const UntrustedJsonInput&) = delete;
 
-  bool is_open() const { return fd_ >= 0; }
+  bool is_open() const { return fd_ >= 0 || source_; }
   const std::string& why() const { return why_; }
   uint64_t file_size() const { return size_; }
   uint64_t bytes_read() const { return read_; }
@@ -48,9 +64,11 @@ class UntrustedJsonInput {
  private:
   void filter(const char* raw, size_t have, std::string& out);
   void emit(const char* bytes, size_t n, std::string& out, bool opaque = false);
+  ssize_t raw_read(char* into, size_t n);
 
   int fd_ = -1;
-  std::string why_, stopped_;
+  RawByteSource* source_ = nullptr;
+  std::string why_, stopped_, read_error_;
   uint64_t size_ = 0, left_ = 0, read_ = 0;
   size_t max_string_;
   bool bound_hit_ = false, eof_ = false;

@@ -1,5 +1,6 @@
 #include "tracers/torchprof/torchprof_json.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <limits>
 
@@ -53,6 +54,35 @@ void append_utf8(std::string* out, uint32_t cp, size_t& length) {
   }
   if (out) out->append(b, n);
   length += n;
+}
+
+// "123456.789" microseconds -> 123456789 ns, from the text: a double holds 15 to 16 digits,
+// and a unix time in us with three decimals has 19. Nothing for text of another shape.
+std::optional<int64_t> us_text_to_ns(std::string_view s) {
+  bool negative = false;
+  if (!s.empty() && s.front() == '-') {
+    negative = true;
+    s.remove_prefix(1);
+  }
+  if (s.empty() || s.find_first_of("eE") != std::string_view::npos) return std::nullopt;
+  const size_t dot = s.find('.');
+  const std::string_view whole = s.substr(0, dot);
+  const std::string_view frac = dot == std::string_view::npos ? std::string_view() : s.substr(dot + 1);
+  int64_t ns = 0;
+  for (char c : whole) {
+    if (c < '0' || c > '9' || ns > (std::numeric_limits<int64_t>::max() - 9) / 10) return std::nullopt;
+    ns = ns * 10 + (c - '0');
+  }
+  // Room for the fraction's 999 ns too: a time the file makes up must not overflow.
+  if (ns > (std::numeric_limits<int64_t>::max() - 999) / 1000) return std::nullopt;
+  ns *= 1000;
+  int64_t scale = 100;
+  for (char c : frac) {
+    if (c < '0' || c > '9') return std::nullopt;
+    ns += (c - '0') * scale;  // digits past the third (below 1 ns) are dropped
+    scale /= 10;
+  }
+  return negative ? -ns : ns;
 }
 
 }  // namespace
@@ -331,6 +361,22 @@ bool JsonCursor::skip(JsonTally* tally) {
       break;
     }
   }
+}
+
+std::optional<int64_t> microseconds_to_ns(const JsonNumber& n) {
+  constexpr int64_t kMaxUs = std::numeric_limits<int64_t>::max() / 1000;
+  if (n.kind == JsonNumber::Kind::kInt) {
+    if (n.integer <= kMaxUs && n.integer >= -kMaxUs) return n.integer * 1000;
+    return std::nullopt;
+  }
+  if (n.kind == JsonNumber::Kind::kUint) {
+    if (n.unsigned_integer <= uint64_t(kMaxUs)) return int64_t(n.unsigned_integer) * 1000;
+    return std::nullopt;
+  }
+  if (auto ns = us_text_to_ns(n.text)) return ns;
+  const double v = n.real();
+  if (std::isfinite(v) && std::fabs(v) < 9e15) return int64_t(std::llround(v * 1000));
+  return std::nullopt;
 }
 
 }  // namespace cudatrace

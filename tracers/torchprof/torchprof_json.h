@@ -12,6 +12,7 @@
 // brackets holds one byte per level, 1 MiB at most.
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -38,6 +39,11 @@ struct JsonTally {
   size_t values = 0;
   size_t bytes = 0;  // of strings and keys, as decoded
 };
+
+// A time in microseconds ("ts", "dur" of a Chrome trace) in ns, read from the number's text
+// to the nanosecond where it has three decimals or fewer (a double holds 15 to 16 digits,
+// a unix time in us with three decimals has 19); nothing where it would overflow.
+std::optional<int64_t> microseconds_to_ns(const JsonNumber& n);
 
 class JsonCursor {
  public:

@@ -1,8 +1,6 @@
 #include "tracers/torchprof/torchprof_trace.h"
 
-#include <cmath>
 #include <cstring>
-#include <limits>
 #include <optional>
 #include <string_view>
 
@@ -19,35 +17,6 @@ namespace {
 // under three months (7.9e15 ns), unix times of this century are above 9.4e17 ns.
 constexpr int64_t kRelativeBelowNs = int64_t(100'000'000'000'000'000);
 constexpr int64_t kThreeMonthsNs = int64_t(7'889'238) * 1'000'000'000;
-
-// "123456.789" microseconds -> 123456789 ns, from the text: a double holds 15 to 16 digits,
-// and a unix time in us with three decimals has 19. Nothing for text of another shape.
-std::optional<int64_t> us_text_to_ns(std::string_view s) {
-  bool negative = false;
-  if (!s.empty() && s.front() == '-') {
-    negative = true;
-    s.remove_prefix(1);
-  }
-  if (s.empty() || s.find_first_of("eE") != std::string_view::npos) return std::nullopt;
-  const size_t dot = s.find('.');
-  const std::string_view whole = s.substr(0, dot);
-  const std::string_view frac = dot == std::string_view::npos ? std::string_view() : s.substr(dot + 1);
-  int64_t ns = 0;
-  for (char c : whole) {
-    if (c < '0' || c > '9' || ns > (std::numeric_limits<int64_t>::max() - 9) / 10) return std::nullopt;
-    ns = ns * 10 + (c - '0');
-  }
-  // Room for the fraction's 999 ns too: a time the file makes up must not overflow.
-  if (ns > (std::numeric_limits<int64_t>::max() - 999) / 1000) return std::nullopt;
-  ns *= 1000;
-  int64_t scale = 100;
-  for (char c : frac) {
-    if (c < '0' || c > '9') return std::nullopt;
-    ns += (c - '0') * scale;  // digits past the third (below 1 ns) are dropped
-    scale /= 10;
-  }
-  return negative ? -ns : ns;
-}
 
 // A key against a literal, without a call to memcmp: an event's keys are compared many times.
 template <size_t N>
@@ -283,19 +252,7 @@ class TraceReader {
   bool time(std::optional<int64_t>& out) {
     JsonNumber n;
     if (!j_.number(n)) return false;
-    constexpr int64_t kMaxUs = std::numeric_limits<int64_t>::max() / 1000;
-    out.reset();
-    if (n.kind == JsonNumber::Kind::kInt) {
-      if (n.integer <= kMaxUs && n.integer >= -kMaxUs) out = n.integer * 1000;
-    } else if (n.kind == JsonNumber::Kind::kUint) {
-      if (n.unsigned_integer <= uint64_t(kMaxUs)) out = int64_t(n.unsigned_integer) * 1000;
-    } else {
-      out = us_text_to_ns(n.text);
-      if (!out) {
-        const double v = n.real();
-        if (std::isfinite(v) && std::fabs(v) < 9e15) out = int64_t(std::llround(v * 1000));
-      }
-    }
+    out = microseconds_to_ns(n);
     return true;
   }
 
