@@ -6,7 +6,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config git
-  clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev   # BPF programs + static linking
+  clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev   # BPF programs + static linking; zlib: the JAX trace (tracers/jaxprof)
   systemtap-sdt-dev                                                  # USDT probes (sys/sdt.h)
   nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev      # JSON, tests, per-call benchmark
   python3 python3-matplotlib                                          # the HTML report
