@@ -78,7 +78,10 @@ struct Converted {
   }
 };
 
-Converted convert(const fs::path& file, const JaxTraceLimits& limits = {}, int64_t base_ns = 0) {
+// The bounds of a run whose bound is 1 GiB.
+JaxTraceLimits run_limits() { return JaxTraceLimits::for_run(uint64_t(1) << 30); }
+
+Converted convert(const fs::path& file, const JaxTraceLimits& limits = run_limits(), int64_t base_ns = 0) {
   Converted c;
   const std::function<void(const Event&)> sink = [&c](const Event& e) { c.events.push_back(e); };
   c.r = read_jax_trace(file, 4242, JaxTraceClock{base_ns}, {{0, "0000:9A:00.0"}}, limits, sink);
@@ -132,7 +135,7 @@ void expect_real_counts(const Converted& c) {
 }  // namespace
 
 TEST(JaxprofTrace, RealTraceOfAJittedLoopOnAnH200) {
-  const Converted c = convert(kReal, {}, 1'000'000'000);
+  const Converted c = convert(kReal, run_limits(), 1'000'000'000);
   expect_real_counts(c);
   EXPECT_TRUE(c.r.gzip);
   EXPECT_EQ(c.r.file_bytes, fs::file_size(kReal));
@@ -199,7 +202,7 @@ TEST(JaxprofTrace, AGzipBombIsRefusedAtTheTextBoundWithAReason) {
       "\"/device:GPU:0\"}},\n{\"ph\": \"X\", \"pid\": 1, \"tid\": 7, \"ts\": 1.5, \"dur\": 1, \"name\": \"k\", "
       "\"args\": {\"correlation_id\": \"9\", \"kernel_details\": \"grid:1,2,3 block:4,5,6\"}}";
   const fs::path bomb = write(dir / "bomb.json.gz", gzip(head, uint64_t(256) << 20, "]}"));
-  JaxTraceLimits limits;
+  JaxTraceLimits limits = run_limits();
   limits.max_text_bytes = uint64_t(4) << 20;
   const Converted c = convert(bomb, limits);
   EXPECT_FALSE(c.r.complete);
@@ -211,6 +214,7 @@ TEST(JaxprofTrace, AGzipBombIsRefusedAtTheTextBoundWithAReason) {
   ASSERT_EQ(c.events.size(), 1u);          // what came before the bound is kept
   EXPECT_EQ(c.events[0].args.at("grid"), nlohmann::json::array({1, 2, 3}));
   EXPECT_EQ(c.events[0].corr, 9u);
+  EXPECT_EQ(jax_trace_loss(c.r)["traces_refused"], 1) << "the refusal is a loss the verdict names";
   // Under a bound it fits, the same file is read whole: the refusal is the bound's.
   limits.max_text_bytes = uint64_t(300) << 20;
   EXPECT_TRUE(convert(bomb, limits).r.complete);
@@ -241,7 +245,7 @@ TEST(JaxprofTrace, HostileStringsAreKeptAsBytesAndBounded) {
   for (const auto& e : c.events) without += e.layer == layer::kGpuActivity && !e.args.contains("grid");
   EXPECT_EQ(without, 1u);
   // An event past its bound of values is counted, not read; the next one is.
-  JaxTraceLimits limits;
+  JaxTraceLimits limits = run_limits();
   limits.max_event_values = 10;
   const Converted small = convert(write(dir / "t2.json.gz", gzip(text)), limits);
   // The kernels (19 values), their launches (11), the 20 executions with 7 args (14).
@@ -255,19 +259,25 @@ TEST(JaxprofTrace, ALinkIsNotReadAndAFilePastItsBoundIsCut) {
   const Converted link = convert(dir / "link.json.gz");
   EXPECT_FALSE(link.r.unreadable.empty());
   EXPECT_TRUE(link.events.empty());
-  JaxTraceLimits limits;
+  JaxTraceLimits limits = run_limits();
   limits.max_file_bytes = 4096;
   const Converted gz = convert(kReal, limits);
   EXPECT_FALSE(gz.r.complete);
   EXPECT_TRUE(gz.r.file_over_bound);
   EXPECT_EQ(gz.r.file_bytes_read, 4096u);
   EXPECT_EQ(gz.r.file_bytes_unread(), fs::file_size(kReal) - 4096);
+  const nlohmann::json loss = jax_trace_loss(gz.r);
+  EXPECT_EQ(loss["traces_cut"], 1);
+  EXPECT_EQ(loss["over_bound_bytes"], fs::file_size(kReal) - 4096) << "a bound reached is a named loss";
+  const nlohmann::json whole = jax_trace_loss(convert(kReal).r);
+  for (const auto& [counter, n] : whole.items())
+    EXPECT_EQ(n, 0) << counter << ": the whole trace, read within the run's bounds, lost nothing";
   const Converted plain = convert(write(dir / "plain.json", gunzip_real()), limits);
   EXPECT_FALSE(plain.r.complete);
   EXPECT_TRUE(plain.r.file_over_bound);
   EXPECT_NE(plain.r.cut.find("bound of 4096"), std::string::npos) << plain.r.cut;
   // A plain file's text is the file: past the text bound, it is the file that is cut.
-  JaxTraceLimits text_only;
+  JaxTraceLimits text_only = run_limits();
   text_only.max_text_bytes = 4096;
   const Converted text = convert(dir / "plain.json", text_only);
   EXPECT_FALSE(text.r.complete);
@@ -297,4 +307,16 @@ TEST(JaxprofTrace, EventsBeforeTheirProcessIsNamedAreCountedNotGuessed) {
   EXPECT_EQ(c.r.other_process_events, 1);
   EXPECT_EQ(c.r.other_processes.at("/device:TPU:0"), 1);
   EXPECT_EQ(c.r.events_malformed, 1);  // the 7
+}
+
+// The byte bounds follow the run's bound (itself from the free space under --out), not a
+// constant: the file may take all of it, its streamed text 64 times that, saturating.
+TEST(JaxprofTrace, ByteBoundsScaleWithTheRunsBound) {
+  const JaxTraceLimits small = JaxTraceLimits::for_run(uint64_t(1) << 20);
+  EXPECT_EQ(small.max_file_bytes, uint64_t(1) << 20);
+  EXPECT_EQ(small.max_text_bytes, uint64_t(64) << 20);
+  const JaxTraceLimits big = JaxTraceLimits::for_run(uint64_t(2) << 40);
+  EXPECT_EQ(big.max_file_bytes, uint64_t(2) << 40);
+  EXPECT_EQ(big.max_text_bytes, uint64_t(128) << 40);
+  EXPECT_EQ(JaxTraceLimits::for_run(UINT64_MAX / 2).max_text_bytes, UINT64_MAX);
 }

@@ -21,8 +21,6 @@ bool is(std::string_view s, const char (&literal)[N]) {
   return s.size() == N - 1 && std::memcmp(s.data(), literal, N - 1) == 0;
 }
 
-bool starts_number(int c) { return c == '-' || (c >= '0' && c <= '9'); }
-
 // "grid:128,1,1" among kernel_details' space-separated fields: three integers that fit
 // uint32_t (a dim3), or nothing.
 bool dims_in(std::string_view details, std::string_view label, uint32_t out[3]) {
@@ -229,26 +227,8 @@ class JaxReader {
     return true;
   }
 
-  // An integer that fits int64_t, or nothing.
-  bool integer(std::optional<int64_t>& out) {
-    out.reset();
-    if (!starts_number(j_.peek())) return j_.skip(&tally_);
-    JsonNumber n;
-    if (!j_.number(n)) return false;
-    ++tally_.values;
-    if (n.kind == JsonNumber::Kind::kInt) out = n.integer;
-    return true;
-  }
-
-  bool time(std::optional<int64_t>& out) {
-    out.reset();
-    if (!starts_number(j_.peek())) return j_.skip(&tally_);
-    JsonNumber n;
-    if (!j_.number(n)) return false;
-    ++tally_.values;
-    out = microseconds_to_ns(n);
-    return true;
-  }
+  bool integer(std::optional<int64_t>& out) { return j_.integer_or_skip(out, tally_); }
+  bool time(std::optional<int64_t>& out) { return j_.time_or_skip(out, tally_); }
 
   void finish_event() {
     if (tally_.values > limits_.max_event_values || tally_.bytes > limits_.max_event_bytes) {
@@ -435,6 +415,21 @@ JaxTraceReading read_jax_trace(const std::filesystem::path& file, int64_t pid, c
     sink(copy);
   };
   return read_jax_trace(file, pid, clock, bus_ids, limits, unpacked);
+}
+
+JaxTraceLimits JaxTraceLimits::for_run(uint64_t run_bytes) {
+  JaxTraceLimits l;
+  l.max_file_bytes = run_bytes;
+  l.max_text_bytes = run_bytes > UINT64_MAX / 64 ? UINT64_MAX : run_bytes * 64;
+  return l;
+}
+
+nlohmann::json jax_trace_loss(const JaxTraceReading& r) {
+  const bool refused = r.text_over_bound || !r.unreadable.empty();
+  return {{"traces_cut", !r.complete && !refused ? 1 : 0},
+          {"traces_refused", refused ? 1 : 0},
+          {"over_bound_bytes", r.file_over_bound ? r.file_bytes_unread() : 0},
+          {"events_unread", r.events_of_unnamed_process + r.events_malformed + r.events_too_large}};
 }
 
 }  // namespace cudatrace

@@ -44,8 +44,14 @@
 namespace cudatrace {
 
 struct JaxTraceLimits {
-  uint64_t max_file_bytes = uint64_t(1) << 30;      // of the file (compressed, where gzip'd)
-  uint64_t max_text_bytes = uint64_t(1) << 30;      // of the JSON text (inflated)
+  // The byte bounds follow the run's (--max-trace-bytes, itself from the free space under
+  // --out): the file may take all of it, and its text, only streamed through, 64 times that:
+  // five times what the recorded trace inflates by (112,396 bytes of text from 9,261 of gzip,
+  // tests/fixtures/jaxprof/real), so that a trace that fits is never refused for its text,
+  // while a gzip bomb stops there. Saturating.
+  static JaxTraceLimits for_run(uint64_t run_bytes);
+  uint64_t max_file_bytes = 0;                      // of the file (compressed, where gzip'd)
+  uint64_t max_text_bytes = 0;                      // of the JSON text (inflated)
   size_t max_string = size_t(64) << 10;             // bytes kept of one string
   size_t max_event_values = 4096;                   // values in one event (its args included)
   size_t max_event_bytes = size_t(1) << 20;         // string bytes in one event
@@ -85,6 +91,11 @@ struct JaxTraceReading {
   uint64_t file_bytes_unread() const { return file_bytes > file_bytes_read ? file_bytes - file_bytes_read : 0; }
   int64_t events() const { return kernels + driver_calls; }
 };
+
+// What a reading lost, as the loss counters every method reports (TracerReport::loss), so
+// that a bound reached reaches the verdict: the trace cut or refused, the file's bytes past
+// its bound, the events not read.
+nlohmann::json jax_trace_loss(const JaxTraceReading& r);
 
 // Streams `file`, written by process `pid`, into `sink` (TraceSink: the event and its args
 // packed as the store holds them). `bus_ids`: that process's device ordinals -> PCI bus ids,

@@ -309,6 +309,26 @@ bool JsonCursor::unexpected(int c, char close) {
   return fail(c < 0 ? "the input ends inside a value" : close == '}' ? "',' or '}' was expected" : "',' or ']' was expected");
 }
 
+bool JsonCursor::integer_or_skip(std::optional<int64_t>& out, JsonTally& tally) {
+  out.reset();
+  if (!starts_number(peek())) return skip(&tally);
+  JsonNumber n;
+  if (!number(n)) return false;
+  ++tally.values;
+  if (n.kind == JsonNumber::Kind::kInt) out = n.integer;
+  return true;
+}
+
+bool JsonCursor::time_or_skip(std::optional<int64_t>& out, JsonTally& tally) {
+  out.reset();
+  if (!starts_number(peek())) return skip(&tally);
+  JsonNumber n;
+  if (!number(n)) return false;
+  ++tally.values;
+  out = microseconds_to_ns(n);
+  return true;
+}
+
 bool JsonCursor::skip(JsonTally* tally) {
   stack_.clear();
   for (;;) {

@@ -73,6 +73,13 @@ class JsonCursor {
   // A string (the cursor on its '"'), `v` valid until the next call on the cursor.
   bool view(std::string_view& v);
   bool number(JsonNumber& n);
+  static bool starts_number(int c) { return c == '-' || (c >= '0' && c <= '9'); }
+  // A value as an integer that fits int64_t, or nothing: what is not a number is passed
+  // over, and either way the value is counted into `tally` (the readers' event bounds).
+  bool integer_or_skip(std::optional<int64_t>& out, JsonTally& tally);
+  // A time in microseconds ("ts", "dur") in ns (microseconds_to_ns), or nothing, counted
+  // as integer_or_skip() counts.
+  bool time_or_skip(std::optional<int64_t>& out, JsonTally& tally);
   // Any value, passed over; counted into `tally` where given (each value, nested ones
   // included, and the bytes of its strings and keys).
   bool skip(JsonTally* tally = nullptr);

@@ -52,7 +52,6 @@ Field args_field(std::string_view k) {
   }
 }
 
-bool starts_number(int c) { return c == '-' || (c >= '0' && c <= '9'); }
 
 bool ours(const std::string& cat) {
   return is(cat, "cuda_runtime") || is(cat, "cuda_driver") || is(cat, "kernel") || is(cat, "gpu_memcpy") ||
@@ -93,7 +92,7 @@ class TraceReader {
     const int c = j_.peek();
     if (c == '[' && is(top_key_, "traceEvents")) return events_array();
     if (c == '[' && (is(top_key_, "WARNING") || is(top_key_, "ERROR"))) return log_array();
-    if (starts_number(c) && is(top_key_, "baseTimeNanoseconds")) {
+    if (JsonCursor::starts_number(c) && is(top_key_, "baseTimeNanoseconds")) {
       JsonNumber n;
       if (!j_.number(n)) return false;
       if (n.kind == JsonNumber::Kind::kInt) base_in_file(n.integer);
@@ -172,7 +171,7 @@ class TraceReader {
         (ph ? ev_.ph_text : cat ? ev_.cat_text : ev_.name_text) = false;
         return j_.skip(&tally_);
       case Field::kTs: case Field::kDur:
-        if (!starts_number(c)) return j_.skip(&tally_);
+        if (!JsonCursor::starts_number(c)) return j_.skip(&tally_);
         return time(f == Field::kTs ? ts_ : dur_);
       case Field::kPid: return integer(ev_.pid);
       case Field::kTid: return integer(ev_.tid);
@@ -211,15 +210,7 @@ class TraceReader {
   }
 
   // An integer that fits int64_t, or nothing (as the converter's integer_at() read it).
-  bool integer(std::optional<int64_t>& out) {
-    out.reset();
-    if (!starts_number(j_.peek())) return j_.skip(&tally_);
-    JsonNumber n;
-    if (!j_.number(n)) return false;
-    ++tally_.values;
-    if (n.kind == JsonNumber::Kind::kInt) out = n.integer;
-    return true;
-  }
+  bool integer(std::optional<int64_t>& out) { return j_.integer_or_skip(out, tally_); }
 
   // [x, y, z] of integers, as Kineto writes a grid or a block; nothing otherwise.
   bool dims(std::optional<Dims>& out) {
@@ -232,7 +223,7 @@ class TraceReader {
     size_t count = 0;
     bool ok = true;
     for (bool more = true; more; ++count) {
-      if (starts_number(j_.peek())) {
+      if (JsonCursor::starts_number(j_.peek())) {
         JsonNumber n;
         if (!j_.number(n)) return false;
         ++tally_.values;
