@@ -1,11 +1,14 @@
 #include "harness/score/join_shard.h"
 
+#include <pthread.h>
+
 namespace cudatrace {
 
 JoinShard::JoinShard(const std::array<StreamJoin::Setup, kJoins>& setups) : filling_(kBatch) {
   for (size_t j = 0; j < kJoins; ++j)
     if (setups[j].spool) joins_[j] = std::make_unique<StreamJoin>(scores_[j], setups[j]);
   worker_ = std::thread([this] { work(); });
+  pthread_setname_np(worker_.native_handle(), "ct-join");  // named in top and per-thread figures
 }
 
 JoinShard::~JoinShard() {

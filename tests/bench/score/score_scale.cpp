@@ -6,12 +6,19 @@
 // converts while the program runs writes it, and what is timed is what is left after the
 // program: the ledger read and paired.
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <atomic>
 #include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
 #include <string>
+#include <thread>
 
 #include "common/event_io.h"
 #include "common/event_store.h"
@@ -84,6 +91,65 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+
+// CPU seconds per thread of this process, sampled every 100 ms while the scoring runs (a
+// thread's last sample stands for it once it has ended): which thread sets the pace.
+class ThreadCpu {
+ public:
+  ThreadCpu() {
+    sample();
+    before_ = last_;  // what the threads alive now had spent before the scoring
+    thread_ = std::thread([this] { sample_until_stopped(); });
+  }
+  ~ThreadCpu() { stop(); }
+  void stop() {
+    if (!thread_.joinable()) return;
+    stop_ = true;
+    thread_.join();
+  }
+  void print() {
+    std::map<std::string, std::pair<double, int>> by_name;  // name -> (seconds, threads)
+    for (const auto& [tid, t] : last_) {
+      auto& [sec, n] = by_name[t.first];
+      const auto was = before_.find(tid);
+      sec += t.second - (was == before_.end() ? 0.0 : was->second.second), ++n;
+    }
+    for (const auto& [name, v] : by_name)
+      std::printf("  cpu %-16s %6.2f s over %d thread(s)\n", name.c_str(), v.first, v.second);
+  }
+
+ private:
+  void sample() {
+    const long hz = sysconf(_SC_CLK_TCK);
+    for (const auto& d : fs::directory_iterator("/proc/self/task")) {
+      std::ifstream stat(d.path() / "stat");
+      std::string line;
+      std::getline(stat, line);
+      const size_t close = line.rfind(')');
+      if (close == std::string::npos) continue;
+      std::istringstream rest(line.substr(close + 2));
+      std::string field;
+      double ticks = 0;
+      for (int i = 3; i <= 15 && rest >> field; ++i)
+        if (i == 14 || i == 15) ticks += std::stod(field);  // utime, stime
+      std::ifstream comm(d.path() / "comm");
+      std::string name;
+      std::getline(comm, name);
+      last_[std::atoll(d.path().filename().c_str())] = {name, ticks / double(hz)};
+    }
+  }
+  void sample_until_stopped() {
+    while (!stop_) {
+      sample();
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    sample();
+  }
+  std::map<long long, std::pair<std::string, double>> last_, before_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -127,8 +193,10 @@ int main(int argc, char** argv) {
   t0 = std::chrono::steady_clock::now();
   WorkloadScoreInput in{dir / "target", store, dir / "sort", uint64_t(1) << 40, report.layers, 0, "block"};
   in.live = live ? taken.matcher.get() : nullptr;
+  ThreadCpu cpu;
   const WorkloadScore s = score_workload(in, names);
   const double took = seconds_since(t0);
+  cpu.stop();
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   int64_t events = 0;
@@ -137,6 +205,7 @@ int main(int argc, char** argv) {
               (long long)calls, (long long)events, s.scored_by.c_str(), took, live ? " after the store was written" : "",
               double(calls + (live ? 0 : events)) / took, ru.ru_maxrss / 1024,
               s.ledger.consistent ? "consistent" : s.ledger.problems.front().c_str());
+  cpu.print();
   bool whole = s.ledger.consistent && !s.layers.empty() && s.scoring_error.empty();
   whole = whole && s.scored_by.rfind("stream", 0) == 0;  // this input streams: a sort is a regression
   for (const auto& l : s.layers) {
