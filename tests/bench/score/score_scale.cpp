@@ -87,6 +87,15 @@ void write_store(const fs::path& file, int64_t pid, int64_t calls, int64_t threa
   store.close();
 }
 
+// Under `perf record -D -1 --control=fifo:FIFO` with SCORE_SCALE_PERF_CTL=FIFO, only the
+// scoring is sampled.
+void profile(const char* command) {
+  if (const char* fifo = std::getenv("SCORE_SCALE_PERF_CTL")) {
+    std::ofstream ctl(fifo);
+    ctl << command << '\n';
+  }
+}
+
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -194,8 +203,10 @@ int main(int argc, char** argv) {
   WorkloadScoreInput in{dir / "target", store, dir / "sort", uint64_t(1) << 40, report.layers, 0, "block"};
   in.live = live ? taken.matcher.get() : nullptr;
   ThreadCpu cpu;
+  profile("enable");
   const WorkloadScore s = score_workload(in, names);
   const double took = seconds_since(t0);
+  profile("disable");
   cpu.stop();
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
