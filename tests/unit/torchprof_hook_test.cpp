@@ -153,7 +153,7 @@ HookRun run_with_hook(const std::string& program, const std::string& tag) {
   const char* old = std::getenv("PYTHONPATH");
   const std::string kept = old ? old : "";
   setenv("PYTHONPATH", (user.string() + ":" + fake.string()).c_str(), 1);
-  TorchprofTracer tracer(fs::path(CUDATRACE_SOURCE_DIR) / "tracers" / "torchprof" / "hook", uint64_t(1) << 30);
+  TorchprofTracer tracer(fs::path(CUDATRACE_HOOKS) / "torchprof", uint64_t(1) << 30);
   Launch launch{{"python3", prog.string()}, {}};
   Target target{launch.argv, "none", h.spool};
   tracer.prepare(launch, target, h.run_dir);
@@ -228,12 +228,12 @@ TEST(TorchprofHook, TheBenchmarkSeesNoLayerWithoutEventsAndAbandonRemovesTheFile
   if (!have_python3()) GTEST_SKIP() << "python3 not on PATH: the hook is Python";
   const fs::path dir = temp_dir("torchprof-abandon");
   fs::create_directories(dir / "target");
-  TorchprofTracer tracer(fs::path(CUDATRACE_SOURCE_DIR) / "tracers" / "torchprof" / "hook", uint64_t(1) << 30);
+  TorchprofTracer tracer(fs::path(CUDATRACE_HOOKS) / "torchprof", uint64_t(1) << 30);
   Launch launch{{"/bin/true"}, {}};
   Target target{launch.argv, "static", dir / "target"};
   tracer.prepare(launch, target, dir);
   EXPECT_EQ(launch.env.at(kTorchprofDirEnv), (dir / "target").string());
-  EXPECT_EQ(launch.env.at("PYTHONPATH").rfind((fs::path(CUDATRACE_SOURCE_DIR) / "tracers/torchprof/hook").string(), 0), 0u);
+  EXPECT_EQ(launch.env.at("PYTHONPATH").rfind((fs::path(CUDATRACE_HOOKS) / "torchprof").string(), 0), 0u);
   // A C++ benchmark loads no interpreter: its cost is not torchprof's whole cost, and says so.
   EXPECT_EQ(tracer.layers_without_events().unobserved.size(), 3u);
   write(dir / "target" / "torchprof.9.status.json", "{\"phase\": \"profiling\"}");

@@ -3,16 +3,10 @@
 #include <stdexcept>
 
 #include "common/event.h"
+#include "tracers/pyhook/python_hook.h"
 #include "tracers/torchprof/torchprof_tracer.h"
 
 namespace cudatrace {
-
-namespace {
-std::string python_of(const MethodOptions& o) {
-  const auto it = o.find("python");
-  return it == o.end() || it->second.empty() ? std::string("python3") : it->second;
-}
-}  // namespace
 
 std::vector<Method> torchprof_methods() {
   // The tracer most ML engineers already run, held to the same truth as ours.
@@ -41,7 +35,7 @@ std::vector<Method> torchprof_methods() {
                {layer::kDriver, {true, joined}},
                {layer::kGpuActivity, {true, "the kernel record's device (CUPTI's deviceId), its bus id where the "
                                             "process could tell torch's device properties at exit"}}};
-  m.unavailable_with = [](const MethodOptions& o) { return torchprof_python_problem(python_of(o)); };
+  m.unavailable_with = [](const MethodOptions& o) { return torchprof_python_problem(python_option(o)); };
   m.make = [](const HostFacts& host, const MethodOptions& o) -> std::unique_ptr<Tracer> {
     for (const auto& [key, value] : o)
       if (key != "python") throw std::invalid_argument("torchprof takes python=PATH, not '" + key + "'");

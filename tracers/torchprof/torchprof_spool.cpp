@@ -22,9 +22,10 @@ namespace {
 
 constexpr size_t kMaxStatusBytes = size_t(64) << 10;
 
-// "torchprof.<digits><suffix>" -> the pid; -1 for any other name.
-int64_t pid_in(const std::string& name, const std::string& suffix) {
-  const std::string prefix = "torchprof.";
+}  // namespace
+
+int64_t spool_pid_in(const std::string& name, const std::string& method, const std::string& suffix) {
+  const std::string prefix = method + ".";
   if (name.size() <= prefix.size() + suffix.size() || name.rfind(prefix, 0) != 0 ||
       name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
     return -1;
@@ -33,6 +34,8 @@ int64_t pid_in(const std::string& name, const std::string& suffix) {
   const auto pid = parse_int64(digits);
   return pid && *pid > 0 ? *pid : -1;
 }
+
+namespace {
 
 // The whole of a small file the program wrote, or why not.
 bool read_small(const fs::path& file, std::string& text, std::string& why) {
@@ -85,7 +88,8 @@ bool phase_profiled(const std::string& phase) {
   return phase == "profiling" || phase == "exported" || phase == "export_failed";
 }
 
-std::map<int64_t, SpooledProcess> read_spool(const fs::path& dir) {
+std::map<int64_t, SpooledProcess> read_spool(const fs::path& dir, const std::string& method) {
+  const auto pid_in = [&method](const std::string& name, const char* suffix) { return spool_pid_in(name, method, suffix); };
   std::map<int64_t, SpooledProcess> out;
   std::error_code ec;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {

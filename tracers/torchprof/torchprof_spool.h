@@ -26,7 +26,12 @@ struct SpooledProcess {
 };
 
 // Every process the hook left a file for, by pid. Names of any other shape are not read.
-std::map<int64_t, SpooledProcess> read_spool(const std::filesystem::path& dir);
+// `method`: the names' first part, which the hook's module writes (jaxprof's hook writes its
+// status files as torchprof's does: cudatrace_jaxprof.py, and no .json trace).
+std::map<int64_t, SpooledProcess> read_spool(const std::filesystem::path& dir, const std::string& method = "torchprof");
+
+// "<method>.<digits><suffix>" -> the pid; -1 for any other name.
+int64_t spool_pid_in(const std::string& name, const std::string& method, const std::string& suffix);
 
 // The phases (cudatrace_torchprof.py): which ones mean the profiler ran in the process.
 bool phase_profiled(const std::string& phase);

@@ -1,13 +1,11 @@
 #include "tracers/torchprof/torchprof_tracer.h"
 
 #include <algorithm>
-#include <cstdlib>
-#include <mutex>
 #include <stdexcept>
 
 #include "common/event_store.h"
 #include "common/outside_text.h"
-#include "common/spawn.h"
+#include "tracers/pyhook/python_hook.h"
 #include "tracers/torchprof/torchprof_spool.h"
 
 namespace cudatrace {
@@ -205,29 +203,10 @@ void fill_notes(const RunTally& t, const KinetoLossLines& kineto, TracerReport& 
 
 }  // namespace
 
-fs::path torchprof_hook_dir(const fs::path& prefix) { return prefix / CUDATRACE_LIB_SUBDIR / "torchprof"; }
+fs::path torchprof_hook_dir(const fs::path& prefix) { return python_hook_dir(prefix, "torchprof"); }
 
 std::string torchprof_python_problem(const std::string& python) {
-  static std::mutex mutex;
-  static std::map<std::string, std::string> known;
-  const std::lock_guard<std::mutex> lock(mutex);
-  if (auto it = known.find(python); it != known.end()) return it->second;
-  std::string& why = known[python];
-  if (find_on_path(python).empty()) {
-    why = python + " not found (--set torchprof.python=PATH names the interpreter with torch)";
-    return why;
-  }
-  // -I: neither the harness's environment nor a user's site folder chooses what runs here.
-  const SpawnResult r = spawn_and_wait(
-      {python, "-I", "-c", "import importlib.util as u; s = u.find_spec('torch'); print(s.origin if s else '')"}, true,
-      4096);
-  std::string origin = r.output.substr(0, r.output.find('\n'));
-  if (r.exit_code != 0)
-    why = python + " -I could not look for torch (" + (r.error.empty() ? "exit " + std::to_string(r.exit_code) : r.error) + ")";
-  else if (origin.empty())
-    why = "torch not found by " + python + " (pip install torch, or --set torchprof.python=PATH names the interpreter "
-          "that has it)";
-  return why;
+  return python_module_problem(python, "torch", "torchprof");
 }
 
 TracerReport convert_torchprof_output(const fs::path& dir, const fs::path& events_file, const TraceClock& clock,
@@ -265,11 +244,7 @@ void TorchprofTracer::prepare(Launch& launch, const Target& target, const fs::pa
   spool_ = target.writable_dir.empty() ? run_dir : target.writable_dir;
   clock_ = realtime_minus_monotonic();
   base_ns_ = kineto_base_for(clock_.realtime_minus_monotonic_ns + monotonic_ns());
-  // First, before what the launch or the harness's environment already puts there.
-  const auto given = launch.env.find("PYTHONPATH");
-  const char* inherited = std::getenv("PYTHONPATH");
-  const std::string existing = given != launch.env.end() ? given->second : inherited ? inherited : "";
-  launch.env["PYTHONPATH"] = hook_dir_.string() + (existing.empty() ? "" : ":" + existing);
+  put_hook_first_on_pythonpath(launch, hook_dir_);
   launch.env[kTorchprofDirEnv] = spool_.string();
 }
 

@@ -11,18 +11,16 @@ harness can tell a process that never imported torch, or died before its export,
 that was traced and saw nothing.
 """
 import atexit
-import importlib.abc
-import importlib.machinery
-import importlib.util
-import json
 import os
 import sys
 import time
 
+import cudatrace_hook
+
 DIR_ENV = "CUDATRACE_TORCHPROF_DIR"
 HOOK_DIR = os.path.dirname(os.path.abspath(__file__))
 
-_state = {"owner": None, "dir": None, "prof": None, "phase": None, "torch": None, "hooked": False,
+_state = {"owner": None, "dir": None, "prof": None, "phase": None, "torch": None,
           "started_ns": None, "parent": None, "starting": False, "may_start": True}
 
 
@@ -35,24 +33,14 @@ def trace_path(pid):
 
 
 def _write_status(phase, **fields):
-    # Replaced whole (a rename), so the harness never reads half a status: a process killed
-    # while writing leaves the previous phase, which still says what it had reached.
     _state["phase"] = phase
     pid = os.getpid()
-    status = {"v": 1, "pid": pid, "ppid": os.getppid(), "phase": phase, "python": sys.version.split()[0],
-              "argv": [str(a)[:200] for a in list(getattr(sys, "argv", []))[:8]], "torch": _state["torch"],
-              "profiling_since_ns": _state["started_ns"]}
+    status = cudatrace_hook.base_status(pid, phase)
+    status.update({"torch": _state["torch"], "profiling_since_ns": _state["started_ns"]})
     if _state["parent"] is not None:
         status["forked_from"] = _state["parent"]
     status.update(fields)
-    path = _status_path(pid)
-    tmp = path + ".tmp"
-    try:
-        with open(tmp, "w") as f:
-            json.dump(status, f)
-        os.replace(tmp, path)
-    except OSError:
-        pass  # a full or vanished folder: the harness counts the process as one it cannot judge
+    cudatrace_hook.replace_json(_status_path(pid), status)
 
 
 def _bus_ids():
@@ -144,36 +132,13 @@ def _arm():
         _write_status("armed")
 
 
-class _TorchFinder(importlib.abc.MetaPathFinder):
-    """Finds `torch` through the finders after it, and arms the profiler once torch's own
-    __init__ has run: before that, torch.profiler cannot be imported."""
-
-    def find_spec(self, name, path=None, target=None):
-        if name != "torch" or _state["hooked"]:
-            return None
-        _state["hooked"] = True
-        spec = None
-        for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
-                continue
-            spec = finder.find_spec(name, path, target)
-            if spec is not None:
-                break
-        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
-            _state["hooked"] = spec is not None  # not found: a later sys.path may have it
-            return spec
-        run_module = spec.loader.exec_module
-
-        def exec_module(module):
-            run_module(module)
-            if os.getpid() == _state["owner"]:
-                try:
-                    _arm()
-                except Exception as e:
-                    _write_status("start_failed", error=repr(e)[:2000])
-
-        spec.loader.exec_module = exec_module
-        return spec
+def _torch_imported():
+    """torch's own __init__ has run (before that, torch.profiler cannot be imported)."""
+    if os.getpid() == _state["owner"]:
+        try:
+            _arm()
+        except Exception as e:
+            _write_status("start_failed", error=repr(e)[:2000])
 
 
 def _after_fork_in_child():
@@ -217,16 +182,8 @@ def install():
     if "torch" in sys.modules:
         _arm()
     else:
-        sys.meta_path.insert(0, _TorchFinder())
+        sys.meta_path.insert(0, cudatrace_hook.AfterImport("torch", _torch_imported))
 
 
 def chain_user_sitecustomize():
-    """Runs the sitecustomize this one hides (the next on sys.path), as site would have."""
-    me = os.path.normcase(HOOK_DIR)
-    rest = [p for p in sys.path if os.path.normcase(os.path.abspath(p or os.curdir)) != me]
-    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
-    if spec is None or spec.loader is None:
-        return
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["sitecustomize"] = module
-    spec.loader.exec_module(module)
+    cudatrace_hook.chain_user_sitecustomize(HOOK_DIR)

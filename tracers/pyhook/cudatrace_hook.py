@@ -1,0 +1,77 @@
+"""What the harness's Python hooks share (torchprof's and jaxprof's, whose cards say what
+each does).
+
+Copied beside each method's own hook module (lib/cudatrace/<method>/), so that the one folder
+the harness puts on PYTHONPATH holds all a hook needs. It imports nothing heavy: it is loaded
+by sitecustomize at every interpreter start, in programs that never use the profiled library.
+"""
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import json
+import os
+import sys
+
+
+def replace_json(path, value):
+    """Writes `value` to `path` whole (a rename): the harness never reads half a status, and a
+    process killed while writing leaves the previous one, which still says what it reached."""
+    tmp = path + ".tmp"
+    try:
+        with open(tmp, "w") as f:
+            json.dump(value, f)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a full or vanished folder: the harness counts the process as one it cannot judge
+
+
+def base_status(pid, phase):
+    """The fields every hook's status file starts with."""
+    return {"v": 1, "pid": pid, "ppid": os.getppid(), "phase": phase, "python": sys.version.split()[0],
+            "argv": [str(a)[:200] for a in list(getattr(sys, "argv", []))[:8]]}
+
+
+class AfterImport(importlib.abc.MetaPathFinder):
+    """Finds the top-level module `name` through the finders after it, and calls `loaded()`
+    once the module's own __init__ has run: the hook changes nothing before the program
+    imports it, and the library's own submodules are there when it does."""
+
+    def __init__(self, name, loaded):
+        self.name = name
+        self.loaded = loaded
+        self.hooked = False
+
+    def find_spec(self, name, path=None, target=None):
+        if name != self.name or self.hooked:
+            return None
+        self.hooked = True
+        spec = None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(name, path, target)
+            if spec is not None:
+                break
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            self.hooked = spec is not None  # not found: a later sys.path may have it
+            return spec
+        run_module = spec.loader.exec_module
+
+        def exec_module(module):
+            run_module(module)
+            self.loaded()
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def chain_user_sitecustomize(hook_dir):
+    """Runs the sitecustomize the hook's hides (the next on sys.path), as site would have."""
+    me = os.path.normcase(hook_dir)
+    rest = [p for p in sys.path if os.path.normcase(os.path.abspath(p or os.curdir)) != me]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
+    if spec is None or spec.loader is None:
+        return
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["sitecustomize"] = module
+    spec.loader.exec_module(module)
