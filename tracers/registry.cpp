@@ -13,6 +13,7 @@
 #include "tracers/bpftime/bpftime_method.h"
 #include "tracers/cupti/cupti_method.h"
 #include "tracers/devhook/devhook_method.h"
+#include "tracers/jaxprof/jaxprof_method.h"
 #include "tracers/none/none_method.h"
 #include "tracers/nsys/nsys_method.h"
 #include "tracers/preload/preload_method.h"
@@ -38,6 +39,7 @@ constexpr std::vector<Method> (*kMethodLists[])() = {
     sanitizer_methods,
     strace_methods,
     torchprof_methods,
+    jaxprof_methods,
     nsys_methods,
 };
 
