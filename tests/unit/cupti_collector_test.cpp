@@ -112,6 +112,29 @@ TEST_P(CuptiCollector, SeesEveryCallAndTheKernelThroughTheUsdtProbes) {
 INSTANTIATE_TEST_SUITE_P(HandOver, CuptiCollector, ::testing::Values(false, true),
                          [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "PerCall" : "Batched"; });
 
+// A thread still alive at exit (a pool's worker, blocked in a wait) never ends, so it never
+// sends its last batch itself: the exiting thread sends it, under the live thread's name.
+TEST(CuptiCollectorExit, ALiveThreadsLastBatchIsHandedOverAtExit) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root for BPF";
+  FakeRun r = run_fake_app({{"FAKE_APP_LIVE_AT_EXIT", "5"}});
+  ASSERT_EQ(r.child.status, ChildStatus::Exited) << r.child.detail;
+  ASSERT_EQ(r.child.exit_code, 0) << r.stderr_text;
+  EXPECT_EQ(r.report.notes["library_api_calls"], 6);
+  EXPECT_EQ(r.report.loss["api_calls_not_received"], 0) << "the live thread's 5 calls were lost";
+  EXPECT_EQ(r.report.notes["calls_handed_over_at_exit"], 5);
+  int64_t main_tid = 0;
+  std::map<int64_t, int> live_tids;
+  for (const auto& e : r.events) {
+    ASSERT_EQ(e.name, "cudaGetDevice");
+    if (e.corr == 0xE0001000u) main_tid = e.tid;
+    else ++live_tids[e.tid];
+  }
+  EXPECT_EQ(main_tid, r.events.empty() ? -1 : r.events.front().pid) << "the main thread's own call";
+  ASSERT_EQ(live_tids.size(), 1u) << "the live thread's calls name one thread";
+  EXPECT_NE(live_tids.begin()->first, main_tid) << "named as the thread that made them, not the one that sent them";
+  EXPECT_EQ(live_tids.begin()->second, 5);
+}
+
 // CUPTI has one subscriber per process. When another tool holds it, the run says who, and
 // the program itself runs on untouched.
 TEST(CuptiCollectorErrors, SubscriberTakenIsReportedAndTheProgramRunsOn) {

@@ -102,10 +102,13 @@ int BPF_USDT(api_batch, __u64 calls, __u64 count) {
     count_lost(CUPTI_LOST_UNREADABLE, count);
     return 0;
   }
+  /* A batch another thread of the process handed over at exit names its own thread; the
+     process is still the kernel's word. */
+  const __u32 handed = b->head.flags & CUPTI_F_HANDED_OVER;
   b->head.kind = CUPTI_REC_BATCH;
   b->head.pid = id >> 32;
-  b->head.tid = (__u32)id;
-  b->head.flags = 0;
+  if (!handed) b->head.tid = (__u32)id;
+  b->head.flags = handed;
   b->head.v[3] = count;
   bpf_ringbuf_submit(b, ring_wakeup_flag(&records));
   return 0;

@@ -72,6 +72,7 @@ void CuptiRecordDecoder::add(const cupti_record& r) {
     case CUPTI_REC_BATCH:
       set_clock(r);
       batch_ = {r.pid, r.tid, CUPTI_BATCH, std::min<uint64_t>(r.v[3], CUPTI_BATCH)};
+      if (r.flags & CUPTI_F_HANDED_OVER) stats_.calls_handed_over_at_exit += int64_t(batch_.calls);
       break;
     case CUPTI_REC_API:  // a call the collector recorded on its own (api_exit)
       add_call(r);

@@ -46,6 +46,9 @@ struct CuptiDecodeStats {
   // Calls stamped in TSC ticks and mapped to CLOCK_MONOTONIC with their batch's clock record,
   // and those whose batch had no usable one (ts 0: order kept, time unknown).
   int64_t calls_in_ticks = 0, calls_untimed = 0;
+  // Calls of threads still alive at exit, whose last batch the exiting thread handed over
+  // (CUPTI_F_HANDED_OVER): their thread is the library's word.
+  int64_t calls_handed_over_at_exit = 0;
   // Of those in ticks, calls stamped outside their batch's two points: mapped by extending the
   // line, not between its points. The library picks the points so that none is.
   int64_t calls_extrapolated = 0;

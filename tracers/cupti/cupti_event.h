@@ -44,6 +44,11 @@ enum cupti_loss {
 /* t0 and t1 are TSC ticks (tracers/cupti/injection/call_clock.h), to be mapped to CLOCK_MONOTONIC
  * ns with the CUPTI_REC_BATCH record that heads the call's batch; without it they are ns. */
 #define CUPTI_F_TICKS 4u
+/* On a batch's head only, set by the library: another thread handed this batch over, at
+ * exit, for a thread still alive then (api_calls.cpp, hand_over_live_threads), and the head's
+ * tid is the library's word for the thread that made the calls. The collector keeps that tid
+ * and this flag; every other batch's tid is the kernel's. */
+#define CUPTI_F_HANDED_OVER 8u
 #define CUPTI_F_LIBRARY 0xFFFF0006u
 
 /* The driver call the library leaves out when a runtime call of the same thread is in
@@ -64,7 +69,9 @@ enum cupti_loss {
  * trap and the program's start, about 4 µs on the test VM), so with the fake CUPTI's loop
  * under the collector a record cost 122 ns at 64 a batch, 90 at 128 and 74 at 256 (the
  * library's own work about 50 of them). The price: a live thread's calls not yet handed
- * over at exit, up to 255, are lost (and counted, api_calls_not_received). */
+ * over at exit, up to 255: the exiting thread hands them over for it (CUPTI_F_HANDED_OVER),
+ * and those it cannot (a thread inside a callback then, no membarrier) are counted lost,
+ * api_calls_not_received. */
 #define CUPTI_BATCH 256
 
 struct cupti_record {

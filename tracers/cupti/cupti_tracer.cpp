@@ -107,6 +107,8 @@ TracerReport CuptiTracer::finish(const fs::path& run_dir) {
                   {"calls_in_ticks", stats.calls_in_ticks},
                   // A batch whose clock record was unusable: its calls keep their order, not their time.
                   {"calls_untimed", stats.calls_untimed},
+                  // A live thread's last batch, sent at exit by the exiting thread.
+                  {"calls_handed_over_at_exit", stats.calls_handed_over_at_exit},
                   {"calls_extrapolated", stats.calls_extrapolated},
                   {"clock_spread_ns_max", stats.clock_spread_ns_max}};
   // Never recorded, by design: the library's summary counts them.

@@ -24,10 +24,15 @@
 // cuCtxGetDevice inside it (more than a batch), each top-level call between two CLOCK_MONOTONIC reads, printed
 // to stdout as "bracket CORR BEGIN END": where a tracer's timestamps must fall. Before the
 // rounds, a thread of its own makes one cudaGetDevice and ends: its batch goes out almost empty.
+// FAKE_APP_LIVE_AT_EXIT=N: instead, a thread makes N cudaGetDevice (corr 0xE0000000 + i) and
+// then waits for ever, never ending; once it waits, the main thread makes one (corr
+// 0xE0001000) and exits: the waiting thread's batch is still unsent then.
 #include <cupti.h>
 #include <dlfcn.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <atomic>
 
 #include <cstdio>
 #include <cstdlib>
@@ -144,6 +149,26 @@ int run_loop(uint64_t rounds, uint64_t threads) {
   return 0;
 }
 
+int live_at_exit(uint64_t calls) {
+  static std::atomic<bool> waiting{false};
+  std::thread([calls] {
+    int device = 0;
+    cudaGetDevice_v3020_params get{&device};
+    for (uint64_t i = 0; i < calls; ++i)
+      api_call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, uint32_t(0xE0000000u + i), get,
+               0, nullptr, nothing);
+    waiting = true;
+    for (;;) pause();
+  }).detach();
+  const timespec ms{0, 1000 * 1000};
+  while (!waiting) nanosleep(&ms, nullptr);
+  int device = 0;
+  cudaGetDevice_v3020_params get{&device};
+  api_call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, 0xE0001000u, get, 0, nullptr,
+           nothing);
+  return 0;
+}
+
 }  // namespace
 
 int main() {
@@ -178,6 +203,7 @@ int main() {
   }
   g_callback = fake_cupti_callback(&g_userdata);
   if (!g_callback) return 0;  // the library stood aside (CUPTI taken): run on, untraced
+  if (const char* live = std::getenv("FAKE_APP_LIVE_AT_EXIT")) return live_at_exit(std::strtoull(live, nullptr, 10));
   if (const char* loop = std::getenv("FAKE_APP_LOOP")) {
     const char* threads = std::getenv("FAKE_APP_THREADS");
     return run_loop(std::strtoull(loop, nullptr, 10), threads ? std::strtoull(threads, nullptr, 10) : 1);

@@ -7,8 +7,11 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <linux/membarrier.h>
 #include <pthread.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -49,6 +52,10 @@ struct ThreadCalls {
   ClockPoint anchor;        // the latest point taken while none of this thread's calls was in flight
   ClockPoint batch_anchor;  // the anchor when the batch began: before every entry stamp in it
   ThreadCalls *prev, *next;
+  uint32_t tid;  // the kernel's id of this thread: what a batch handed over by another names
+  // The hand-over at exit (hand_over_live_threads): `writing` is the owner's, set while it
+  // changes its batch; `taken` the exiting thread's, after which the owner leaves it alone.
+  uint32_t writing, taken;
   cupti_batch batch;
 };
 
@@ -79,6 +86,7 @@ ThreadCalls* make_thread_calls() {
   if (m == MAP_FAILED) return nullptr;
   auto* s = static_cast<ThreadCalls*>(m);
   s->anchor = s->batch_anchor = clock_point();
+  s->tid = uint32_t(syscall(SYS_gettid));
   pthread_mutex_lock(&g_threads_mu);
   s->next = g_threads;
   if (g_threads) g_threads->prev = s;
@@ -98,9 +106,11 @@ inline ThreadCalls* this_thread() {
 // one taken now, after them. A call still in flight (a runtime call whose nested
 // driver call filled the batch) entered before this batch's own first call, so the anchor
 // moves on only when none is: the next batch's calls then began after the point.
-void flush(ThreadCalls* s) {
+void flush(ThreadCalls* s, bool handed_over = false) {
   if (s->n > 0 && CUDATRACE_PROBE_ON(api_batch)) {
     cupti_record& clock = s->batch.head;
+    clock.tid = s->tid;
+    clock.flags = handed_over ? CUPTI_F_HANDED_OVER : 0u;
     if (g_ticks) {  // otherwise it stays zero, as mapped: no ticks to convert
       const ClockPoint now = clock_point();
       clock.t0 = s->batch_anchor.ticks;
@@ -116,10 +126,29 @@ void flush(ThreadCalls* s) {
   s->n = 0;
 }
 
+// The owner's side of the hand-over at exit: a store and a load with only the compiler kept
+// from reordering them. The exiting thread's membarrier() puts a full fence between them on
+// every running thread (the asymmetric Dekker pattern): either the owner sees its batch taken
+// or the exiting thread sees it writing, and the hot path pays no fence of its own.
+inline bool begin_writing(ThreadCalls* s) {
+  __atomic_store_n(&s->writing, 1u, __ATOMIC_RELAXED);
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  if (__builtin_expect(__atomic_load_n(&s->taken, __ATOMIC_RELAXED) == 0, 1)) return true;
+  __atomic_store_n(&s->writing, 0u, __ATOMIC_RELEASE);
+  return false;  // the batch was handed over at exit: no longer this thread's to change
+}
+inline void end_writing(ThreadCalls* s) {
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  __atomic_store_n(&s->writing, 0u, __ATOMIC_RELEASE);
+}
+
 // A thread's end (its key's destructor) hands its last batch over and keeps its counts.
 void thread_ends(void* p) {
   auto* s = static_cast<ThreadCalls*>(p);
-  flush(s);
+  if (begin_writing(s)) {  // else the exiting thread hands it over, under the lock taken next
+    flush(s);
+    end_writing(s);
+  }
   pthread_mutex_lock(&g_threads_mu);
   g_ended.recorded += s->recorded;
   g_ended.left_out += s->left_out;
@@ -174,6 +203,8 @@ void after_fork_in_child() {
   g_threads = self;  // the others are left as they are: freeing in a forked child is not safe
   if (self) {
     self->prev = self->next = nullptr;
+    self->tid = uint32_t(syscall(SYS_gettid));
+    self->writing = self->taken = 0;
     self->n = 0;
     self->recorded = self->left_out = 0;
     self->batch_anchor = self->anchor;
@@ -206,6 +237,7 @@ void record_exit(ThreadCalls* s, CUpti_CallbackDomain domain, CUpti_CallbackId c
                  v[3], v[4], cb->symbolName, uint64_t(device_flags));
     return;
   }
+  if (!begin_writing(s)) return;  // recorded, never emitted: the summary shows the shortfall
   cupti_record& c = s->batch.calls[s->n];
   c.id = id;
   c.corr = cb->correlationId;
@@ -221,6 +253,7 @@ void record_exit(ThreadCalls* s, CUpti_CallbackDomain domain, CUpti_CallbackId c
     c.text[sizeof c.text - 1] = 0;
   }
   if (++s->n == CUPTI_BATCH) flush(s);
+  end_writing(s);
 }
 
 }  // namespace
@@ -259,6 +292,32 @@ void start_api_calls() {
 
 void flush_this_thread() {
   if (t_calls) flush(t_calls);
+}
+
+// At exit, the threads still alive (a pool's workers, a thread blocked in a wait: a JAX
+// program leaves a few dozen calls there) are ended by exit_group with their last batch
+// unsent. This thread sends it for each, naming its owner. A thread caught inside a callback
+// is waited for a little, then left: its batch is counted lost. membarrier is registered
+// here, once, rather than at start: a forked child's registration would be its own to make.
+void hand_over_live_threads() {
+  if (!CUDATRACE_PROBE_ON(api_batch)) return;
+  pthread_mutex_lock(&g_threads_mu);
+  const ThreadCalls* self = t_calls;
+  const bool others = g_threads && (g_threads != self || self->next);
+  if (!others || syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) != 0) {
+    pthread_mutex_unlock(&g_threads_mu);  // no membarrier (Linux < 4.14, a seccomp filter): counted lost
+    return;
+  }
+  for (ThreadCalls* s = g_threads; s; s = s->next)
+    if (s != self) __atomic_store_n(&s->taken, 1u, __ATOMIC_RELAXED);
+  if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0) {
+    for (ThreadCalls* s = g_threads; s; s = s->next) {
+      if (s == self) continue;
+      for (int spins = 0; spins < 1000 && __atomic_load_n(&s->writing, __ATOMIC_ACQUIRE); ++spins) sched_yield();
+      if (!__atomic_load_n(&s->writing, __ATOMIC_ACQUIRE)) flush(s, true);
+    }
+  }
+  pthread_mutex_unlock(&g_threads_mu);
 }
 
 CallTotals call_totals() {

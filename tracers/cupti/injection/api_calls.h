@@ -17,6 +17,8 @@ void start_api_calls();
 
 // The calling thread's batch, handed over now (at exit).
 void flush_this_thread();
+// At exit: every other live thread's batch, handed over by the calling thread.
+void hand_over_live_threads();
 
 // What the library counted over all threads, ended ones included: calls recorded (each
 // emitted, in a batch or by api_exit, or still waiting in a live thread's batch: a

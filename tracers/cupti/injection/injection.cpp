@@ -139,6 +139,7 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_t* buff
 // At exit: hand over every kernel record still in CUPTI's buffers, then say what was emitted.
 void flush_at_exit() {
   cudatrace::cupti::flush_this_thread();
+  cudatrace::cupti::hand_over_live_threads();
   if (CUptiResult r = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); r != CUPTI_SUCCESS)
     report_error("cuptiActivityFlushAll at exit", r);
   const cudatrace::cupti::CallTotals calls = cudatrace::cupti::call_totals();
