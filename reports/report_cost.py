@@ -182,11 +182,11 @@ def loss_table(runs):
         detail = ", ".join(f"{esc(k)} {esc(v)}" for k, v in sorted(loss.items())) or "—"
         unobserved = [u["layer"] for u in c.get("unobserved", [])]
         # Zero loss of a layer never observed is no good news.
-        cell = (f'<b class="bad">{total}; not observed: {esc(", ".join(unobserved))}</b>' if unobserved
-                else f'<b class="{"bad" if total else "good"}">{total}</b>')
+        cell = (f'<b class="bad">{esc(total or "0")}; not observed: {esc(", ".join(unobserved))}</b>' if unobserved
+                else f'<b class="{"bad" if total else "good"}">{esc(total or "0")}</b>')
         rows.append([esc(c.get("workload") or "command"), esc(c.get("linkage") or ""), esc(c["method"]), cell, detail])
     rows.sort(key=lambda r: "class=\"bad\"" not in r[3])  # what lost something, or saw nothing, first
-    return table(["workload", "cudart", "method", "lost (all counters)", "counters"], rows, "loss-table",
+    return table(["workload", "cudart", "method", "lost (by unit)", "counters"], rows, "loss-table",
                  empty="No tracing method ran (only the baseline), so nothing could be lost.")
 
 

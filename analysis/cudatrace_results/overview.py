@@ -31,13 +31,30 @@ def worst(statuses):
 
 
 def lost_events(loss):
-    """What the harness counts as lost (harness/score/verdict.cpp lost_events): the sum of the
-    counters that are positive integers; a flag (true/false) or a text is no count."""
+    """What a harness that summed every counter as events counted as lost: the sum of the
+    counters that are positive integers (a flag or a text is no count). Only for results
+    written before the harness summed the counters by unit (summary.json combos[].lost,
+    harness/score/loss_units.h); those it reads instead."""
     total = 0
     for n in (loss or {}).values():
         if isinstance(n, int) and not isinstance(n, bool) and n > 0:
             total += n
     return total
+
+
+def lost_words(events, other):
+    """harness/score/loss_units.cpp LossTotals::text: "66 events, 2 files"; "" for none."""
+    words = [f"{events} events"] if events else []
+    return ", ".join(words + [f"{n} {unit}" for unit, n in sorted((other or {}).items()) if n])
+
+
+def harness_lost(combo):
+    """(events, {unit: n}) one combination lost, as the harness summed its counters by unit
+    (combos[].lost); from the counters themselves for a file that predates the field."""
+    lost = combo.get("lost")
+    if isinstance(lost, dict):
+        return lost.get("events", 0), dict(lost.get("other") or {})
+    return lost_events(combo.get("loss")), {}
 
 
 def lost_text(loss):
@@ -113,7 +130,7 @@ def workload_status(combo):
     unobserved = combo.get("unobserved") or []
     partly = combo.get("partly_observed") or []
     short_layers = [l for l in method_layers if l.get("matched", 0) < l.get("expected", 0)]
-    lost = lost_events(combo.get("loss"))
+    lost, lost_other = harness_lost(combo)
     if combo.get("ok", 1) == 0 and combo.get("reps", 1) > 0:
         return "failed", "failed: " + ((combo.get("failures") or ["no reason written"])[0])
     reasons = []
@@ -125,8 +142,8 @@ def workload_status(combo):
         reasons.append(f'{l["layer"]} {share_text(l["matched"], l["expected"])} of the ledger')
     for s in (combo.get("per_device_short") or [])[:1]:
         reasons.append("short: " + s)
-    if lost:
-        reasons.append(f"lost {lost} events ({lost_text(combo.get('loss'))})")
+    if lost or lost_other:
+        reasons.append(f"lost {lost_words(lost, lost_other)} ({lost_text(combo.get('loss'))})")
     if combo.get("failed", 0):
         reasons.append(f'{combo["failed"]} of {combo.get("reps", "?")} run(s) failed')
     if unobserved and not any(l.get("matched", 0) > 0 for l in method_layers):
@@ -466,17 +483,17 @@ def build(runs):
 
 
 def combo_lost(run, combo):
-    """The events one combination lost: the harness's figure where the file has it (summary.json
-    methods[].lost.where names every combination that lost any; one it does not name lost
-    none), else counted from its counters as the harness counts (lost_events)."""
+    """What one combination lost, "66 events, 2 files" ("" for nothing): the harness's figures
+    where the file has them (summary.json methods[].lost.where names every combination that
+    lost any, by unit; one it does not name lost none), else its combination's (harness_lost)."""
     decided = _decided(run, combo.get("method"))
     if decided is None:
-        return lost_events(combo.get("loss"))
+        return lost_words(*harness_lost(combo))
     program = "command"
     if combo.get("workload"):
         program = combo["workload"] + (f'.{combo["linkage"]}' if isinstance(combo.get("linkage"), str) else "")
     where = ((decided or {}).get("lost") or {}).get("where") or []
-    return next((w.get("events", 0) for w in where if w.get("program") == program), 0)
+    return next((lost_words(w.get("events", 0), w.get("other")) for w in where if w.get("program") == program), "")
 
 
 def _run_loss(run, method):
@@ -489,10 +506,15 @@ def _run_loss(run, method):
     combos = [c for c in run.combos if c.get("method") == method]
     if not combos:
         return None
-    lossy = [(c, lost_events(c.get("loss"))) for c in combos]
-    return {"events": sum(n for _, n in lossy), "combinations": sum(1 for _, n in lossy if n > 0), "of": len(combos),
+    lossy = [(c, *harness_lost(c)) for c in combos]
+    other = {}
+    for _, _, o in lossy:
+        for unit, n in o.items():
+            other[unit] = other.get(unit, 0) + n
+    return {"events": sum(n for _, n, _ in lossy), "other": other,
+            "combinations": sum(1 for _, n, o in lossy if n > 0 or o), "of": len(combos),
             "where": [{"program": f'{c.get("workload") or "command"}{"." + c["linkage"] if c.get("linkage") else ""}',
-                       "events": n, "counters": lost_text(c.get("loss"))} for c, n in lossy if n > 0],
+                       "events": n, "other": o, "counters": lost_text(c.get("loss"))} for c, n, o in lossy if n > 0 or o],
             "layers_unobserved": sorted({u["layer"] for c in combos for u in (c.get("unobserved") or [])})}
 
 
@@ -503,11 +525,16 @@ def _loss_cell(losses):
     if not losses:
         return None
     total, lossy = sum(x.get("events", 0) for x in losses), sum(x.get("combinations", 0) for x in losses)
+    other = {}
+    for x in losses:
+        for unit, n in (x.get("other") or {}).items():
+            other[unit] = other.get(unit, 0) + n
     of = sum(x.get("of", 0) for x in losses)
     blind = sorted({layer for x in losses for layer in x.get("layers_unobserved") or []})
     if lossy:
         where = [f'{w["program"]}: {w["counters"]}' for x in losses for w in x.get("where") or []]
-        return {"status": "bad", "text": f"{total:,} in {lossy} of {of}",
+        besides = "".join(f", {n:,} {unit}" for unit, n in sorted(other.items()) if n)
+        return {"status": "bad", "text": f"{total:,}{besides} in {lossy} of {of}",
                 "title": "; ".join(where[:6]) + (" …" if len(where) > 6 else "")}
     if blind:
         return {"status": "part", "text": "0, " + ", ".join(blind) + " not always seen",

@@ -100,6 +100,23 @@ def command(*args):
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
+class LossByUnit(unittest.TestCase):
+    """What a combination lost is read by unit as the harness summed it (combos[].lost): bytes
+    or files are never shown as events, and a loss of them alone is still a loss."""
+
+    def test_a_loss_of_bytes_only_is_partial_and_said_in_bytes(self):
+        combo = {"method": "torchprof", "ok": 1, "reps": 1, "layers": [{"layer": "runtime", "expected": 5, "matched": 5}],
+                 "loss": {"kineto_log_unread_bytes": 4096, "events_unread": 0},
+                 "lost": {"events": 0, "other": {"bytes": 4096}}}
+        status, reason = results.overview.workload_status(combo)
+        self.assertEqual(status, "partial")
+        self.assertIn("lost 4096 bytes (kineto_log_unread_bytes=4096)", reason)
+        self.assertEqual(results.overview.lost_words(66, {"files": 2}), "66 events, 2 files")
+
+    def test_files_from_before_the_field_count_every_counter_as_events(self):
+        self.assertEqual(results.overview.harness_lost({"loss": {"a": 2, "b": True, "c": 3}}), (5, {}))
+
+
 class EveryReaderUsesThePackage(unittest.TestCase):
     def test_imports(self):
         for script in READERS:
@@ -560,9 +577,9 @@ class Overview(unittest.TestCase):
         vecadd = next(c for c in matrix.combos if c["method"] == "preload" and c["workload"] == "vecadd"
                       and c["linkage"] == "shared")
         self.assertEqual(results.overview.lost_events(vecadd.get("loss")), 0)
-        self.assertEqual(results.overview.combo_lost(matrix, vecadd), 7)
+        self.assertEqual(results.overview.combo_lost(matrix, vecadd), "7 events")
         self.assertEqual(results.overview.combo_lost(command, next(c for c in command.combos if c["method"] == "preload")),
-                         0)
+                         "")
         self.assertEqual(rows["nsys"]["workloads"]["text"], "not run")
         self.assertEqual(rows["nsys"]["workloads"]["title"], "nsys is not installed")
         self.assertIsNone(rows["uprobe"]["workloads"], "the field names no uprobe entry: nothing is judged here")

@@ -60,8 +60,8 @@ json workload_program(const json& c) {
   }
   if (const json s = c.value("per_device_short", json::array()); !s.empty() && s[0].is_string())
     reasons.push_back("short: " + s[0].get<std::string>());
-  if (const json loss = c.value("loss", json::object()); lost_events(loss) > 0)
-    reasons.push_back("lost " + std::to_string(lost_events(loss)) + " events (" + lost_text(loss) + ")");
+  if (const json loss = c.value("loss", json::object()); loss_totals(loss, c.value("method", "")).any())
+    reasons.push_back("lost " + loss_totals(loss, c.value("method", "")).text() + " (" + lost_text(loss) + ")");
   if (const int failed = c.value("failed", 0); failed > 0)
     reasons.push_back(std::to_string(failed) + " of " + std::to_string(c.value("reps", 0)) + " run(s) failed");
   std::string status = "complete";
@@ -183,24 +183,29 @@ json command_of(const std::string& method, const json& summary) {
           {"reason", reason}};
 }
 
-// Lost events over the method's combinations, each counted as a run's are (lost_events); the
+// What the method lost over its combinations, by unit, each counted as a run's is (loss_totals); the
 // layers it did not observe somewhere, where nothing could be counted as lost.
 json lost_of(const std::string& method, const json& summary) {
-  int64_t events = 0, lossy = 0, all = 0;
+  int64_t lossy = 0, all = 0;
+  LossTotals lost;
   json where = json::array();
   std::set<std::string> unseen;
   for (const auto& c : summary.value("combos", json::array())) {
     if (c.value("method", "") != method) continue;
     ++all;
     const json loss = c.value("loss", json::object());
-    if (const int64_t n = lost_events(loss); n > 0) {
-      events += n, ++lossy;
-      where.push_back({{"program", is_workload(c) ? program_name(c) : "command"}, {"events", n}, {"counters", lost_text(loss)}});
+    if (const LossTotals t = loss_totals(loss, method); t.any()) {
+      lost.add(t), ++lossy;
+      where.push_back({{"program", is_workload(c) ? program_name(c) : "command"},
+                       {"events", t.events},
+                       {"other", t.other},
+                       {"counters", lost_text(loss)}});
     }
     for (const auto& u : c.value("unobserved", json::array())) unseen.insert(text_of(u, "layer"));
   }
   if (all == 0) return nullptr;
-  return {{"events", events}, {"combinations", lossy}, {"of", all}, {"where", where}, {"layers_unobserved", unseen}};
+  return {{"events", lost.events}, {"other", lost.other}, {"combinations", lossy}, {"of", all}, {"where", where},
+          {"layers_unobserved", unseen}};
 }
 
 // The cost mode's ratio per program: steady state where start-up was told apart, else the

@@ -39,6 +39,7 @@ json combo_json(const ComboOutcome& o, const std::vector<ComboOutcome>& all) {
                          {"values", o.wall_ns}}},
             {"layers", layers},
             {"loss", o.loss},
+            {"lost", loss_totals(o.loss, o.combo.method).to_json()},  // by unit: what the report shows
             {"event_counts", o.event_counts}};
   json unobserved = json::array();
   for (const auto& [layer, reason] : o.unobserved) unobserved.push_back({{"layer", layer}, {"reason", reason}});
@@ -138,8 +139,9 @@ void print_progress(size_t index, size_t total, const Combo& c, int rep, int rep
     extra += "  RESULT as untraced rep " + std::to_string(rc["as_untraced_run"].get<int>()) +
              "'s: the untraced runs differ among themselves";
   // Lost events always show, whatever the shares read.
-  if (const json loss = run.value("tracer", json::object()).value("loss", json::object()); lost_events(loss) > 0)
-    extra += "  LOST " + std::to_string(lost_events(loss)) + " events (" + lost_text(loss) + ")";
+  if (const json loss = run.value("tracer", json::object()).value("loss", json::object());
+      loss_totals(loss, run.value("method", "")).any())
+    extra += "  LOST " + loss_totals(loss, run.value("method", "")).text() + " (" + lost_text(loss) + ")";
   // A total can hide a rank or a GPU that saw nothing: those that fell short are named.
   const json short_of = run.value("per_device_short", json::array());
   for (size_t i = 0; i < short_of.size() && i < 4; ++i) extra += "  SHORT " + short_of[i].get<std::string>();

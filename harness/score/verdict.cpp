@@ -56,14 +56,6 @@ std::string mangled_prefix(const std::string& s) {
 
 }  // namespace
 
-int64_t lost_events(const json& loss) {
-  int64_t total = 0;
-  if (loss.is_object())
-    for (const auto& [counter, n] : loss.items())
-      if (n.is_number_integer() && n.get<int64_t>() > 0) total += n.get<int64_t>();
-  return total;
-}
-
 std::string lost_text(const json& loss) {
   std::string lost;
   if (loss.is_object())
@@ -423,9 +415,10 @@ json command_verdict(const std::vector<MethodView>& methods) {
       // Nor is one that names a part of the layer it cannot see (cuBLAS's own cudart): where
       // the reference is the union of what the methods kept, no method saw that part either.
       if (row["status"] == "complete" && m.partly_unobserved.count(l)) row["status"] = "partly observed";
-      const int64_t lost = lost_events(m.loss);
-      row["lost"] = lost;
-      if (lost > 0 && (row["status"] == "complete" || row["status"] == "nothing to see" ||
+      const LossTotals lost = loss_totals(m.loss, m.method);
+      row["lost"] = lost.events;
+      if (!lost.other.empty()) row["lost_other"] = lost.other;  // files, bytes, ...: never added to events
+      if (lost.any() && (row["status"] == "complete" || row["status"] == "nothing to see" ||
                        row["status"] == "nothing in the reference"))
         row["status"] = "lost events";
       // Every launch seen, yet fewer blocks than those launches asked for: not complete.
@@ -434,7 +427,7 @@ json command_verdict(const std::vector<MethodView>& methods) {
         row["why"] = "fewer blocks counted than its own launches' grids asked for (blocks.kernels_differing)";
       }
       // Less than all of it: the reason travels with the number.
-      if (m.partly_unobserved.count(l) || (total > 0 && covered < total) || lost > 0) {
+      if (m.partly_unobserved.count(l) || (total > 0 && covered < total) || lost.any()) {
         const std::string why = partial_reason(m.partly_unobserved, m.loss, m.limits, l);
         row["why"] = why.empty() ? "the method names no limit for this layer (Method::limits)" : why;
       }
@@ -492,7 +485,10 @@ std::string verdict_text(const json& verdict) {
                   std::to_string(row["blocks"]["reference"].get<int64_t>()) + " in CUPTI's kernel records";
         if (row["blocks"].contains("why")) detail += " (" + row["blocks"]["why"].get<std::string>() + ")";
       }
-      if (const int64_t lost = row.value("lost", int64_t(0)); lost > 0) detail += "; LOST " + std::to_string(lost) + " events";
+      LossTotals lost;
+      lost.events = row.value("lost", int64_t(0));
+      if (row.contains("lost_other")) lost.other = row["lost_other"].get<std::map<std::string, int64_t>>();
+      if (lost.any()) detail += "; LOST " + lost.text();
       if (const int64_t only = row.value("only_it_saw", int64_t(0)); only > 0)
         detail += "; besides, " + std::to_string(only) + " only it saw";
       if (!row["missed_families"].empty()) {

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/score/loss_units.h"
 #include "common/event.h"
 #include "harness/score/per_device.h"
 #include "tracers/tracer.h"
@@ -85,12 +86,11 @@ nlohmann::json compare_blocks(const MethodView& cupti, const MethodView& m);
 // Why a method saw less than all of `layer`: the tracer's own account of this run, else the
 // events it lost (its loss counters), else what the method cannot see whatever the program
 // (Method::limits). Empty only for a method that breaks the rule that names every limit.
-// The events a method lost, by its own counters (every positive integer counter: its
-// ring's drops, the harness's bounds, files cut short), summed, and in words
-// ("over_bound_records=7904074, dropped=2"); 0 and "" when it lost none. A method that lost
-// events is never complete, whatever the reference (a union reference cannot see what
+// What a method lost, by its own counters (its ring's drops, the harness's bounds, files cut
+// short), is summed by unit (loss_units.h, loss_totals), and said in words by lost_text
+// ("over_bound_records=7904074, dropped=2"; "" when it lost none). A method that lost
+// anything is never complete, whatever the reference (a union reference cannot see what
 // every method missed).
-int64_t lost_events(const nlohmann::json& loss);
 // Adds one run's integer loss counters into a total (a combination's, over repetitions).
 void add_loss(nlohmann::json& total, const nlohmann::json& more);
 std::string lost_text(const nlohmann::json& loss);

@@ -301,7 +301,31 @@ TEST(Verdict, LostEventsAreNeverComplete) {
   // reference either: all of what was seen is not all there was.
   preload.partly_unobserved["runtime"] = "calls from libcublas.so.13's own cudart";
   EXPECT_EQ(row(command_verdict({preload}), "preload", "runtime")["status"], "partly observed");
-  EXPECT_EQ(lost_events(json{{"a", 2}, {"b", -1}, {"c", "x"}, {"d", 3}}), 5);
+  EXPECT_EQ(loss_totals(json{{"a", 2}, {"b", -1}, {"c", "x"}, {"d", 3}}, "preload").events, 5);
+}
+
+// Loss counters of other units than events (files, bytes, a batch of calls) are never added
+// to the events lost: each unit is summed apart. A run that lost only such things is still
+// not complete, and says what it lost in its units.
+TEST(Verdict, LossIsCountedInTheUnitOfEachCounter) {
+  const json loss = {{"api_calls_not_received", 66}, {"over_bound_records", 3}, {"kineto_log_unread_bytes", 1048576},
+                     {"traces_cut", 1}, {"changed_files", 2}, {"flag", true}};
+  const LossTotals cupti = loss_totals(loss, "cupti");
+  EXPECT_EQ(cupti.events, 66) << "cupti's spool records hold batches of calls, counted again as not received";
+  EXPECT_EQ(cupti.other, (std::map<std::string, int64_t>{{"bytes", 1048576}, {"files", 2}, {"spool records", 3}, {"traces", 1}}));
+  EXPECT_EQ(loss_totals(loss, "cupti-bare").other.count("spool records"), 1u) << "a cupti variant";
+  EXPECT_EQ(loss_totals(loss, "uprobe").events, 69) << "uprobe's spool record is one call";
+  EXPECT_EQ(cupti.text(), "66 events, 1048576 bytes, 2 files, 3 spool records, 1 traces");
+
+  std::vector<Event> kept{ev("runtime", "cudaGetDevice"), ev("runtime", "cudaGetDevice")};
+  MethodView torchprof = view("torchprof", {"runtime"}, {"runtime"}, kept);
+  torchprof.loss = {{"kineto_log_unread_bytes", 4096}, {"events_unread", 0}};
+  const json v = command_verdict({torchprof});
+  const json rt = row(v, "torchprof", "runtime");
+  EXPECT_EQ(rt["status"], "lost events") << "bytes unread are a loss: not complete";
+  EXPECT_EQ(rt["lost"], 0) << "no event was counted lost";
+  EXPECT_EQ(rt["lost_other"]["bytes"], 4096);
+  EXPECT_NE(verdict_text(v).find("LOST 4096 bytes"), std::string::npos) << verdict_text(v);
 }
 
 // A shortfall never reads 100.0%.
