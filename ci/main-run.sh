@@ -41,7 +41,9 @@
 #   method a user compares; JAX and PyTorch, whose start-up takes seconds per run, leave out
 #   devhook (their kernels ship as SASS: it observes nothing there, and its cost on a
 #   program is measured on CuPy) and strace (ptrace's cost is measured on CuPy and the
-#   workloads). A program whose framework is missing (CI) exits 77 untraced and is
+#   workloads). A framework's own profiler runs on its programs only (torchprof on PyTorch,
+#   jaxprof on JAX): elsewhere it would run the program to observe nothing, and take a
+#   round's time; on the workloads the harness skips them with that reason. A program whose framework is missing (CI) exits 77 untraced and is
 #   skipped with that reason; the report names it.
 # The cost references (`harness --list` names their kind) see what their method sees at a
 # different price: the benchmark prices them. Extra arguments go to every workload run.
@@ -101,8 +103,8 @@ fi
 
 # Real software, cheapest first. Each program's argument (its steps) gives it a steady
 # part beside its start-up, which the cost mode splits off at the program's mark.
-programs=("cupy_kernels.py 300 cupy compared" "jax_jit_loop.py 300 jax compared,-devhook,-strace"
-          "torch_train_step.py 200 torch compared,-devhook,-strace")
+programs=("cupy_kernels.py 300 cupy compared,-torchprof,-jaxprof" "jax_jit_loop.py 300 jax compared,-devhook,-strace,-torchprof"
+          "torch_train_step.py 200 torch compared,-devhook,-strace,-jaxprof")
 python_for() {  # the interpreter that imports $1, else the one a user would get
   [[ -n ${MAIN_PYTHON:-} ]] && { echo "$MAIN_PYTHON"; return; }
   local p

@@ -48,6 +48,8 @@ MatrixPlan plan_matrix(const Options& opts, const HostFacts& host) {
                                         options == opts.method_options.end() ? MethodOptions{} : options->second);
     if (!a.ok) {
       reason = "method " + c.method + ": " + a.reason;
+    } else if (!c.workload.empty() && !find_method(c.method)->not_for_workloads.empty()) {
+      reason = "method " + c.method + ": " + find_method(c.method)->not_for_workloads;
     } else if (!c.workload.empty()) {
       reason = workload_unavailable(*find_workload(c.workload), host);
       if (reason.empty() && !fs::exists(workload_binary(host.prefix, c.workload, c.linkage)))

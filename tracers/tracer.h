@@ -149,6 +149,10 @@ struct Method {
   int issue = 0;        // the tracking issue while !built
   bool needs_root = false;
   bool needs_gpu = false;  // the method itself cannot work without a GPU
+  // Non-empty: why the method has nothing to trace in the workloads (a profiler of one
+  // Python framework, and the workloads are C++ programs): their combinations are skipped
+  // with this reason rather than run to observe nothing.
+  std::string not_for_workloads;
   std::vector<std::string> tools;  // programs it needs on PATH (with the Debian package)
   std::map<std::string, std::string> tool_packages;
   std::map<std::string, std::string> options;  // what --set METHOD.KEY=VALUE accepts: key -> help

@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <set>
 
+#include "harness/plan.h"
 #include "test_support.h"
 #include "tracers/tracer.h"
 
 using namespace cudatrace;
+namespace fs = std::filesystem;
 
 // The registry is the only list of methods: this test holds each entry to the layout rule
 // (docs/ADDING_A_METHOD.md) instead of keeping a list of names of its own.
@@ -160,4 +163,33 @@ TEST(Registry, ListJsonIsTheRegistry) {
   }
   EXPECT_EQ(listed, method_groups().at("all"));
   EXPECT_EQ(list.at("method_groups").at("compared"), method_groups().at("compared"));
+}
+
+// A profiler of one Python framework has nothing to trace in the C++ workloads: their
+// combinations are skipped with the method's reason, not run to observe nothing, while a
+// command still runs under it.
+TEST(Registry, FrameworkProfilersSkipTheWorkloadsWithTheirReason) {
+  const fs::path dir = testsupport::temp_dir("framework-python");
+  const fs::path python = dir / "python-with-both";
+  {
+    std::ofstream(python) << "#!/bin/sh\necho /site-packages/torch/__init__.py /site-packages/jax/__init__.py\n";
+  }
+  fs::permissions(python, fs::perms::owner_all);
+  HostFacts host;
+  host.gpu = true;
+  Options opts;
+  opts.workloads = {"vecadd"};
+  opts.linkages = {"shared"};
+  opts.methods = {"torchprof", "jaxprof"};
+  for (const auto& m : opts.methods) opts.method_options[m] = {{"python", python.string()}};
+  MatrixPlan plan = plan_matrix(opts, host);
+  EXPECT_TRUE(plan.todo.empty());
+  ASSERT_EQ(plan.skipped.size(), 2u) << plan.skipped.dump();
+  for (const auto& s : plan.skipped)
+    EXPECT_NE(s["reason"].get<std::string>().find("the workloads are C++ programs"), std::string::npos) << s.dump();
+  opts.workloads.clear();
+  opts.command = {"python3", "train.py"};
+  opts.baseline = false;
+  plan = plan_matrix(opts, host);
+  EXPECT_EQ(plan.todo.size(), 2u) << "a command runs under them: " << plan.skipped.dump();
 }

@@ -20,6 +20,7 @@ std::vector<Method> jaxprof_methods() {
            .options = {{"python", "the interpreter asked whether jax is there (default python3 on PATH); the "
                                   "program's own python is what runs the hook"}},
            .layers = {layer::kRuntime, layer::kDriver, layer::kGpuActivity}};
+  m.not_for_workloads = "it profiles Python programs that use jax, and the workloads are C++ programs";
   m.limits = {
       {layer::kRuntime, "XLA's CUPTI tracer writes no runtime call into its trace: XLA launches through the driver, "
                         "and the runtime calls a JAX process makes are not there"},

@@ -20,6 +20,7 @@ std::vector<Method> torchprof_methods() {
            .options = {{"python", "the interpreter asked whether torch is there (default python3 on PATH); the "
                                   "program's own python is what runs the hook"}},
            .layers = {layer::kRuntime, layer::kDriver, layer::kGpuActivity}};
+  m.not_for_workloads = "it profiles Python programs that import torch, and the workloads are C++ programs";
   m.limits = {
       {layer::kRuntime, "Kineto leaves out the calls on its blocklist (cudaGetDevice, cudaSetDevice, cudaGetLastError, "
                         "cudaEventCreate, cudaEventCreateWithFlags, cudaEventDestroy in 2026; the list varies by "
