@@ -106,7 +106,8 @@ def command_section(s, n):
             if r.get("coverage") is None:
                 cov = "—"
             else:
-                cov = f'{100 * r["coverage"]:.1f}% ({matched} of {r.get("reference")})'
+                # Rounded down as the harness words a share: 400 of 52,741 reads 0.7%, never 0.8%.
+                cov = f'{results.overview.coverage_text(r["coverage"])} ({matched} of {r.get("reference")})'
             missed = r.get("missed_families", [])
             why = r.get("reason") or r.get("why", "")
             cell = reason_cell(why) if why else ""

@@ -110,6 +110,18 @@ class HeatMapLabels(unittest.TestCase):
                               os.path.join(SOURCE, "analysis")], capture_output=True, text=True, check=True).stdout
         self.assertEqual(out.split(), ["99.9%", "100.0%"])
 
+    def test_a_programs_table_rounds_a_share_down_as_the_harness_does(self):
+        if subprocess.run(["/usr/bin/python3", "-c", "import matplotlib"], stderr=subprocess.DEVNULL).returncode:
+            raise unittest.SkipTest("python3-matplotlib missing")
+        code = ("import sys; sys.path[:0] = sys.argv[1:3]; import report_coverage as c; "
+                "row = {'method': 'torchprof', 'layer': 'driver', 'status': 'partial', 'coverage': 400 / 52741, "
+                "'matched': 400, 'reference': 52741, 'seen': 400, 'only_it_saw': 0}; "
+                "print(c.command_section({'verdict': {'reference': {}, 'coverage': [row]}}, 1))")
+        out = subprocess.run(["/usr/bin/python3", "-c", code, os.path.join(SOURCE, "reports"),
+                              os.path.join(SOURCE, "analysis")], capture_output=True, text=True, check=True).stdout
+        self.assertIn("0.7% (400 of 52741)", out)
+        self.assertNotIn("0.8%", out)
+
 
 if __name__ == "__main__":
     unittest.main()
