@@ -164,6 +164,18 @@ TEST(JaxprofHook, TracesEveryProcessFromItsFirstBackendAndChainsTheUsersSitecust
   for (const auto& [pid, n] : per_pid) EXPECT_EQ(n, 60) << pid;
 }
 
+// Libraries ask importlib.util.find_spec("jax") before they import it (transformers does), and
+// throw that spec away: the hook arms on the import that runs jax's __init__, not on the first
+// search.
+TEST(JaxprofHook, AFindSpecBeforeTheImportStillArmsTheHook) {
+  if (!have_python3()) GTEST_SKIP() << "python3 not on PATH: the hook is Python";
+  const HookRun h = run_with_hook(std::string("import importlib.util\nassert importlib.util.find_spec('jax')\n") + kProgram,
+                                  "jaxprof-hook-findspec");
+  ASSERT_EQ(h.exit_code, 0);
+  EXPECT_EQ(h.report.notes["processes_profiled"], 2) << h.report.notes.dump();
+  EXPECT_EQ(h.report.notes["traces"], 2);
+}
+
 TEST(JaxprofHook, AProgramThatNeverImportsJaxIsSaidToBeOne) {
   if (!have_python3()) GTEST_SKIP() << "python3 not on PATH: the hook is Python";
   const HookRun h = run_with_hook("import sys\nprint('no jax here')\n", "jaxprof-hook-nojax");

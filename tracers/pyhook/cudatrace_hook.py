@@ -28,7 +28,10 @@ def replace_json(path, value):
 def base_status(pid, phase):
     """The fields every hook's status file starts with."""
     return {"v": 1, "pid": pid, "ppid": os.getppid(), "phase": phase, "python": sys.version.split()[0],
-            "argv": [str(a)[:200] for a in list(getattr(sys, "argv", []))[:8]]}
+            # Bytes that are not UTF-8 come as lone surrogates, which JSON readers refuse: kept
+            # as \\xNN escapes, so that the status stays readable whatever the program's argv.
+            "argv": [os.fsencode(a).decode("utf-8", "backslashreplace")[:200] if isinstance(a, str) else str(a)[:200]
+                     for a in list(getattr(sys, "argv", []))[:8]]}
 
 
 class AfterImport(importlib.abc.MetaPathFinder):
@@ -39,28 +42,40 @@ class AfterImport(importlib.abc.MetaPathFinder):
     def __init__(self, name, loaded):
         self.name = name
         self.loaded = loaded
-        self.hooked = False
+        self.hooked = False  # the module's __init__ ran under our loader, or it has a loader we cannot wrap
+        self.searching = False  # asking the finders after this one: their answer is not ours to wrap again
 
     def find_spec(self, name, path=None, target=None):
-        if name != self.name or self.hooked:
+        if name != self.name or self.hooked or self.searching:
             return None
-        self.hooked = True
-        spec = None
-        for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
-                continue
-            spec = finder.find_spec(name, path, target)
-            if spec is not None:
-                break
+        # Armed when the module runs, not when it is found: a program (transformers, accelerate)
+        # often asks importlib.util.find_spec first and throws the spec away; the import after
+        # it finds a spec again, which must be wrapped too.
+        self.searching = True
+        try:
+            spec = None
+            for finder in sys.meta_path:
+                if finder is self or not hasattr(finder, "find_spec"):
+                    continue
+                spec = finder.find_spec(name, path, target)
+                if spec is not None:
+                    break
+        finally:
+            self.searching = False
         if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
             self.hooked = spec is not None  # not found: a later sys.path may have it
             return spec
         run_module = spec.loader.exec_module
+        if getattr(run_module, "cudatrace_wrapped", False):
+            return spec
 
         def exec_module(module):
             run_module(module)
-            self.loaded()
+            if not self.hooked:
+                self.hooked = True
+                self.loaded()
 
+        exec_module.cudatrace_wrapped = True
         spec.loader.exec_module = exec_module
         return spec
 

@@ -54,6 +54,8 @@ def _stop(phase, **fields):
         jax.profiler.stop_trace()
     except BaseException as e:  # noqa: B902 - a failed export must be said, whatever it was
         _write_status("export_failed", error=repr(e)[:2000], export_s=time.monotonic() - t0, **fields)
+        if not isinstance(e, Exception):
+            raise  # an interrupt or exit is the program's: it goes on as it would untraced
         return
     _write_status(phase, export_s=time.monotonic() - t0, **fields)
 
@@ -77,6 +79,8 @@ def _start_trace():
     except BaseException as e:  # noqa: B902 - whatever stopped it, the harness must read why
         _state["may_start"] = False  # once: backends() is asked at most of jax's calls
         _write_status("start_failed", error=repr(e)[:2000])
+        if not isinstance(e, Exception):
+            raise  # an interrupt or exit is the program's: it goes on as it would untraced
         return
     finally:
         _state["starting"] = False

@@ -73,6 +73,8 @@ def _export_at_exit():
         prof.export_chrome_trace(trace_path(os.getpid()))
     except BaseException as e:  # noqa: B902 - a failed export must be said, whatever it was
         _write_status("export_failed", error=repr(e)[:2000], export_s=time.monotonic() - t0)
+        if not isinstance(e, Exception):
+            raise  # an interrupt or exit is the program's: it goes on as it would untraced
         return
     devices = {}
     try:
@@ -93,6 +95,8 @@ def _start_profiler():
     except BaseException as e:  # noqa: B902 - whatever stopped it, the harness must read why
         _state["may_start"] = False  # once: torch.cuda asks _lazy_init at most of its calls
         _write_status("start_failed", error=repr(e)[:2000])
+        if not isinstance(e, Exception):
+            raise  # an interrupt or exit is the program's: it goes on as it would untraced
         return
     finally:
         _state["starting"] = False
