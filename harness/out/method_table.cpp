@@ -308,9 +308,13 @@ std::string slowdown_cell(const json& s) {
 
 std::string lost_cell(const json& l) {
   if (!l.is_object()) return "-";
-  if (const int64_t lossy = l.value("combinations", int64_t(0)); lossy > 0)
-    return std::to_string(l.value("events", int64_t(0))) + " in " + std::to_string(lossy) + " of " +
+  if (const int64_t lossy = l.value("combinations", int64_t(0)); lossy > 0) {
+    std::string besides;  // what its counters of anything but events counted, in their units
+    for (const auto& [unit, n] : l.value("other", json::object()).items())
+      if (n.is_number_integer() && n.get<int64_t>() > 0) besides += ", " + n.dump() + " " + unit;
+    return std::to_string(l.value("events", int64_t(0))) + besides + " in " + std::to_string(lossy) + " of " +
            std::to_string(l.value("of", int64_t(0)));
+  }
   return l.value("layers_unobserved", json::array()).empty() ? "0" : "0, a layer unseen";
 }
 

@@ -2,6 +2,7 @@
 
 #include "common/event_store.h"
 #include "harness/out/results_io.h"
+#include "harness/score/loss_units.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -134,7 +135,12 @@ RunFacts run_facts(const std::string& folder_name, const json& run, const json& 
   }
   // What the method lost and could not see: a trace read alone must still say so.
   const json tracer = run.value("tracer", json::object());
-  a.push_back(kv("cudatrace.loss.total", flatten_counters(tracer.value("loss", json::object()), "cudatrace.loss.", a)));
+  flatten_counters(tracer.value("loss", json::object()), "cudatrace.loss.", a);
+  // The events lost, and apart from them what the counters of other units counted (bytes,
+  // files, ...): never one sum of both (harness/score/loss_units.h).
+  const LossTotals lost = loss_totals(tracer.value("loss", json::object()), run.value("method", ""));
+  a.push_back(kv("cudatrace.loss.total", lost.events));
+  for (const auto& [unit, n] : lost.other) a.push_back(kv("cudatrace.loss.other." + unit, n));
   if (const json u = strings_of(run.value("unobserved", json::array())); !u.empty())
     a.push_back(kv("cudatrace.layers_not_observed", u));
   if (const json p = strings_of(run.value("partly_observed", json::array())); !p.empty())

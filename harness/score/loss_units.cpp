@@ -43,6 +43,8 @@ constexpr std::array kUnits = {
     // record: its calls are counted again in api_calls_not_received.
     CounterUnit{"cupti", "over_bound_records", "spool records"},
     CounterUnit{"cupti", "records_the_disk_refused", "spool records"},
+    CounterUnit{"cupti", "malformed_records", "spool records"},
+    CounterUnit{"cupti", "ring_full_status_records", "status records"},  // the library's status, summary, drops
     CounterUnit{"devhook", "over_bound_reports", "reports"},
 };
 

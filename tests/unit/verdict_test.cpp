@@ -316,6 +316,9 @@ TEST(Verdict, LossIsCountedInTheUnitOfEachCounter) {
   EXPECT_EQ(loss_totals(loss, "cupti-bare").other.count("spool records"), 1u) << "a cupti variant";
   EXPECT_EQ(loss_totals(loss, "uprobe").events, 69) << "uprobe's spool record is one call";
   EXPECT_EQ(cupti.text(), "66 events, 1048576 bytes, 2 files, 3 spool records, 1 traces");
+  const LossTotals ring = loss_totals(json{{"malformed_records", 2}, {"ring_full_status_records", 1}, {"ring_full", 4}}, "cupti");
+  EXPECT_EQ(ring.events, 4) << "a malformed ring sample is a batch; a status record is no call";
+  EXPECT_EQ(ring.other, (std::map<std::string, int64_t>{{"spool records", 2}, {"status records", 1}}));
 
   std::vector<Event> kept{ev("runtime", "cudaGetDevice"), ev("runtime", "cudaGetDevice")};
   MethodView torchprof = view("torchprof", {"runtime"}, {"runtime"}, kept);
