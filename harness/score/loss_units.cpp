@@ -23,6 +23,8 @@ constexpr std::array kUnits = {
     CounterUnit{"", "traces_missing", "traces"},
     CounterUnit{"", "traces_cut", "traces"},
     CounterUnit{"", "traces_refused", "traces"},
+    CounterUnit{"", "spool_names_unread", "files"},
+    CounterUnit{"", "statuses_unread", "files"},
     CounterUnit{"", "unparsed_lines", "lines"},
     CounterUnit{"", "malformed_table_lines", "lines"},
     CounterUnit{"", "kineto_log_lines_unread_in_traces", "lines"},

@@ -12,6 +12,7 @@
 #include "common/event_store.h"
 #include "test_support.h"
 #include "tracers/jaxprof/jaxprof_tracer.h"
+#include "tracers/torchprof/torchprof_spool.h"
 
 using namespace cudatrace;
 using testsupport::temp_dir;
@@ -245,4 +246,33 @@ TEST(JaxprofMethod, IsListedComparedAndUnavailableWithoutJaxWithTheReason) {
   a = availability(*m, host, {{"python", fake_python("with-jax-too", "/site-packages/jax/__init__.py")}});
   EXPECT_TRUE(a.ok) << a.reason;
   EXPECT_THROW(m->make(host, {{"ring_mb", "4"}}), std::invalid_argument);
+}
+
+// The program's folder is the program's: a million files in it cost the harness neither their
+// memory nor their time. Names past the bound and statuses past the bytes read in all are
+// counted as loss (files), never dropped as if they were not there.
+TEST(JaxprofRun, AFolderPastItsBoundsIsReadToTheBoundAndTheRestCounted) {
+  const fs::path statuses = temp_dir("jaxprof-flood-statuses");
+  traced(statuses, 7);
+  const std::string padded = "{\"v\": 1, \"pid\": 1, \"phase\": \"exported\"" + std::string(60 << 10, ' ') + "}";
+  const int64_t big = int64_t(kMaxStatusTotalBytes / padded.size()) + 40;  // past the bytes read in all
+  for (int64_t pid = 100; pid < 100 + big; ++pid)
+    write(statuses / ("jaxprof." + std::to_string(pid) + ".status.json"), padded);
+  SpoolBounds bounds;
+  read_spool(statuses, "jaxprof", &bounds);
+  EXPECT_GE(bounds.statuses_unread, 39) << "statuses past " << kMaxStatusTotalBytes << " bytes in all";
+  EXPECT_EQ(bounds.names_unread, 0);
+  ConvertedRun r = convert_dir(statuses);
+  EXPECT_EQ(r.report.loss["statuses_unread"], bounds.statuses_unread) << r.report.loss.dump();
+
+  const fs::path names = temp_dir("jaxprof-flood-names");
+  traced(names, 7);
+  for (size_t i = 0; i < kMaxSpoolNames + 8; ++i) write(names / ("other." + std::to_string(i)), "");
+  bounds = {};
+  const auto spool = read_spool(names, "jaxprof", &bounds);
+  EXPECT_LE(spool.size(), 1u);
+  EXPECT_EQ(bounds.names_unread, 10) << "8 past the bound, and the traced process's two names";
+  r = convert_dir(names);
+  EXPECT_GE(r.report.loss["spool_names_unread"].get<int64_t>(), 10) << r.report.loss.dump();
+  EXPECT_EQ(r.report.loss["statuses_unread"], 0);
 }

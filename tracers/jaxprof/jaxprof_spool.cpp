@@ -19,7 +19,6 @@ namespace {
 constexpr size_t kMaxRuns = 16;
 constexpr size_t kMaxNamesInARun = 256;
 // The program's folder: its hook's files, one status and one folder per Python process.
-constexpr size_t kMaxSpoolNames = size_t(1) << 16;
 
 bool ends_with(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
@@ -66,7 +65,7 @@ std::vector<std::string> HeldFolder::names(size_t max, size_t* more) const {
     const std::string name = e->d_name;
     if (name == "." || name == "..") continue;
     if (out.size() < max) out.push_back(name);
-    else if (more) ++*more;
+    else if (more && ++*more >= max * 16) break;  // a floor past this: the time stays bounded
   }
   closedir(d);
   std::sort(out.begin(), out.end());
@@ -116,15 +115,20 @@ void find_jax_traces(const HeldFolder& spool, JaxProcess& p, std::vector<std::un
   }
 }
 
-std::map<int64_t, JaxProcess> read_jax_spool(const fs::path& dir) {
+std::map<int64_t, JaxProcess> read_jax_spool(const fs::path& dir, SpoolBounds* bounds) {
   std::map<int64_t, JaxProcess> out;
-  for (auto& [pid, status] : read_spool(dir, "jaxprof")) {
+  SpoolBounds own;
+  SpoolBounds& b = bounds ? *bounds : own;
+  for (auto& [pid, status] : read_spool(dir, "jaxprof", &b)) {
     if (!status.has_status) continue;  // a jaxprof.<pid>.json is no file of the hook's
     out[pid].status = std::move(status);
   }
   const HeldFolder spool(dir);
   size_t more = 0;
-  for (const auto& name : spool.names(kMaxSpoolNames, &more)) {
+  const std::vector<std::string> names = spool.names(kMaxSpoolNames, &more);
+  // The same names again (the run folders among them): counted past the bound once only.
+  b.names_unread = std::max(b.names_unread, int64_t(more));
+  for (const auto& name : names) {
     if (const int64_t pid = spool_pid_in(name, "jaxprof", ""); pid > 0) {
       JaxProcess& p = out[pid];
       p.status.pid = pid;

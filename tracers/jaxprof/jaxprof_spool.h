@@ -51,7 +51,7 @@ struct JaxProcess {
 void find_jax_traces(const HeldFolder& spool, JaxProcess& p, std::vector<std::unique_ptr<HeldFolder>>& held);
 
 // Every process the hook left a status file or a trace folder for, by pid.
-std::map<int64_t, JaxProcess> read_jax_spool(const std::filesystem::path& dir);
+std::map<int64_t, JaxProcess> read_jax_spool(const std::filesystem::path& dir, SpoolBounds* bounds = nullptr);
 
 // The phases (cudatrace_jaxprof.py) that mean the process traced.
 bool jax_phase_profiled(const std::string& phase);

@@ -186,7 +186,8 @@ std::string jaxprof_python_problem(const std::string& python) { return python_mo
 
 TracerReport convert_jaxprof_output(const fs::path& dir, const fs::path& events_file, uint64_t max_bytes) {
   TracerReport report;
-  std::map<int64_t, JaxProcess> spool = read_jax_spool(dir);
+  SpoolBounds bounds;
+  std::map<int64_t, JaxProcess> spool = read_jax_spool(dir, &bounds);
   const HeldFolder held(dir);
   Conversion c{max_bytes, events_file, nullptr, {}};
   for (auto& [pid, p] : spool) c.process(held, p);
@@ -195,6 +196,8 @@ TracerReport convert_jaxprof_output(const fs::path& dir, const fs::path& events_
   judge_layers(t, spool.size(), report);
   report.loss = t.loss;
   report.loss["traces_missing"] = t.missing;
+  report.loss["spool_names_unread"] = bounds.names_unread;  // processes never looked at
+  report.loss["statuses_unread"] = bounds.statuses_unread;
   fill_notes(t, report);
   report.notes["clock"] = "unknown: jax.profiler's times count from its trace's start, which the file does not write; "
                           "each process's events keep those relative times (from 0), not the harness's clock";
@@ -219,11 +222,14 @@ TracerReport JaxprofTracer::finish(const fs::path& run_dir) {
 std::optional<std::map<std::string, int64_t>> JaxprofTracer::loss_without_events(const fs::path&) {
   std::map<std::string, int64_t> loss{{"traces_missing", 0}};
   const HeldFolder held(spool_);
-  for (auto& [pid, p] : read_jax_spool(spool_)) {
+  SpoolBounds bounds;
+  for (auto& [pid, p] : read_jax_spool(spool_, &bounds)) {
     std::vector<std::unique_ptr<HeldFolder>> runs;
     if (p.has_folder) find_jax_traces(held, p, runs);
     if (p.traces.empty() && jax_phase_profiled(p.status.phase)) ++loss["traces_missing"];
   }
+  loss["spool_names_unread"] = bounds.names_unread;
+  loss["statuses_unread"] = bounds.statuses_unread;
   return loss;
 }
 

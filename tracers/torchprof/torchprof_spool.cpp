@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -60,12 +61,19 @@ bool read_small(const fs::path& file, std::string& text, std::string& why) {
   return ok;
 }
 
-void read_status(const fs::path& file, SpooledProcess& p) {
+void read_status(const fs::path& file, SpooledProcess& p, uint64_t& budget, SpoolBounds& bounds) {
   std::string text, why;
+  if (budget == 0) {
+    p.status_error = "not read: the statuses read before took the " + std::to_string(kMaxStatusTotalBytes >> 20) +
+                     " MiB they may";
+    ++bounds.statuses_unread;
+    return;
+  }
   if (!read_small(file, text, why)) {
     p.status_error = why;
     return;
   }
+  budget -= std::min<uint64_t>(budget, text.size());
   try {
     json j = parse_outside_json(escape_invalid_utf8(text));
     if (!j.is_object()) throw std::runtime_error("not a JSON object");
@@ -88,17 +96,27 @@ bool phase_profiled(const std::string& phase) {
   return phase == "profiling" || phase == "exported" || phase == "export_failed";
 }
 
-std::map<int64_t, SpooledProcess> read_spool(const fs::path& dir, const std::string& method) {
+std::map<int64_t, SpooledProcess> read_spool(const fs::path& dir, const std::string& method, SpoolBounds* bounds) {
   const auto pid_in = [&method](const std::string& name, const char* suffix) { return spool_pid_in(name, method, suffix); };
   std::map<int64_t, SpooledProcess> out;
+  SpoolBounds own;
+  SpoolBounds& b = bounds ? *bounds : own;
+  uint64_t budget = kMaxStatusTotalBytes;
+  size_t seen = 0;
   std::error_code ec;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    // Past the bound the names are only counted, and that only so far: the count says there
+    // were more, the time it takes stays bounded.
+    if (++seen > kMaxSpoolNames) {
+      if (++b.names_unread >= int64_t(kMaxSpoolNames) * 16) break;
+      continue;
+    }
     const std::string name = it->path().filename().string();
     if (const int64_t pid = pid_in(name, ".status.json"); pid > 0) {
       SpooledProcess& p = out[pid];
       p.pid = pid;
       p.has_status = true;
-      read_status(it->path(), p);
+      read_status(it->path(), p, budget, b);
     } else if (const int64_t pid = pid_in(name, ".json"); pid > 0) {
       out[pid].pid = pid;
       out[pid].trace = name;

@@ -25,10 +25,21 @@ struct SpooledProcess {
   bool trace_tmp = false;
 };
 
+// What a reading of the folder left unread, each a loss (unit: files). The folder is the
+// program's: one that writes a million status files must cost the harness neither their
+// memory nor their time, and the processes past the bounds are counted, never dropped.
+struct SpoolBounds {
+  int64_t names_unread = 0;     // names past kMaxSpoolNames, not looked at
+  int64_t statuses_unread = 0;  // status files past kMaxStatusTotalBytes read in all
+};
+inline constexpr size_t kMaxSpoolNames = size_t(1) << 16;
+inline constexpr uint64_t kMaxStatusTotalBytes = uint64_t(64) << 20;
+
 // Every process the hook left a file for, by pid. Names of any other shape are not read.
 // `method`: the names' first part, which the hook's module writes (jaxprof's hook writes its
 // status files as torchprof's does: cudatrace_jaxprof.py, and no .json trace).
-std::map<int64_t, SpooledProcess> read_spool(const std::filesystem::path& dir, const std::string& method = "torchprof");
+std::map<int64_t, SpooledProcess> read_spool(const std::filesystem::path& dir, const std::string& method = "torchprof",
+                                             SpoolBounds* bounds = nullptr);
 
 // "<method>.<digits><suffix>" -> the pid; -1 for any other name.
 int64_t spool_pid_in(const std::string& name, const std::string& method, const std::string& suffix);

@@ -212,7 +212,8 @@ std::string torchprof_python_problem(const std::string& python) {
 TracerReport convert_torchprof_output(const fs::path& dir, const fs::path& events_file, const TraceClock& clock,
                                       uint64_t max_bytes, const fs::path& program_stderr) {
   TracerReport report;
-  const std::map<int64_t, SpooledProcess> spool = read_spool(dir);
+  SpoolBounds bounds;
+  const std::map<int64_t, SpooledProcess> spool = read_spool(dir, "torchprof", &bounds);
   Conversion c{dir, clock, max_bytes, events_file, nullptr, {}};
   for (const auto& [pid, p] : spool) c.process(p);
   if (c.out) c.out->close();
@@ -231,7 +232,10 @@ TracerReport convert_torchprof_output(const fs::path& dir, const fs::path& event
                  {"kineto_stopped_tracing", std::max(kineto.stopped_tracing, t.kineto_stopped_in_traces)},
                  {"kineto_dropped_records", kineto.dropped_records},
                  {"kineto_log_unread_bytes", kineto.unread_bytes},
-                 {"kineto_log_lines_unread_in_traces", t.kineto_log_lines_unread}};
+                 {"kineto_log_lines_unread_in_traces", t.kineto_log_lines_unread},
+                 // The folder past its bounds: processes whose files were never looked at.
+                 {"spool_names_unread", bounds.names_unread},
+                 {"statuses_unread", bounds.statuses_unread}};
   fill_notes(t, kineto, report);
   // Kineto stamps unix time through its own TSC clock; the offset to CLOCK_MONOTONIC is ours.
   report.notes["clock"] = "Kineto's unix time (us) + CLOCK_REALTIME - CLOCK_MONOTONIC offset, +-1 ms";
@@ -258,10 +262,13 @@ TracerReport TorchprofTracer::finish(const fs::path& run_dir) {
 
 std::optional<std::map<std::string, int64_t>> TorchprofTracer::loss_without_events(const fs::path& run_dir) {
   std::map<std::string, int64_t> loss;
-  for (const auto& [pid, p] : read_spool(spool_)) {
+  SpoolBounds bounds;
+  for (const auto& [pid, p] : read_spool(spool_, "torchprof", &bounds)) {
     if (p.trace.empty() && phase_profiled(p.phase)) ++loss["traces_missing"];
     if (p.trace_tmp) ++loss["traces_cut"];
   }
+  loss["spool_names_unread"] = bounds.names_unread;
+  loss["statuses_unread"] = bounds.statuses_unread;
   const KinetoLossLines kineto = read_kineto_loss_lines(run_dir / "stderr.txt", max_bytes_);
   loss["kineto_stopped_tracing"] = kineto.stopped_tracing;
   loss["kineto_dropped_records"] = kineto.dropped_records;
