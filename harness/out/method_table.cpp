@@ -310,7 +310,8 @@ std::string lost_cell(const json& l) {
   if (!l.is_object()) return "-";
   if (const int64_t lossy = l.value("combinations", int64_t(0)); lossy > 0) {
     std::string besides;  // what its counters of anything but events counted, in their units
-    for (const auto& [unit, n] : l.value("other", json::object()).items())
+    const json other = l.value("other", json::object());  // held: items() of a temporary would dangle
+    for (const auto& [unit, n] : other.items())
       if (n.is_number_integer() && n.get<int64_t>() > 0) besides += ", " + n.dump() + " " + unit;
     return std::to_string(l.value("events", int64_t(0))) + besides + " in " + std::to_string(lossy) + " of " +
            std::to_string(l.value("of", int64_t(0)));

@@ -180,6 +180,11 @@ TEST(MethodTable, SummaryJsonHoldsOneVerdictPerMethodAsTheTableShowsIt) {
   summary["methods"] = methods;
   summary["methods"][0]["workloads"]["status"] = "blind";
   EXPECT_NE(cudatrace::method_table(summary).find("blind (8/16 complete)"), std::string::npos) << cudatrace::method_table(summary);
+  // What a method lost in other units than events is said beside the events, in its units.
+  for (auto& m : summary["methods"])
+    if (m["method"] == "uprobe") m["lost"]["other"] = {{"files", 3}};
+  EXPECT_NE(cudatrace::method_table(summary).find("10000, 3 files in 2 of 16"), std::string::npos)
+      << cudatrace::method_table(summary);
 }
 
 // "SHORT" says a process (or GPU) fell shorter than its layer's total, which the total hides.
