@@ -105,10 +105,10 @@ class BusyCollector {
         if (c < 0) return;
         char buf[65536];
         (void)!read(c, buf, sizeof buf);
+        ++requests;  // before the answer: the sender may be done, and the test asking, once it has it
         const char reply[] = "HTTP/1.1 429 Too Many Requests\r\nRetry-After: 30\r\nContent-Length: 0\r\n\r\n";
         (void)!write(c, reply, sizeof reply - 1);
         ::close(c);
-        ++requests;
       }
     });
   }
