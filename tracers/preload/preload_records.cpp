@@ -157,7 +157,13 @@ bool RecordConverter::name_and_args(const Record& r) {
 // Ticks to CLOCK_MONOTONIC: between the calibration points around the record, or (file cut
 // short) from the last one at the process's average rate.
 void RecordConverter::time(const Record& r, const ThreadFile& f) {
-  const size_t np = f.next_point;
+  size_t np = f.next_point;
+  // The points around the record by its time, not by its place in the file: a call that
+  // began before the point a full buffer closed with is written after that point (its record
+  // is made at its exit). Mapped on the next segment's line it could come out earlier than the
+  // call before it, by a few ns where the next point is close; on the line of the segment it
+  // began in, one thread's calls keep their order.
+  for (int back = 0; back < 4 && np >= 2 && int64_t(r.ts) < f.points[np - 1].second.tsc; ++back) --np;
   const Calibration* before = np > 0 ? &f.points[np - 1].second : nullptr;
   const Calibration* after = np < f.points.size() ? &f.points[np].second : nullptr;
   const Span* span = process_.span;
