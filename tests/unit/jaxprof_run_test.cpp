@@ -275,4 +275,11 @@ TEST(JaxprofRun, AFolderPastItsBoundsIsReadToTheBoundAndTheRestCounted) {
   r = convert_dir(names);
   EXPECT_GE(r.report.loss["spool_names_unread"].get<int64_t>(), 10) << r.report.loss.dump();
   EXPECT_EQ(r.report.loss["statuses_unread"], 0);
+
+  // A status the program made unreadable leaves its process unjudged: counted, never clean.
+  const fs::path garbled = temp_dir("jaxprof-garbled");
+  traced(garbled, 7);
+  write(garbled / "jaxprof.8.status.json", "{\"phase\": \"exported\"");
+  r = convert_dir(garbled);
+  EXPECT_EQ(r.report.loss["statuses_unread"], 1) << r.report.loss.dump();
 }

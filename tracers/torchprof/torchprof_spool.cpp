@@ -71,6 +71,7 @@ void read_status(const fs::path& file, SpooledProcess& p, uint64_t& budget, Spoo
   }
   if (!read_small(file, text, why)) {
     p.status_error = why;
+    ++bounds.statuses_unread;  // a process the harness cannot judge: counted, never a clean zero
     return;
   }
   budget -= std::min<uint64_t>(budget, text.size());
@@ -87,6 +88,7 @@ void read_status(const fs::path& file, SpooledProcess& p, uint64_t& budget, Spoo
     p.status = std::move(j);
   } catch (const std::exception& e) {
     p.status_error = std::string("not a status: ") + shown(e.what(), 120);
+    ++bounds.statuses_unread;
   }
 }
 

@@ -30,7 +30,7 @@ struct SpooledProcess {
 // memory nor their time, and the processes past the bounds are counted, never dropped.
 struct SpoolBounds {
   int64_t names_unread = 0;     // names past kMaxSpoolNames, not looked at
-  int64_t statuses_unread = 0;  // status files past kMaxStatusTotalBytes read in all
+  int64_t statuses_unread = 0;  // status files not read: past kMaxStatusTotalBytes in all, or unreadable
 };
 inline constexpr size_t kMaxSpoolNames = size_t(1) << 16;
 inline constexpr uint64_t kMaxStatusTotalBytes = uint64_t(64) << 20;
