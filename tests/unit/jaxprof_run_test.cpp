@@ -255,19 +255,21 @@ TEST(JaxprofRun, AFolderPastItsBoundsIsReadToTheBoundAndTheRestCounted) {
   const fs::path statuses = temp_dir("jaxprof-flood-statuses");
   traced(statuses, 7);
   const std::string padded = "{\"v\": 1, \"pid\": 1, \"phase\": \"exported\"" + std::string(60 << 10, ' ') + "}";
-  const int64_t big = int64_t(kMaxStatusTotalBytes / padded.size()) + 40;  // past the bytes read in all
+  const SpoolBounds least;  // what convert_dir's 1 GiB run bound gives: the least the bounds are
+  ASSERT_EQ(SpoolBounds::for_run(uint64_t(1) << 30).max_status_bytes, least.max_status_bytes);
+  const int64_t big = int64_t(least.max_status_bytes / padded.size()) + 40;  // past the bytes read in all
   for (int64_t pid = 100; pid < 100 + big; ++pid)
     write(statuses / ("jaxprof." + std::to_string(pid) + ".status.json"), padded);
   SpoolBounds bounds;
   read_spool(statuses, "jaxprof", &bounds);
-  EXPECT_GE(bounds.statuses_unread, 39) << "statuses past " << kMaxStatusTotalBytes << " bytes in all";
+  EXPECT_GE(bounds.statuses_unread, 39) << "statuses past " << least.max_status_bytes << " bytes in all";
   EXPECT_EQ(bounds.names_unread, 0);
   ConvertedRun r = convert_dir(statuses);
   EXPECT_EQ(r.report.loss["statuses_unread"], bounds.statuses_unread) << r.report.loss.dump();
 
   const fs::path names = temp_dir("jaxprof-flood-names");
   traced(names, 7);
-  for (size_t i = 0; i < kMaxSpoolNames + 8; ++i) write(names / ("other." + std::to_string(i)), "");
+  for (size_t i = 0; i < least.max_names + 8; ++i) write(names / ("other." + std::to_string(i)), "");
   bounds = {};
   const auto spool = read_spool(names, "jaxprof", &bounds);
   EXPECT_LE(spool.size(), 1u);
@@ -282,4 +284,10 @@ TEST(JaxprofRun, AFolderPastItsBoundsIsReadToTheBoundAndTheRestCounted) {
   write(garbled / "jaxprof.8.status.json", "{\"phase\": \"exported\"");
   r = convert_dir(garbled);
   EXPECT_EQ(r.report.loss["statuses_unread"], 1) << r.report.loss.dump();
+
+  // The bounds follow the run's: a larger machine reads more of the folder, up to 1 GiB of statuses.
+  const SpoolBounds big_run = SpoolBounds::for_run(uint64_t(256) << 30);
+  EXPECT_EQ(big_run.max_status_bytes, uint64_t(256) << 20);
+  EXPECT_EQ(big_run.max_names, size_t(256) << 10);
+  EXPECT_EQ(SpoolBounds::for_run(uint64_t(1) << 50).max_status_bytes, uint64_t(1) << 30);
 }

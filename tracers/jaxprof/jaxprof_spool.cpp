@@ -125,7 +125,7 @@ std::map<int64_t, JaxProcess> read_jax_spool(const fs::path& dir, SpoolBounds* b
   }
   const HeldFolder spool(dir);
   size_t more = 0;
-  const std::vector<std::string> names = spool.names(kMaxSpoolNames, &more);
+  const std::vector<std::string> names = spool.names(b.max_names, &more);
   // The same names again (the run folders among them): counted past the bound once only.
   b.names_unread = std::max(b.names_unread, int64_t(more));
   for (const auto& name : names) {

@@ -186,7 +186,7 @@ std::string jaxprof_python_problem(const std::string& python) { return python_mo
 
 TracerReport convert_jaxprof_output(const fs::path& dir, const fs::path& events_file, uint64_t max_bytes) {
   TracerReport report;
-  SpoolBounds bounds;
+  SpoolBounds bounds = SpoolBounds::for_run(max_bytes);
   std::map<int64_t, JaxProcess> spool = read_jax_spool(dir, &bounds);
   const HeldFolder held(dir);
   Conversion c{max_bytes, events_file, nullptr, {}};
@@ -222,7 +222,7 @@ TracerReport JaxprofTracer::finish(const fs::path& run_dir) {
 std::optional<std::map<std::string, int64_t>> JaxprofTracer::loss_without_events(const fs::path&) {
   std::map<std::string, int64_t> loss{{"traces_missing", 0}};
   const HeldFolder held(spool_);
-  SpoolBounds bounds;
+  SpoolBounds bounds = SpoolBounds::for_run(max_bytes_);
   for (auto& [pid, p] : read_jax_spool(spool_, &bounds)) {
     std::vector<std::unique_ptr<HeldFolder>> runs;
     if (p.has_folder) find_jax_traces(held, p, runs);
@@ -237,7 +237,8 @@ std::optional<std::map<std::string, int64_t>> JaxprofTracer::loss_without_events
 TracerReport JaxprofTracer::layers_without_events() {
   TracerReport report;
   RunTally t;
-  const auto spool = read_jax_spool(spool_);
+  SpoolBounds bounds = SpoolBounds::for_run(max_bytes_);
+  const auto spool = read_jax_spool(spool_, &bounds);
   for (const auto& [pid, p] : spool) {
     tally_status(t, p.status);
     t.profiled += jax_phase_profiled(p.status.phase) || p.has_folder;
@@ -247,7 +248,8 @@ TracerReport JaxprofTracer::layers_without_events() {
 }
 
 void JaxprofTracer::abandon(const fs::path&) {
-  for (const auto& [pid, p] : read_jax_spool(spool_)) {
+  SpoolBounds bounds = SpoolBounds::for_run(max_bytes_);
+  for (const auto& [pid, p] : read_jax_spool(spool_, &bounds)) {
     std::error_code ec;
     const std::string stem = "jaxprof." + std::to_string(pid);
     for (const char* ext : {".status.json", ".status.json.tmp"}) fs::remove(spool_ / (stem + ext), ec);

@@ -64,7 +64,7 @@ bool read_small(const fs::path& file, std::string& text, std::string& why) {
 void read_status(const fs::path& file, SpooledProcess& p, uint64_t& budget, SpoolBounds& bounds) {
   std::string text, why;
   if (budget == 0) {
-    p.status_error = "not read: the statuses read before took the " + std::to_string(kMaxStatusTotalBytes >> 20) +
+    p.status_error = "not read: the statuses read before took the " + std::to_string(bounds.max_status_bytes >> 20) +
                      " MiB they may";
     ++bounds.statuses_unread;
     return;
@@ -94,6 +94,13 @@ void read_status(const fs::path& file, SpooledProcess& p, uint64_t& budget, Spoo
 
 }  // namespace
 
+SpoolBounds SpoolBounds::for_run(uint64_t run_bytes) {
+  SpoolBounds b;
+  b.max_status_bytes = std::clamp<uint64_t>(run_bytes >> 10, b.max_status_bytes, uint64_t(1) << 30);
+  b.max_names = std::max<size_t>(b.max_names, size_t(b.max_status_bytes >> 10));
+  return b;
+}
+
 bool phase_profiled(const std::string& phase) {
   return phase == "profiling" || phase == "exported" || phase == "export_failed";
 }
@@ -103,14 +110,14 @@ std::map<int64_t, SpooledProcess> read_spool(const fs::path& dir, const std::str
   std::map<int64_t, SpooledProcess> out;
   SpoolBounds own;
   SpoolBounds& b = bounds ? *bounds : own;
-  uint64_t budget = kMaxStatusTotalBytes;
+  uint64_t budget = b.max_status_bytes;
   size_t seen = 0;
   std::error_code ec;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     // Past the bound the names are only counted, and that only so far: the count says there
     // were more, the time it takes stays bounded.
-    if (++seen > kMaxSpoolNames) {
-      if (++b.names_unread >= int64_t(kMaxSpoolNames) * 16) break;
+    if (++seen > b.max_names) {
+      if (++b.names_unread >= int64_t(b.max_names) * 16) break;
       continue;
     }
     const std::string name = it->path().filename().string();

@@ -25,15 +25,18 @@ struct SpooledProcess {
   bool trace_tmp = false;
 };
 
-// What a reading of the folder left unread, each a loss (unit: files). The folder is the
-// program's: one that writes a million status files must cost the harness neither their
-// memory nor their time, and the processes past the bounds are counted, never dropped.
+// How far the folder is read, and what that reading left unread, each a loss (unit: files).
+// The folder is the program's: one that writes a million status files must cost the harness
+// neither their memory nor their time, and the processes past the bounds are counted, never
+// dropped. The bounds follow the run's (--max-trace-bytes, from the free space under --out):
+// statuses kept in memory, a 1024th of it between 64 MiB and 1 GiB; a name per KiB of that.
 struct SpoolBounds {
-  int64_t names_unread = 0;     // names past kMaxSpoolNames, not looked at
-  int64_t statuses_unread = 0;  // status files not read: past kMaxStatusTotalBytes in all, or unreadable
+  size_t max_names = size_t(1) << 16;
+  uint64_t max_status_bytes = uint64_t(64) << 20;
+  int64_t names_unread = 0;     // names past max_names, not looked at
+  int64_t statuses_unread = 0;  // status files not read: past max_status_bytes in all, or unreadable
+  static SpoolBounds for_run(uint64_t run_bytes);
 };
-inline constexpr size_t kMaxSpoolNames = size_t(1) << 16;
-inline constexpr uint64_t kMaxStatusTotalBytes = uint64_t(64) << 20;
 
 // Every process the hook left a file for, by pid. Names of any other shape are not read.
 // `method`: the names' first part, which the hook's module writes (jaxprof's hook writes its

@@ -212,7 +212,7 @@ std::string torchprof_python_problem(const std::string& python) {
 TracerReport convert_torchprof_output(const fs::path& dir, const fs::path& events_file, const TraceClock& clock,
                                       uint64_t max_bytes, const fs::path& program_stderr) {
   TracerReport report;
-  SpoolBounds bounds;
+  SpoolBounds bounds = SpoolBounds::for_run(max_bytes);
   const std::map<int64_t, SpooledProcess> spool = read_spool(dir, "torchprof", &bounds);
   Conversion c{dir, clock, max_bytes, events_file, nullptr, {}};
   for (const auto& [pid, p] : spool) c.process(p);
@@ -262,7 +262,7 @@ TracerReport TorchprofTracer::finish(const fs::path& run_dir) {
 
 std::optional<std::map<std::string, int64_t>> TorchprofTracer::loss_without_events(const fs::path& run_dir) {
   std::map<std::string, int64_t> loss;
-  SpoolBounds bounds;
+  SpoolBounds bounds = SpoolBounds::for_run(max_bytes_);
   for (const auto& [pid, p] : read_spool(spool_, "torchprof", &bounds)) {
     if (p.trace.empty() && phase_profiled(p.phase)) ++loss["traces_missing"];
     if (p.trace_tmp) ++loss["traces_cut"];
@@ -280,7 +280,8 @@ std::optional<std::map<std::string, int64_t>> TorchprofTracer::loss_without_even
 TracerReport TorchprofTracer::layers_without_events() {
   TracerReport report;
   RunTally t;
-  const auto spool = read_spool(spool_);
+  SpoolBounds own_bounds = SpoolBounds::for_run(max_bytes_);
+  const auto spool = read_spool(spool_, "torchprof", &own_bounds);
   for (const auto& [pid, p] : spool) {
     t.python_processes += p.has_status;
     t.profiled += phase_profiled(p.phase) || !p.trace.empty();
@@ -293,7 +294,8 @@ TracerReport TorchprofTracer::layers_without_events() {
 }
 
 void TorchprofTracer::abandon(const fs::path&) {
-  for (const auto& [pid, p] : read_spool(spool_)) {
+  SpoolBounds own_bounds = SpoolBounds::for_run(max_bytes_);
+  for (const auto& [pid, p] : read_spool(spool_, "torchprof", &own_bounds)) {
     std::error_code ec;
     const std::string stem = "torchprof." + std::to_string(pid);
     for (const char* ext : {".json", ".json.tmp", ".status.json", ".status.json.tmp"}) fs::remove(spool_ / (stem + ext), ec);
