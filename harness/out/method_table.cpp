@@ -60,8 +60,9 @@ json workload_program(const json& c) {
   }
   if (const json s = c.value("per_device_short", json::array()); !s.empty() && s[0].is_string())
     reasons.push_back("short: " + s[0].get<std::string>());
-  if (const json loss = c.value("loss", json::object()); loss_totals(loss, c.value("method", "")).any())
-    reasons.push_back("lost " + loss_totals(loss, c.value("method", "")).text() + " (" + lost_text(loss) + ")");
+  const json loss = c.value("loss", json::object());
+  if (const LossTotals lost = loss_totals(loss, c.value("method", "")); lost.any())
+    reasons.push_back("lost " + lost.text() + " (" + lost_text(loss) + ")");
   if (const int failed = c.value("failed", 0); failed > 0)
     reasons.push_back(std::to_string(failed) + " of " + std::to_string(c.value("reps", 0)) + " run(s) failed");
   std::string status = "complete";

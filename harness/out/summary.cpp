@@ -139,9 +139,9 @@ void print_progress(size_t index, size_t total, const Combo& c, int rep, int rep
     extra += "  RESULT as untraced rep " + std::to_string(rc["as_untraced_run"].get<int>()) +
              "'s: the untraced runs differ among themselves";
   // Lost events always show, whatever the shares read.
-  if (const json loss = run.value("tracer", json::object()).value("loss", json::object());
-      loss_totals(loss, run.value("method", "")).any())
-    extra += "  LOST " + loss_totals(loss, run.value("method", "")).text() + " (" + lost_text(loss) + ")";
+  const json loss = run.value("tracer", json::object()).value("loss", json::object());
+  if (const LossTotals lost = loss_totals(loss, run.value("method", "")); lost.any())
+    extra += "  LOST " + lost.text() + " (" + lost_text(loss) + ")";
   // A total can hide a rank or a GPU that saw nothing: those that fell short are named.
   const json short_of = run.value("per_device_short", json::array());
   for (size_t i = 0; i < short_of.size() && i < 4; ++i) extra += "  SHORT " + short_of[i].get<std::string>();
