@@ -99,12 +99,22 @@ void forwarder(benchmark::State& s) {
       kKind == 0   ? &listed_hook
       : kKind == 1 ? reinterpret_cast<Hook>(generic_wrapper_for("cuCtxGetDevice", false, fake))
                    : reinterpret_cast<Hook>(generic_wrapper_for("cuFakeDriver", false, fake)));
-  std::vector<double> live, paused, diff;
-  for (auto _ : s) {
-    live.push_back(batch([&](int i) { benchmark::DoNotOptimize(call(uint64_t(i))); }));
-    cudatrace_pause(1);
-    paused.push_back(batch([&](int i) { benchmark::DoNotOptimize(call(uint64_t(i))); }));
+  auto timed = [&](bool live_batch) {
+    cudatrace_pause(live_batch ? 0 : 1);
+    const double ns = batch([&](int i) { benchmark::DoNotOptimize(call(uint64_t(i))); });
     cudatrace_pause(0);
+    return ns;
+  };
+  // The order flips every iteration: a batch that always ran second would run on what
+  // the first left in the caches and predictors, a bias of the order of the hook's cost.
+  std::vector<double> live, paused, diff;
+  int64_t iteration = 0;
+  for (auto _ : s) {
+    const bool live_first = iteration++ % 2 == 0;
+    const double first = timed(live_first);
+    const double second = timed(!live_first);
+    live.push_back(live_first ? first : second);
+    paused.push_back(live_first ? second : first);
     diff.push_back(live.back() - paused.back());
   }
   s.counters["median_ns"] = median_of(live);

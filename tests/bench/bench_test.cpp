@@ -118,11 +118,13 @@ TEST(Bench, DevhookInProcessAbOriginalAgainstInstrumentedKernel) {
 }
 
 // record_cost without a GPU: every part is measured, and recording costs something over
-// forwarding (two TSC reads and an append: never free).
+// forwarding (two TSC reads and an append: never free). The fake driver touches no
+// memory here: with a footprint, a call is ~2 us and a record's ~20 ns is within the
+// spread of a shared two-core machine (CI read -9 ns once at 64 KiB).
 TEST(Bench, RecordCostOnThisCpu) {
   auto dir = testsupport::temp_dir("record-cost");
   const auto out = dir / "record_cost.json";
-  auto r = testsupport::run_command(std::string(RECORD_COST_PATH) + " --footprint_kib=64 --benchmark_out_format=json" +
+  auto r = testsupport::run_command(std::string(RECORD_COST_PATH) + " --footprint_kib=0 --benchmark_out_format=json" +
                                     " --benchmark_out=" + out.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::ifstream f(out);
