@@ -58,7 +58,7 @@ void EventReadAhead::read(const std::filesystem::path& path, const StoreLimits& 
   }
 }
 
-bool EventReadAhead::next(Event& e, std::string& packed_args) {
+const Event* EventReadAhead::next(std::string_view& packed_args) {
   while (!done_) {
     if (!ready_) {  // tail_ read under the lock: the batch's contents come with it
       std::unique_lock lk(mu_);
@@ -67,26 +67,22 @@ bool EventReadAhead::next(Event& e, std::string& packed_args) {
     }
     Batch& b = ring_[head_ % ring_.size()];
     if (at_ < b.n) {
-      // Swapped, not copied: the caller's last record goes back to be read over, its
-      // strings' room kept.
-      std::swap(e, b.events[at_]);
-      std::swap(packed_args, b.packed[at_]);
-      ++at_;
-      return true;
+      packed_args = b.packed[at_];
+      return &b.events[at_++];
     }
     if (b.last) {
       done_ = true;
       if (b.error) std::rethrow_exception(b.error);
-      return false;
+      return nullptr;
     }
-    {
+    {  // the batch is read to its end (the caller is past its last record): it may be filled again
       std::lock_guard lk(mu_);
       ++head_;
     }
     at_ = 0, ready_ = false;
     emptied_.notify_one();
   }
-  return false;
+  return nullptr;
 }
 
 }  // namespace cudatrace

@@ -211,11 +211,16 @@ LedgerCheck read_ledgers(const std::filesystem::path& run_dir, uint64_t max_byte
             f, limits, [&checker](const Event& e, std::string_view packed) { checker.add(e, packed); });
       else
         in = std::make_unique<EventReader>(f, limits);
-      Event e;
-      std::string packed;
-      while (ahead ? ahead->next(e, packed) : in->next(e, &packed)) {
-        if (!ahead) checker.add(e, packed);
-        visit(e, packed);
+      if (ahead) {
+        std::string_view packed;
+        while (const Event* e = ahead->next(packed)) visit(*e, packed);
+      } else {
+        Event e;
+        std::string packed;
+        while (in->next(e, &packed)) {
+          checker.add(e, packed);
+          visit(e, packed);
+        }
       }
       one = checker.finish();
     } catch (const std::exception& e) {

@@ -41,8 +41,11 @@ std::string DeviceNames::key(const Event& e) const {
 
 void ProcessLabeler::add(const Event& e) {
   if (!e.is_meta()) {
-    auto [it, fresh] = first_call_.try_emplace(e.pid, e.ts);
-    if (!fresh) it->second = std::min(it->second, e.ts);
+    if (!last_first_call_ || last_pid_ != e.pid) {
+      last_first_call_ = &first_call_.try_emplace(e.pid, e.ts).first->second;
+      last_pid_ = e.pid;
+    }
+    *last_first_call_ = std::min(*last_first_call_, e.ts);
     return;
   }
   header_ts_.try_emplace(e.pid, e.ts);

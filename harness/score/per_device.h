@@ -66,11 +66,16 @@ using ProcessLabels = std::map<int64_t, std::string>;
 // Learnt from the ledgers' records as they stream past (headers included).
 class ProcessLabeler {
  public:
+  ProcessLabeler() = default;
+  ProcessLabeler(const ProcessLabeler&) = delete;  // it points into its own map
+  ProcessLabeler& operator=(const ProcessLabeler&) = delete;
   void add(const Event& e);
   ProcessLabels finish() const;
 
  private:
   std::map<int64_t, int64_t> first_call_;   // pid -> its first recorded call
+  int64_t* last_first_call_ = nullptr;       // that of the last record's pid (no lookup per record)
+  int64_t last_pid_ = 0;
   std::map<int64_t, int64_t> header_ts_;    // pid -> its ledger header's time
   std::map<int64_t, std::string> own_name_;  // pid -> info.process
 };

@@ -283,20 +283,22 @@ TEST(EventReadAhead, GivesWhatTheReaderGivesInOrder) {
   EventReader direct(p);
   int64_t read_beside = 0;
   EventReadAhead ahead(p, StoreLimits{}, [&](const Event&, std::string_view) { ++read_beside; }, 7, 2);
-  Event a, b;
-  std::string pa, pb;
+  Event a;
+  std::string pa;
+  std::string_view pb;
   int64_t n = 0;
   while (direct.next(a, &pa)) {
     SCOPED_TRACE(n);
-    ASSERT_TRUE(ahead.next(b, pb));
-    expect_same(a, b);
+    const Event* b = ahead.next(pb);
+    ASSERT_NE(b, nullptr);
+    expect_same(a, *b);
     ASSERT_EQ(pa, pb);
     ++n;
   }
   EXPECT_EQ(n, 5000);
-  EXPECT_FALSE(ahead.next(b, pb)) << "the end comes once the file's records have";
+  EXPECT_EQ(ahead.next(pb), nullptr) << "the end comes once the file's records have";
   EXPECT_EQ(read_beside, 5000) << "on_read saw each record, and all of them by the end";
-  EXPECT_FALSE(ahead.next(b, pb));
+  EXPECT_EQ(ahead.next(pb), nullptr);
 }
 
 // A damaged file's error reaches the caller after the records read before it, as from the
@@ -319,25 +321,23 @@ TEST(EventReadAhead, AnErrorComesAfterTheRecordsBeforeIt) {
   }
   ASSERT_GT(direct_read, 0);
   EventReadAhead ahead(p, StoreLimits{}, nullptr, 64, 3);
-  Event e;
-  std::string packed;
+  std::string_view packed;
   int64_t n = 0;
   EXPECT_THROW(
       {
-        while (ahead.next(e, packed)) ++n;
+        while (ahead.next(packed)) ++n;
       },
       EventFormatError);
   EXPECT_EQ(n, direct_read) << "every record before the damage, and not one more";
-  EXPECT_FALSE(ahead.next(e, packed)) << "after its error the reader is at its end";
+  EXPECT_EQ(ahead.next(packed), nullptr) << "after its error the reader is at its end";
 
   EventReadAhead dropped(p, StoreLimits{}, nullptr, 16, 2);
-  ASSERT_TRUE(dropped.next(e, packed));
+  ASSERT_NE(dropped.next(packed), nullptr);
 }
 
 TEST(EventReadAhead, AFileThatCannotBeOpenedIsAnErrorOfNext) {
   const fs::path dir = testsupport::temp_dir("store-ahead-none");
   EventReadAhead ahead(dir / "absent.msgpack.zst", StoreLimits{});
-  Event e;
-  std::string packed;
-  EXPECT_THROW(ahead.next(e, packed), std::exception);
+  std::string_view packed;
+  EXPECT_THROW(ahead.next(packed), std::exception);
 }
