@@ -1,8 +1,6 @@
 #include "tracers/devhook/agent/instrumenter.h"
 
 #include <dlfcn.h>
-#include <fcntl.h>
-#include <link.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -13,102 +11,18 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
-#include <fstream>
-#include <map>
 #include <mutex>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "common/clock.h"
-#include "common/elf_file.h"
+#include "tracers/devhook/agent/agent_state.h"
 #include "tracers/devhook/agent/driver_api.h"
 #include "tracers/devhook/agent/ring_drain.h"
 #include "tracers/devhook/device_record.h"
-#include "tracers/devhook/fatbin.h"
 #include "tracers/devhook/ptx_rewrite.h"
 
 namespace cudatrace::devhook {
-
-namespace {
-
-using nlohmann::json;
-
-// A module's code: a fatbin cudart registered (read at its first launch), or an image
-// loaded through the driver API (read when loaded).
-struct FatbinState {
-  const void* image = nullptr;
-  std::string via = "__cudaRegisterFatBinary";
-  bool prepared = false;
-  std::string error;   // why nothing in it can be instrumented
-  std::string source;  // which PTX entry was used, e.g. "compute_90, zstd"
-  std::string ptx;     // rewritten
-  std::vector<PtxKernel> kernels;
-};
-
-struct KernelState {
-  std::string name;  // the device function's (mangled) name
-  int fatbin = -1;
-  int params = -1;
-  std::string why_not;  // set once the kernel is known not to be instrumentable
-  uint64_t launches = 0, instrumented = 0;
-};
-
-struct ContextState {
-  CUcontext ctx = nullptr;
-  int arch = 0;
-  std::string error;  // set up failed: nothing runs instrumented here
-  CUdeviceptr control = 0;                 // the sub-rings' control blocks
-  DrainedRing* ring = nullptr;             // drained by ring_drain.cpp's thread
-  std::map<int, CUmodule> modules;         // fatbin -> its instrumented module
-  std::map<int, CUfunction> functions;     // kernel -> instrumented function
-  bool calibrated = false;
-  int64_t clock_offset_ns = 0;             // globaltimer - CLOCK_MONOTONIC
-  int64_t clock_uncertainty_ns = -1;
-  CUdeviceptr tickets = 0;                 // graph nodes' execution counters
-  uint64_t tickets_used = 0;
-  CUstream stream = nullptr;               // the agent's own, non-blocking: set-up and the clock kernel
-  CUdevice device = -1;
-  std::string pci_bus_id;                  // the device's, for the device layer's records
-  bool primary = false;                    // the device's primary context (cudart's)
-  // Read once, before the context goes or at exit (collect()).
-  bool collected = false;
-  DrainTotals drained;                     // records taken, claims and drops; error: the ring's
-  std::string counters_error;              // the graph nodes' counters could not be read
-};
-
-struct LaunchRow {
-  int kernel;
-  unsigned grid[3], block[3];
-  int context;
-  std::string failed;     // the instrumented launch failed; the original ran instead
-  int64_t ticket = -1;    // a graph kernel node: its counter slot in the context
-  uint64_t executions = 0;  // read from the counter at exit
-};
-
-struct Agent {
-  std::mutex mu;
-  ProbeMode mode = ProbeMode::kBlock;
-  uint64_t capacity = kDefaultRingRecords;  // a power of two
-  uint32_t subrings = kDefaultSubrings;      // a power of two, at most capacity
-  bool drain = true;                         // a thread takes records while kernels run
-  std::string out_dir;
-  std::vector<FatbinState> fatbins;
-  std::unordered_map<const void*, int> fatbin_of_handle;
-  std::vector<KernelState> kernels;
-  std::unordered_map<const void*, int> kernel_of;  // host stub, cudaKernel_t, CUfunction, CUkernel -> kernel
-  std::unordered_map<const void*, int> fatbin_of_module;  // CUmodule or CUlibrary -> its image
-  std::deque<ContextState> contexts;
-  std::vector<LaunchRow> launches;
-  std::map<std::string, uint64_t> uninstrumented;  // reason -> launches
-  uint64_t failed = 0;  // launches whose instrumented copy and original both failed: nothing ran
-  bool exit_hook = false, saved = false;
-};
-
-std::atomic<bool> g_paused{false};  // set_paused()
 
 Agent& agent() {
   static Agent* a = [] {
@@ -130,6 +44,43 @@ Agent& agent() {
 }
 
 std::string with_error(const char* what, CUresult r) { return std::string(what) + " failed: " + error_name(r); }
+
+void collect(Agent& a, ContextState& cs) {
+  if (cs.collected || !cs.error.empty()) return;
+  cs.collected = true;
+  const DriverApi& d = driver();
+  CUcontext previous = nullptr;
+  d.ctx_get_current(&previous);
+  CUresult r = d.ctx_set_current(cs.ctx);
+  if (r == CUDA_SUCCESS) r = d.ctx_synchronize();
+  // The ring is the drain's, not the context's: what it holds is read even when the
+  // context is gone or broken.
+  cs.drained = drain_finish(cs.ring);
+  if (r != CUDA_SUCCESS) {
+    // Its records are read; the graph nodes' counters, in its memory, are not.
+    cs.counters_error = with_error(
+        "synchronising the context to read its graph nodes' counters (was it destroyed where the agent could not see it?)",
+        r);
+  } else {
+    // A graph node's counter holds a ticket per block (or thread) of every execution.
+    std::vector<uint64_t> tickets(cs.tickets_used);
+    if (!tickets.empty() &&
+        (r = d.memcpy_dtoh(tickets.data(), cs.tickets, tickets.size() * sizeof(uint64_t))) != CUDA_SUCCESS)
+      cs.counters_error = with_error("reading the graph nodes' counters", r);
+    else
+      for (LaunchRow& l : a.launches) {
+        if (l.ticket < 0 || &a.contexts[size_t(l.context)] != &cs) continue;
+        uint64_t per = uint64_t(l.grid[0]) * l.grid[1] * l.grid[2];
+        if (a.mode == ProbeMode::kThread) per *= uint64_t(l.block[0]) * l.block[1] * l.block[2];
+        l.executions = per ? tickets[size_t(l.ticket)] / per : 0;
+      }
+  }
+  if (previous != cs.ctx) d.ctx_set_current(previous);
+}
+
+namespace {
+
+std::atomic<bool> g_paused{false};  // set_paused()
 
 void save_at_exit() { save_output(); }
 
@@ -301,78 +252,6 @@ void calibrate(ContextState& cs, CUmodule module) {
   }
 }
 
-// Rewrites PTX text into fb.
-void rewrite_into(FatbinState& fb, const std::string& ptx, ProbeMode mode) {
-  RewrittenPtx r = rewrite_ptx(ptx, mode, agent().subrings);
-  fb.ptx = std::move(r.ptx);
-  fb.kernels = std::move(r.kernels);
-}
-
-// Parses a fatbin and rewrites the PTX it holds for `arch`, once.
-void prepare_fatbin(FatbinState& fb, const void* image, int arch, ProbeMode mode) {
-  fb.prepared = true;
-  try {
-    const Fatbin f = parse_fatbin(image);
-    std::string why;
-    const FatbinEntry* e = pick_ptx(f, uint32_t(arch), why);
-    if (!e) {
-      fb.error = why;
-      return;
-    }
-    fb.source = "compute_" + std::to_string(e->arch) + (e->compression == Compression::kZstd ? ", zstd" : ", plain");
-    rewrite_into(fb, ptx_text(*e), mode);
-  } catch (const std::exception& ex) {
-    fb.error = ex.what();
-  }
-}
-
-// PTX a program hands the driver is a NUL-terminated string; past this, it is not PTX.
-constexpr size_t kMaxPtxBytes = size_t(256) << 20;
-
-int current_arch();
-
-// What a driver-API image is, read and rewritten now: the program may free it once loaded.
-// A fatbin is read for the current context's GPU.
-FatbinState prepare_image(const void* image, const char* via, ProbeMode mode) {
-  FatbinState fb;
-  fb.via = via;
-  fb.prepared = true;
-  const auto* bytes = static_cast<const unsigned char*>(image);
-  uint32_t magic = 0;
-  if (image) std::memcpy(&magic, image, sizeof magic);
-  if (!image) {
-    fb.error = "no image";
-  } else if (std::memcmp(bytes, "\x7f" "ELF", 4) == 0) {
-    fb.error = "a cubin: machine code only, no PTX to rewrite";
-  } else if (magic == kWrapperMagic || magic == kFatbinMagic) {
-    if (const int arch = current_arch(); arch <= 0)
-      fb.error = "a fatbin loaded with no GPU architecture known (no current context)";
-    else
-      prepare_fatbin(fb, image, arch, mode);
-  } else {
-    const size_t n = strnlen(static_cast<const char*>(image), kMaxPtxBytes);
-    try {
-      if (n == kMaxPtxBytes) throw std::runtime_error("not a cubin, fatbin or PTX text the agent can read");
-      fb.source = "PTX text";
-      rewrite_into(fb, std::string(static_cast<const char*>(image), n), mode);
-    } catch (const std::exception& ex) {
-      fb.error = ex.what();
-    }
-  }
-  return fb;
-}
-
-// The compute capability of the current context's device, or 0.
-int current_arch() {
-  const DriverApi& d = driver();
-  CUdevice dev;
-  int major = 0, minor = 0;
-  if (!d.loaded || d.ctx_get_device(&dev) != CUDA_SUCCESS ||
-      d.device_get_attribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) != CUDA_SUCCESS ||
-      d.device_get_attribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev) != CUDA_SUCCESS)
-    return 0;
-  return major * 10 + minor;
-}
 
 // The instrumented function for a kernel in this context, or nullptr with k.why_not set.
 CUfunction instrumented_function(Agent& a, ContextState& cs, int kernel) {
@@ -421,39 +300,6 @@ CUfunction instrumented_function(Agent& a, ContextState& cs, int kernel) {
   return fn;
 }
 
-// Reads a context's ring, control block and graph counters into cs, once. Under the lock.
-void collect(Agent& a, ContextState& cs) {
-  if (cs.collected || !cs.error.empty()) return;
-  cs.collected = true;
-  const DriverApi& d = driver();
-  CUcontext previous = nullptr;
-  d.ctx_get_current(&previous);
-  CUresult r = d.ctx_set_current(cs.ctx);
-  if (r == CUDA_SUCCESS) r = d.ctx_synchronize();
-  // The ring is the drain's, not the context's: what it holds is read even when the
-  // context is gone or broken.
-  cs.drained = drain_finish(cs.ring);
-  if (r != CUDA_SUCCESS) {
-    // Its records are read; the graph nodes' counters, in its memory, are not.
-    cs.counters_error = with_error(
-        "synchronising the context to read its graph nodes' counters (was it destroyed where the agent could not see it?)",
-        r);
-  } else {
-    // A graph node's counter holds a ticket per block (or thread) of every execution.
-    std::vector<uint64_t> tickets(cs.tickets_used);
-    if (!tickets.empty() &&
-        (r = d.memcpy_dtoh(tickets.data(), cs.tickets, tickets.size() * sizeof(uint64_t))) != CUDA_SUCCESS)
-      cs.counters_error = with_error("reading the graph nodes' counters", r);
-    else
-      for (LaunchRow& l : a.launches) {
-        if (l.ticket < 0 || &a.contexts[size_t(l.context)] != &cs) continue;
-        uint64_t per = uint64_t(l.grid[0]) * l.grid[1] * l.grid[2];
-        if (a.mode == ProbeMode::kThread) per *= uint64_t(l.block[0]) * l.block[1] * l.block[2];
-        l.executions = per ? tickets[size_t(l.ticket)] / per : 0;
-      }
-  }
-  if (previous != cs.ctx) d.ctx_set_current(previous);
-}
 
 // The context is about to go: read it now, and let a context made later (even at this
 // address) get a ring of its own. Under the lock.
@@ -743,103 +589,6 @@ bool add_kernel_node_instrumented(CUgraphNode* node, CUgraph graph, const CUgrap
   return false;
 }
 
-namespace {
-
-// The loaded libraries that carry kernels and a cudart of their own (linked in statically:
-// its error names and the libcuda.so.1 it opens are in their .rodata, with or without
-// symbols, as the uprobe method tells them). Kernels they register and launch never reach
-// the agent, so the report names them: what the device layer misses there is not counted.
-std::vector<std::string> objects_with_a_cudart_inside() {
-  std::vector<std::string> paths;
-  dl_iterate_phdr(
-      [](dl_phdr_info* info, size_t, void* out) {
-        // The program itself (no name) is left out: the harness knows how it links cudart
-        // and says so when it is static.
-        const std::string path = info->dlpi_name ? info->dlpi_name : "";
-        if (path.empty()) return 0;
-        const std::string base = path.substr(path.rfind('/') + 1);
-        if (base.rfind("libcudart.so", 0) == 0 || base.rfind("libcuda.so", 0) == 0 ||
-            base.rfind("libcudatrace_", 0) == 0 || base.rfind("linux-vdso", 0) == 0)
-          return 0;
-        const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0) return 0;
-        // Only one that has kernels (a .nv_fatbin) hides launches from the agent.
-        if (cudatrace::has_section(fd, ".nv_fatbin") &&
-            cudatrace::section_contains(fd, ".rodata", {"cudaErrorMissingConfiguration", "libcuda.so.1"}))
-          static_cast<std::vector<std::string>*>(out)->push_back(path);
-        close(fd);
-        return 0;
-      },
-      &paths);
-  return paths;
-}
-
-}  // namespace
-
 bool set_paused(bool paused) { return g_paused.exchange(paused); }
-
-void save_output() {
-  Agent& a = agent();
-  std::lock_guard lock(a.mu);
-  if (a.saved) return;
-  a.saved = true;
-  const std::string base = a.out_dir + "/devhook." + std::to_string(getpid());
-  json report = {{"pid", getpid()},
-                 {"mode", a.mode == ProbeMode::kThread ? "thread" : "block"},
-                 {"ring_records", a.capacity},
-                 {"subrings", a.subrings},
-                 {"record_bytes", sizeof(DeviceRecord)}};
-  json contexts = json::array();
-  for (ContextState& cs : a.contexts) {
-    json c = {{"arch", cs.arch}, {"device", int(cs.device)}, {"pci_bus_id", cs.pci_bus_id}};
-    collect(a, cs);
-    if (!cs.error.empty()) {
-      c["error"] = cs.error;
-    } else if (cs.drained.taken == 0 && !cs.drained.read && !cs.drained.error.empty()) {
-      c["error"] = "reading the ring: " + cs.drained.error;
-    } else {
-      // Claims and drops as last read: when the ring could not be read to the end, the
-      // claims it still held count as unfilled.
-      c["records"] = cs.drained.taken;
-      if (cs.drained.read) c.update({{"claimed", cs.drained.claimed}, {"dropped", cs.drained.dropped}});
-      if (!cs.drained.error.empty()) c["control_error"] = "reading the ring: " + cs.drained.error;
-      if (!cs.counters_error.empty()) c["tickets_error"] = cs.counters_error;
-    }
-    c["clock_offset_ns"] = cs.clock_offset_ns;
-    c["clock_uncertainty_ns"] = cs.calibrated ? json(cs.clock_uncertainty_ns) : json(nullptr);
-    contexts.push_back(c);
-  }
-  // The records file holds every context's records, interleaved, in the order drained.
-  report["records_unwritten"] = drain_close();
-  report["drained_while_running"] = a.drain;
-  json fatbins = json::array();
-  for (const FatbinState& fb : a.fatbins)
-    fatbins.push_back({{"prepared", fb.prepared}, {"source", fb.source}, {"error", fb.error}, {"via", fb.via}});
-  json kernels = json::array();
-  for (const KernelState& k : a.kernels)
-    kernels.push_back({{"name", k.name},
-                       {"fatbin", k.fatbin},
-                       {"launches", k.launches},
-                       {"instrumented", k.instrumented},
-                       {"why_not", k.why_not}});
-  json launches = json::array();
-  // [kernel, context, grid x y z, block x y z, failed, graph node executions or null]
-  for (const LaunchRow& l : a.launches)
-    launches.push_back({l.kernel, l.context, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2],
-                        l.failed, l.ticket < 0 ? json(nullptr) : json(l.executions)});
-  report.update({{"contexts", contexts},
-                 {"fatbins", fatbins},
-                 {"kernels", kernels},
-                 {"launches", launches},
-                 {"uninstrumented", a.uninstrumented},
-                 {"private_cudart", objects_with_a_cudart_inside()},
-                 {"launches_failed", a.failed}});
-  // Written under a temporary name and renamed, so a reader never sees half a report.
-  {
-    std::ofstream out(base + ".json.tmp");
-    out << report.dump() << "\n";
-  }
-  std::rename((base + ".json.tmp").c_str(), (base + ".json").c_str());
-}
 
 }  // namespace cudatrace::devhook
