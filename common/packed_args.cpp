@@ -44,6 +44,21 @@ void PackedArgs::integer(int64_t v) {
   put_int(b, v);
 }
 
+void PackedArgs::unsigned_integer(uint64_t v) {
+  PackBuf b{bytes_, size_};
+  put_uint(b, v);
+}
+
+void PackedArgs::boolean(bool v) {
+  PackBuf b{bytes_, size_};
+  b.push_back(char(v ? 0xc3 : 0xc2));
+}
+
+void PackedArgs::nil() {
+  PackBuf b{bytes_, size_};
+  put_nil(b);
+}
+
 void PackedArgs::text(std::string_view v) {
   PackBuf b{bytes_, size_};
   put_str(b, v);

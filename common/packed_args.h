@@ -19,6 +19,9 @@ class PackedArgs {
   void start(size_t entries);  // clears, then opens a map of `entries` keys
   void key(std::string_view k) { text(k); }
   void integer(int64_t v);
+  void unsigned_integer(uint64_t v);  // as JSON's unsigned numbers are written
+  void boolean(bool v);
+  void nil();
   void text(std::string_view v);
   void dim3(uint32_t x, uint32_t y, uint32_t z);
   std::string_view bytes() const { return std::string_view(bytes_.data(), size_); }

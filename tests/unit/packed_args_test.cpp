@@ -158,3 +158,28 @@ TEST(PackedArgs, ReaderRefusesAMapKeyThatIsNotAString) {
     }
   }
 }
+
+// A converter that packs its args (PackedArgs) stores the bytes the JSON object would have
+// stored: every kind of value, an unsigned past INT64_MAX included, in the JSON's key order.
+TEST(PackedArgs, PackedAsTheJsonObjectWouldBe) {
+  const json want = {{"a_nil", nullptr},
+                     {"b_false", false},
+                     {"c_true", true},
+                     {"d_small", uint64_t(7)},
+                     {"e_big", uint64_t(1) << 63},
+                     {"f_negative", int64_t(-40000)},
+                     {"g_grid", {uint32_t(65535), 1u, 4294967295u}},
+                     {"h_text", "no slot"}};
+  PackedArgs p;
+  p.start(want.size());
+  p.key("a_nil"), p.nil();
+  p.key("b_false"), p.boolean(false);
+  p.key("c_true"), p.boolean(true);
+  p.key("d_small"), p.unsigned_integer(7);
+  p.key("e_big"), p.unsigned_integer(uint64_t(1) << 63);
+  p.key("f_negative"), p.integer(-40000);
+  p.key("g_grid"), p.dim3(65535, 1, 4294967295u);
+  p.key("h_text"), p.text("no slot");
+  EXPECT_EQ(std::string(p.bytes()), pack_json_args(want));
+  EXPECT_EQ(unpack_args(p.bytes()), want);
+}

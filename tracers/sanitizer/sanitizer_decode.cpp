@@ -5,12 +5,15 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <regex>
 #include <set>
+#include <string_view>
 
 #include "common/cuda_names.h"
 #include "common/event_io.h"
 #include "common/event_store.h"
+#include "common/packed_args.h"
 #include "common/untrusted_file.h"
 #include "tracers/sanitizer/sanitizer_format.h"
 
@@ -37,7 +40,6 @@ struct Totals {
 uint64_t grid_blocks(const LaunchRecord& r) { return uint64_t(r.grid[0]) * r.grid[1] * r.grid[2]; }
 uint64_t block_threads(const LaunchRecord& r) { return uint64_t(r.block[0]) * r.block[1] * r.block[2]; }
 
-json dim3(const uint32_t d[3]) { return json::array({d[0], d[1], d[2]}); }
 
 // A JSON string field of the report, or `fallback` when absent or of another type: the
 // report is the program's to write, so no field is trusted to be there.
@@ -50,14 +52,76 @@ int64_t number_of(const json& j, const char* key) {
   return it != j.end() && it->is_number_integer() ? it->get<int64_t>() : 0;
 }
 
+// A kernel as its launches' events name it: as a person reads it, and as it was registered.
+struct KernelNames {
+  std::string display, symbol;
+};
+const KernelNames unknown_kernel{"?", "?"};
+
+// Where a context's launches ran: the ordinal and bus id as args give them (null where the
+// report says nothing), and as the event's device fields do.
+struct ContextPlace {
+  bool known = false;       // the report describes the context
+  int64_t device = 0;       // args.device when known
+  std::string pci_bus_id;   // args.pci_bus_id when known
+  std::optional<int64_t> ordinal;
+  std::string device_id;    // normalised
+};
+const ContextPlace unknown_place{};
+
+ContextPlace place_of(const json& c) {
+  ContextPlace p;
+  if (!c.is_object()) return p;
+  p.known = true;
+  p.device = number_of(c, "device");
+  p.pci_bus_id = text_of(c, "pci_bus_id");
+  if (p.device >= 0) p.ordinal = p.device;
+  p.device_id = normalize_pci_bus_id(p.pci_bus_id);
+  return p;
+}
+
+// A launch's args, packed as the store writes a JSON object's: its keys in sorted order.
+void pack_launch_args(PackedArgs& a, const LaunchRecord& rec, const KernelNames& names, const ContextPlace& place,
+                      uint64_t launch, std::string_view counted, bool threads) {
+  a.start(12 + (rec.graph_launch ? 1 : 0) + (threads ? 2 : 0));
+  a.key("block"), a.dim3(rec.block[0], rec.block[1], rec.block[2]);
+  a.key("blocks"), a.unsigned_integer(rec.blocks);
+  a.key("counted"), a.text(counted);
+  a.key("device");
+  if (place.known) a.integer(place.device);
+  else a.nil();
+  if (rec.graph_launch) a.key("graph_launch"), a.unsigned_integer(rec.graph_launch);
+  a.key("graph_node"), a.boolean(rec.flags & kGraphNode);
+  a.key("grid"), a.dim3(rec.grid[0], rec.grid[1], rec.grid[2]);
+  a.key("kernel"), a.text(names.display);
+  a.key("launch"), a.integer(int64_t(launch));
+  a.key("module"), a.unsigned_integer(rec.module);
+  a.key("pci_bus_id");
+  if (place.known) a.text(place.pci_bus_id);
+  else a.nil();
+  a.key("stream"), a.unsigned_integer(rec.stream);
+  a.key("symbol"), a.text(names.symbol);
+  if (threads) {
+    a.key("threads"), a.unsigned_integer(rec.threads);
+    a.key("threads_launched"), a.unsigned_integer(grid_blocks(rec) * block_threads(rec));
+  }
+}
+
 void convert_process(const json& rep, const fs::path& launches_file, EventStoreWriter& out, Totals& t, json& notes,
                      uint64_t& records_budget) {
   ++t.processes;
   const int64_t pid = number_of(rep, "pid");
   const bool threads = text_of(rep, "mode") == "threads";
-  std::vector<std::string> kernels;
-  for (const auto& k : rep.value("kernels", json::array())) kernels.push_back(k.is_string() ? k.get<std::string>() : "?");
+  // Each kernel's names and each context's place worked out once, not per launch: five
+  // minutes of PyTorch launch millions of kernels of a few hundred names.
+  std::vector<KernelNames> kernels;
+  for (const auto& k : rep.value("kernels", json::array())) {
+    const std::string symbol = k.is_string() ? k.get<std::string>() : "?";
+    kernels.push_back({kernel_display_name(symbol), symbol});
+  }
   const json contexts = rep.value("contexts", json::array());
+  std::vector<ContextPlace> places;
+  for (const auto& c : contexts) places.push_back(place_of(c));
   for (const auto& c : contexts) {
     if (!c.is_object()) continue;
     if (!text_of(c, "error").empty()) t.setup_errors.insert(text_of(c, "error"));
@@ -127,6 +191,11 @@ void convert_process(const json& rep, const fs::path& launches_file, EventStoreW
   in.clear();
   in.seekg(0);
   LaunchRecord rec;
+  Event e;
+  e.layer = layer::kDevice;
+  e.pid = pid;
+  PackedArgs args;
+  std::vector<int64_t> not_exact(kernels.size() + 1, 0);  // per kernel, then for an index past them
   for (uint64_t i = 0; i < kept; ++i) {
     if (!in.read(reinterpret_cast<char*>(&rec), sizeof rec)) {
       t.setup_errors.insert("pid " + std::to_string(pid) + ": the launches file shrank while it was read");
@@ -134,7 +203,7 @@ void convert_process(const json& rep, const fs::path& launches_file, EventStoreW
     }
     ++t.launches;
     const uint64_t want = grid_blocks(rec);
-    std::string counted = "exact";
+    std::string_view counted = "exact";
     const GraphLaunch* gl = nullptr;
     if (shared_graph_slots && (rec.flags & kGraphNode) && rec.graph_launch)
       gl = &graph_launches[{rec.context, rec.graph_launch}];
@@ -166,41 +235,19 @@ void convert_process(const json& rep, const fs::path& launches_file, EventStoreW
     t.blocks_expected += int64_t(want);
     t.blocks_counted += int64_t(rec.blocks);
     if (rec.flags & kGraphNode) ++t.graph_node_launches;
-    std::string kernel = "?", symbol = "?";
-    if (rec.kernel < kernels.size()) symbol = kernels[rec.kernel], kernel = kernel_display_name(symbol);
-    else ++t.bad_index;
-    if (counted.rfind("exact", 0) != 0) ++t.short_by_kernel[kernel];
-    json device = nullptr, pci = nullptr;
-    if (rec.context < contexts.size() && contexts[rec.context].is_object()) {
-      device = number_of(contexts[rec.context], "device");
-      pci = text_of(contexts[rec.context], "pci_bus_id");
-    }
-    Event e;
-    e.layer = layer::kDevice;
-    e.name = kernel;
+    const KernelNames& names = rec.kernel < kernels.size() ? kernels[rec.kernel] : unknown_kernel;
+    if (rec.kernel >= kernels.size()) ++t.bad_index;
+    if (counted.substr(0, 5) != "exact") ++not_exact[std::min<size_t>(rec.kernel, kernels.size())];
+    const ContextPlace& place = rec.context < places.size() ? places[rec.context] : unknown_place;
+    e.name = names.display;
     e.ts = int64_t(rec.host_ns);
-    e.pid = pid;
-    if (device.is_number_integer() && device.get<int64_t>() >= 0) e.device = device.get<int64_t>();
-    if (pci.is_string()) e.device_id = normalize_pci_bus_id(pci.get<std::string>());
-    e.args = {{"kernel", kernel},
-              {"symbol", symbol},
-              {"launch", int64_t(i)},
-              {"grid", dim3(rec.grid)},
-              {"block", dim3(rec.block)},
-              {"blocks", rec.blocks},
-              {"stream", rec.stream},
-              {"device", device},
-              {"pci_bus_id", pci},
-              {"graph_node", bool(rec.flags & kGraphNode)},
-              {"counted", counted}};
-    if (rec.graph_launch) e.args["graph_launch"] = rec.graph_launch;
-    e.args["module"] = rec.module;
-    if (threads) {
-      e.args["threads"] = rec.threads;
-      e.args["threads_launched"] = grid_blocks(rec) * block_threads(rec);
-    }
-    out.write(e);
+    e.device = place.ordinal;
+    e.device_id = place.device_id;
+    pack_launch_args(args, rec, names, place, i, counted, threads);
+    out.write(e, args);
   }
+  for (size_t k = 0; k < not_exact.size(); ++k)
+    if (not_exact[k]) t.short_by_kernel[k < kernels.size() ? kernels[k].display : unknown_kernel.display] += not_exact[k];
   if (cut) ++t.records_truncated;
   if (announced != index) t.setup_errors.insert("pid " + std::to_string(pid) + ": the report announces " +
                                                 std::to_string(announced) + " launches, the launches file holds " +
