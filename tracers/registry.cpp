@@ -111,24 +111,29 @@ void preload_first(Launch& launch, const fs::path& library, const std::string& w
   launch.env["LD_PRELOAD"] = library.string() + (existing && *existing ? std::string(":") + existing : "");
 }
 
+// Every reason the method cannot run here, not only the first: a user without a GPU who
+// also lacks the tool (or torch) learns of both at once, rather than one per install.
 Availability availability(const Method& m, const HostFacts& host, const MethodOptions& options) {
   if (!m.built && !m.not_built_reason.empty()) return {false, "not built: " + m.not_built_reason};
   if (!m.built) return {false, "not built yet (issue #" + std::to_string(m.issue) + ")"};
-  if (m.needs_root && !host.root)
-    return {false, "needs root or CAP_BPF+CAP_PERFMON (run the harness with sudo)"};
-  if (m.needs_gpu && !host.gpu) return {false, "needs a GPU: " + host.gpu_reason};
+  std::vector<std::string> why;
+  if (m.needs_root && !host.root) why.push_back("needs root or CAP_BPF+CAP_PERFMON (run the harness with sudo)");
+  if (m.needs_gpu && !host.gpu) why.push_back("needs a GPU: " + host.gpu_reason);
   for (const auto& tool : m.tools) {
     if (find_on_path(tool).empty()) {
       auto pkg = m.tool_packages.find(tool);
-      return {false, tool + " not found on PATH" +
-                         (pkg != m.tool_packages.end() ? " (apt-get install " + pkg->second + ")" : "")};
+      why.push_back(tool + " not found on PATH" +
+                    (pkg != m.tool_packages.end() ? " (apt-get install " + pkg->second + ")" : ""));
+      break;
     }
   }
   if (m.unavailable_because)
-    if (std::string why = m.unavailable_because(); !why.empty()) return {false, why};
+    if (std::string w = m.unavailable_because(); !w.empty()) why.push_back(w);
   if (m.unavailable_with)
-    if (std::string why = m.unavailable_with(options); !why.empty()) return {false, why};
-  return {true, ""};
+    if (std::string w = m.unavailable_with(options); !w.empty()) why.push_back(w);
+  std::string joined;
+  for (const auto& w : why) joined += (joined.empty() ? "" : "; and ") + w;
+  return {joined.empty(), joined};
 }
 
 }  // namespace cudatrace

@@ -121,17 +121,26 @@ TEST(Registry, UnbuiltMethodsSaySoAndHaveNoFactory) {
   }
 }
 
+// Every missing prerequisite is named at once, privilege first, so that a user installs
+// what is missing in one go rather than one reason per try.
 TEST(Registry, MissingPrivilegeGpuOrToolIsAReason) {
   Method m{.name = "x", .built = true, .needs_root = true, .needs_gpu = true, .tools = {"no-such-tool-xyz"},
            .tool_packages = {{"no-such-tool-xyz", "xyz-pkg"}}};
+  m.unavailable_with = [](const MethodOptions& o) { return o.count("broken") ? std::string("the library is broken") : ""; };
   HostFacts bare{.root = false, .gpu = false, .gpu_reason = "no NVIDIA driver"};
-  EXPECT_EQ(availability(m, bare).reason, "needs root or CAP_BPF+CAP_PERFMON (run the harness with sudo)");
+  const std::string root = "needs root or CAP_BPF+CAP_PERFMON (run the harness with sudo)";
+  const std::string gpu = "needs a GPU: no NVIDIA driver";
+  const std::string tool = "no-such-tool-xyz not found on PATH (apt-get install xyz-pkg)";
+  EXPECT_EQ(availability(m, bare).reason, root + "; and " + gpu + "; and " + tool);
+  EXPECT_EQ(availability(m, bare, {{"broken", "1"}}).reason,
+            root + "; and " + gpu + "; and " + tool + "; and the library is broken");
   bare.root = true;
-  EXPECT_EQ(availability(m, bare).reason, "needs a GPU: no NVIDIA driver");
+  EXPECT_EQ(availability(m, bare).reason, gpu + "; and " + tool);
   bare.gpu = true;
-  EXPECT_EQ(availability(m, bare).reason, "no-such-tool-xyz not found on PATH (apt-get install xyz-pkg)");
+  EXPECT_EQ(availability(m, bare).reason, tool);
   m.tools = {"sh"};
   EXPECT_TRUE(availability(m, bare).ok);
+  EXPECT_FALSE(availability(m, bare, {{"broken", "1"}}).ok);
 }
 
 // bpftime has no package: without it the method is listed with where to get it.
