@@ -2,6 +2,8 @@
 
 #include <pthread.h>
 
+#include <atomic>
+
 #include <utility>
 
 namespace cudatrace {
@@ -23,7 +25,16 @@ EventReadAhead::~EventReadAhead() {
   thread_.join();
 }
 
-bool EventReadAhead::worth_it() { return std::thread::hardware_concurrency() >= 4; }
+namespace {
+std::atomic<int> g_forced{-1};  // -1: the machine decides; else 0 or 1
+}  // namespace
+
+bool EventReadAhead::worth_it() {
+  const int forced = g_forced.load(std::memory_order_relaxed);
+  return forced >= 0 ? forced == 1 : std::thread::hardware_concurrency() >= 4;
+}
+
+void EventReadAhead::force_worth_it(std::optional<bool> forced) { g_forced = forced ? int(*forced) : -1; }
 
 // The reading thread: fills the ring's free batches in order until the file ends, fails, or
 // the consumer goes away. A batch being filled is the thread's alone (between tail_ and head_

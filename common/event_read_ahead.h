@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -46,6 +47,9 @@ class EventReadAhead {
   // Whether reading ahead is worth a thread on this machine: with fewer than 4 cores the
   // pairing's worker and the reader already take them.
   static bool worth_it();
+  // Tests choose either way (CI has 2 cores, where reading ahead would never run); nullopt:
+  // the machine decides again.
+  static void force_worth_it(std::optional<bool> forced);
 
  private:
   struct Batch {

@@ -4,7 +4,9 @@
 #include <cstdlib>
 #include <thread>
 
+#include "common/event_read_ahead.h"
 #include "common/event_store.h"
+#include "common/packed_args.h"
 #include "harness/score/ledger_check.h"
 #include "ledger/ledger.h"
 #include "test_support.h"
@@ -266,4 +268,39 @@ TEST(LedgerCheck, ALedgerThatInflatesFarPastItsSizeIsRefused) {
   ASSERT_FALSE(c.problems.empty());
   EXPECT_NE(c.problems.back().find("inflates past"), std::string::npos) << nlohmann::json(c.problems).dump();
   EXPECT_LT(seen, 2000);
+}
+
+// Reading a ledger ahead on a thread of its own (machines of 4 cores or more) changes
+// nothing of what the scoring gets: every record in order with its args, the same check,
+// across many of the reader's batches and two processes' ledgers, one of them inconsistent.
+TEST(LedgerCheck, ReadingAheadGivesWhatReadingInLineGives) {
+  auto dir = testsupport::temp_dir("ledgers-ahead");
+  std::vector<std::pair<std::string, int>> calls;
+  for (int i = 0; i < 12000; ++i) calls.push_back({i % 3 ? "cudaGetDevice" : "cudaMalloc", i % 7 ? 0 : 2});
+  EventStream big = ledger_with({{"records", 12000}, {"intended", {{"cudaGetDevice", 8000}, {"cudaMalloc", 4000}}}}, calls);
+  for (size_t i = 0; i < big.events.size(); ++i) {
+    big.events[i].tid = 1 + int64_t(i % 5);
+    big.events[i].args = {{"i", int64_t(i)}, {"ptr", "0x7f00" + std::to_string(i)}};
+  }
+  write_ledger<EventStoreWriter>(dir / ledger::kFileName, 10, big);
+  write_ledger<EventStoreWriter>(dir / (std::string(ledger::kFileName) + ".11"), 11,
+                                 ledger_with({{"records", 2}, {"intended", {{"cudaFree", 1}}}}, {{"cudaFree", 0}}));
+  auto read = [&](bool ahead, std::vector<std::string>& seen) {
+    EventReadAhead::force_worth_it(ahead);
+    seen.clear();
+    const LedgerCheck c = read_ledgers(dir, uint64_t(1) << 30, [&](const Event& e, std::string_view packed) {
+      seen.push_back(e.layer + " " + e.name + " " + std::to_string(e.ts) + " " + std::to_string(e.tid) + " " +
+                     std::to_string(e.ret.value_or(-1)) + " " + (e.is_meta() ? e.args.dump() : unpack_args(packed).dump()));
+    });
+    EventReadAhead::force_worth_it(std::nullopt);
+    return to_json(c);
+  };
+  std::vector<std::string> in_line, ahead;
+  const nlohmann::json checked_in_line = read(false, in_line), checked_ahead = read(true, ahead);
+  EXPECT_EQ(in_line.size(), 12000u + 1 + 1 + 1);  // two headers, their calls
+  EXPECT_EQ(checked_ahead, checked_in_line);
+  EXPECT_FALSE(checked_ahead["consistent"].get<bool>()) << "the second ledger is short of its header's records";
+  EXPECT_EQ(checked_ahead["records"], 12001);
+  ASSERT_EQ(ahead.size(), in_line.size());
+  for (size_t i = 0; i < ahead.size(); ++i) ASSERT_EQ(ahead[i], in_line[i]) << "record " << i;
 }
