@@ -146,6 +146,57 @@ TEST(SanitizerDecode, OneEventPerLaunchWithTheBlocksCounted) {
   EXPECT_EQ(events[2].args["launch"], 2);
 }
 
+// The args a launch's event stores, byte for byte: what the JSON object the converter once
+// built stored (its keys in sorted order), in both modes, for a graph node, a context the
+// report does not describe and a kernel index past the report's.
+TEST(SanitizerDecode, StoredArgsAreTheJsonObjectsBytes) {
+  for (const std::string mode : {"blocks", "threads"}) {
+    SCOPED_TRACE(mode);
+    LaunchRecord graph = launch(1, 4, 4, kGraphNode);
+    graph.graph_launch = 9, graph.threads = 4 * 256, graph.stream = 2, graph.module = 3;
+    const fs::path dir = write_output({launch(0, 8, 8), graph, launch(7, 2, 0, kNoSlot, 3)}, 4242, report_for(4242, 3, mode));
+    ASSERT_EQ(convert_sanitizer_output(dir, dir / cudatrace::kEventsFile, 4242).error, "");
+    json want[3] = {
+        {{"kernel", "vecadd"}, {"symbol", "_Z6vecaddPKfS0_Pfi"}, {"launch", 0}, {"grid", {8, 1, 1}}, {"block", {256, 1, 1}},
+         {"blocks", 8}, {"stream", 0}, {"device", 0}, {"pci_bus_id", "0000:00:06.0"}, {"graph_node", false},
+         {"counted", "exact"}, {"module", 0}},
+        {{"kernel", "scale"}, {"symbol", "scale"}, {"launch", 1}, {"grid", {4, 1, 1}}, {"block", {256, 1, 1}},
+         {"blocks", 4}, {"stream", 2}, {"device", 0}, {"pci_bus_id", "0000:00:06.0"}, {"graph_node", true},
+         {"counted", "exact, with its graph launch"}, {"graph_launch", 9}, {"module", 3}},
+        {{"kernel", "?"}, {"symbol", "?"}, {"launch", 2}, {"grid", {2, 1, 1}}, {"block", {256, 1, 1}}, {"blocks", 0},
+         {"stream", 0}, {"device", nullptr}, {"pci_bus_id", nullptr}, {"graph_node", false}, {"counted", "no slot"},
+         {"module", 0}}};
+    if (mode == "threads") {
+      want[0].update({{"threads", 0}, {"threads_launched", 8 * 256}});
+      want[1].update({{"threads", 4 * 256}, {"threads_launched", 4 * 256}});
+      want[2].update({{"threads", 0}, {"threads_launched", 2 * 256}});
+    }
+    EventReader in(dir / cudatrace::kEventsFile);
+    cudatrace::Event e;
+    std::string packed;
+    for (const json& w : want) {
+      ASSERT_TRUE(in.next(e, &packed));
+      EXPECT_EQ(packed, pack_json_args(w)) << unpack_args(packed).dump() << "\n" << w.dump();
+    }
+    EXPECT_FALSE(in.next(e, &packed));
+  }
+}
+
+// A report whose contexts are a map, not a list, is the program's doing: its launches are
+// placed on no device rather than on whatever the map's entries say.
+TEST(SanitizerDecode, ContextsThatAreNoListPlaceNoLaunch) {
+  json rep = report_for(4242, 1);
+  rep["contexts"] = {{"0", {{"device", 3}, {"pci_bus_id", "0000:99:00.0"}}}};
+  const fs::path dir = write_output({launch(0, 8, 8)}, 4242, rep);
+  const TracerReport r = convert_sanitizer_output(dir, dir / cudatrace::kEventsFile, 4242);
+  EXPECT_EQ(r.error, "");
+  const auto events = read_events(dir / cudatrace::kEventsFile).events;
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_FALSE(events[0].device.has_value());
+  EXPECT_EQ(events[0].args["device"], nullptr);
+  EXPECT_EQ(events[0].args["pci_bus_id"], nullptr);
+}
+
 // Kernel nodes of one graph launch share a counter: they are exact together when it holds
 // their grids' sum, short together when not (the file is read twice: summed, then converted).
 TEST(SanitizerDecode, GraphNodesOfOneLaunchAreCountedTogether) {

@@ -120,8 +120,9 @@ void convert_process(const json& rep, const fs::path& launches_file, EventStoreW
     kernels.push_back({kernel_display_name(symbol), symbol});
   }
   const json contexts = rep.value("contexts", json::array());
-  std::vector<ContextPlace> places;
-  for (const auto& c : contexts) places.push_back(place_of(c));
+  std::vector<ContextPlace> places;  // by a launch's context index: none where the report gives no list
+  if (contexts.is_array())
+    for (const auto& c : contexts) places.push_back(place_of(c));
   for (const auto& c : contexts) {
     if (!c.is_object()) continue;
     if (!text_of(c, "error").empty()) t.setup_errors.insert(text_of(c, "error"));
