@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -42,7 +43,8 @@ struct Event {
   std::optional<int64_t> device;
   std::string device_id;            // empty: not known
 
-  bool is_meta() const { return layer == layer::kMeta; }
+  // Asked of every record at every stage: sizes compared first, no strlen of the literal.
+  bool is_meta() const { return std::string_view(layer) == std::string_view(layer::kMeta); }
 };
 
 }  // namespace cudatrace

@@ -62,11 +62,13 @@ void LedgerChecker::add(const Event& e, std::string_view packed_args) {
     too_many_names_ = true;
     problem("more than " + std::to_string(kMaxNames) + " distinct call names: not a workload's ledger");
   }
-  if (last_tid_ && *last_tid_ == e.tid) {
-    // the thread of the record before: known already
+  if (std::find(recent_tids_.begin(), recent_tids_.begin() + recent_tids_used_, e.tid) !=
+      recent_tids_.begin() + recent_tids_used_) {
+    // a thread of the last few records: known already
   } else if (tids_.size() < kMaxThreads) {
     tids_.insert(e.tid);
-    last_tid_ = e.tid;
+    recent_tids_[recent_tid_next_++ % recent_tids_.size()] = e.tid;
+    recent_tids_used_ = std::min(recent_tids_used_ + 1, recent_tids_.size());
   } else if (!tids_.count(e.tid) && !too_many_tids_) {
     too_many_tids_ = true;
     problem("more than " + std::to_string(kMaxThreads) + " threads: not a workload's ledger");
@@ -93,7 +95,7 @@ LedgerCheck LedgerChecker::finish() {
   LedgerCheck c = std::move(c_);
   c_ = {};
   recent_ = {};  // they point into the counts moved to c
-  last_tid_.reset();
+  recent_tids_used_ = recent_tid_next_ = 0;
   auto problem = [&](std::string p) {
     if (c.problems.size() < 20) c.problems.push_back(std::move(p));
   };
