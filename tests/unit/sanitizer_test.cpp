@@ -182,6 +182,27 @@ TEST(SanitizerDecode, StoredArgsAreTheJsonObjectsBytes) {
   }
 }
 
+// The launch records read follow the run's bound, not a fixed count: past it they are a
+// named loss and the reason says which bound; a bigger run reads them all.
+TEST(SanitizerDecode, LaunchRecordsPastTheRunsBoundAreANamedLoss) {
+  EXPECT_EQ(sanitizer_launch_records_bound(uint64_t(1) << 40), (uint64_t(1) << 40) / sizeof(LaunchRecord));
+  EXPECT_EQ(sanitizer_launch_records_bound(0), kSanitizerDefaultLaunchRecords);
+  std::vector<LaunchRecord> ls;
+  for (int i = 0; i < 10; ++i) ls.push_back(launch(0, 8, 8));
+  const fs::path dir = write_output(ls);
+  const TracerReport cut = convert_sanitizer_output(dir, dir / cudatrace::kEventsFile, 4242, 4 * sizeof(LaunchRecord));
+  EXPECT_EQ(cut.loss["launch_records_over_bound"], 6);
+  EXPECT_EQ(read_events(dir / cudatrace::kEventsFile).events.size(), 4u);
+  ASSERT_EQ(cut.partly_unobserved.count("device"), 1u);
+  EXPECT_NE(cut.partly_unobserved.at("device").find("6 launch records over the bound of 4 per run (--max-trace-bytes)"),
+            std::string::npos)
+      << cut.partly_unobserved.at("device");
+  fs::remove(dir / cudatrace::kEventsFile);
+  const TracerReport whole = convert_sanitizer_output(dir, dir / cudatrace::kEventsFile, 4242, uint64_t(1) << 30);
+  EXPECT_EQ(whole.loss["launch_records_over_bound"], 0);
+  EXPECT_EQ(read_events(dir / cudatrace::kEventsFile).events.size(), 10u);
+}
+
 // A report whose contexts are a map, not a list, is the program's doing: its launches are
 // placed on no device rather than on whatever the map's entries say.
 TEST(SanitizerDecode, ContextsThatAreNoListPlaceNoLaunch) {

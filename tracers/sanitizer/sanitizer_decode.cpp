@@ -304,7 +304,7 @@ void fill_loss_and_notes(TracerReport& report, const Totals& t, json& notes) {
 
 // Why the device layer is seen only in part: each kind of launch that ran uncounted, or
 // counted otherwise than its grid, with how many; empty when none.
-std::string partly_unobserved(const Totals& t) {
+std::string partly_unobserved(const Totals& t, uint64_t records_bound) {
   std::vector<std::string> partly;
   const auto count = [](int64_t n, const char* what) { return std::to_string(n) + " " + what; };
   if (t.no_slot) partly.push_back(count(t.no_slot, "launches ran uncounted: their context's counter slots were all taken "
@@ -324,7 +324,7 @@ std::string partly_unobserved(const Totals& t) {
                                                   "launch callback and are not counted"));
   if (t.records_over_bound)
     partly.push_back(count(t.records_over_bound, "launch records over the bound of ") +
-                     std::to_string(kSanitizerMaxLaunchRecords) + " per run were not read");
+                     std::to_string(records_bound) + " per run (--max-trace-bytes) were not read");
   for (const auto& e : t.setup_errors) partly.push_back(e);
   std::string text;
   for (const auto& p : partly) text += (text.empty() ? "" : "; ") + p;
@@ -334,7 +334,12 @@ std::string partly_unobserved(const Totals& t) {
 
 }  // namespace
 
-TracerReport convert_sanitizer_output(const fs::path& dir, const fs::path& events_file, int64_t main_pid) {
+uint64_t sanitizer_launch_records_bound(uint64_t max_bytes) {
+  return max_bytes ? max_bytes / sizeof(LaunchRecord) : kSanitizerDefaultLaunchRecords;
+}
+
+TracerReport convert_sanitizer_output(const fs::path& dir, const fs::path& events_file, int64_t main_pid,
+                                      uint64_t max_bytes) {
   TracerReport report;
   static const std::regex report_name(R"(sanitizer\.(\d{1,10})\.json)");
   EventStoreWriter out(events_file);
@@ -344,7 +349,8 @@ TracerReport convert_sanitizer_output(const fs::path& dir, const fs::path& event
   notes["errors"] = json::array();
   bool main_reported = false, any_loaded = false, threads = false;
   std::set<std::string> not_loaded;  // why a process's library could not start
-  uint64_t budget = kSanitizerMaxLaunchRecords;
+  const uint64_t records_bound = sanitizer_launch_records_bound(max_bytes);
+  uint64_t budget = records_bound;
   uint64_t report_budget = kSanitizerMaxReportBytesPerRun;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
@@ -396,7 +402,7 @@ TracerReport convert_sanitizer_output(const fs::path& dir, const fs::path& event
     return report;
   }
   report.layers = {layer::kDevice};
-  if (const std::string text = partly_unobserved(t); !text.empty()) report.partly_unobserved[layer::kDevice] = text;
+  if (const std::string text = partly_unobserved(t, records_bound); !text.empty()) report.partly_unobserved[layer::kDevice] = text;
   // A process owes a report only if it initialised CUDA (the library's marker, written at
   // cuInit): the program's own process may be a launcher whose ranks alone use the GPU.
   std::error_code marker_ec;

@@ -15,13 +15,19 @@
 
 namespace cudatrace {
 
-// `main_pid`: the traced program (0 = unknown).
+// `main_pid`: the traced program (0 = unknown). `max_bytes`: the run's bound on a method's
+// raw output (--max-trace-bytes), which sets how many launch records are read.
 TracerReport convert_sanitizer_output(const std::filesystem::path& dir, const std::filesystem::path& events_file,
-                                      int64_t main_pid);
+                                      int64_t main_pid, uint64_t max_bytes = 0);
 
 // Bounds on what is read back (the folder is the program's: it could write anything there).
 inline constexpr uint64_t kSanitizerMaxReportBytes = uint64_t(64) << 20;
 inline constexpr uint64_t kSanitizerMaxReportBytesPerRun = uint64_t(256) << 20;
-inline constexpr uint64_t kSanitizerMaxLaunchRecords = uint64_t(8) << 20;  // per run: 512 MiB of records
+// Launch records read per run: as many as the run's bound (--max-trace-bytes, from the free
+// space under --out) holds, for a real job launches 10^7 to 10^8 kernels; this many where
+// the caller knows no bound. They are read in a stream, never held; those past the bound
+// are the loss launch_records_over_bound, which reaches the verdict.
+inline constexpr uint64_t kSanitizerDefaultLaunchRecords = uint64_t(8) << 20;  // 640 MB of records
+uint64_t sanitizer_launch_records_bound(uint64_t max_bytes);
 
 }  // namespace cudatrace

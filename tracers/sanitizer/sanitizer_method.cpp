@@ -38,7 +38,8 @@ std::vector<Method> sanitizer_methods() {
     std::string looked;
     const std::filesystem::path library = find_sanitizer_library(options.library, looked);
     if (library.empty()) throw std::runtime_error("libsanitizer-public.so not found at " + looked);
-    return std::make_unique<SanitizerTracer>(sanitizer_injection_path(host.prefix), library, options);
+    return std::make_unique<SanitizerTracer>(sanitizer_injection_path(host.prefix), library, options,
+                                             host.max_trace_bytes);
   };
 #else
   m.not_built_reason =

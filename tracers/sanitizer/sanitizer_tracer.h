@@ -29,8 +29,9 @@ std::filesystem::path sanitizer_injection_path(const std::filesystem::path& pref
 
 class SanitizerTracer final : public Tracer {
  public:
-  SanitizerTracer(std::filesystem::path injection, std::filesystem::path library, SanitizerOptions options)
-      : injection_(std::move(injection)), library_(std::move(library)), options_(options) {}
+  SanitizerTracer(std::filesystem::path injection, std::filesystem::path library, SanitizerOptions options,
+                  uint64_t max_bytes = 0)
+      : injection_(std::move(injection)), library_(std::move(library)), options_(options), max_bytes_(max_bytes) {}
   void prepare(Launch& launch, const Target& target, const std::filesystem::path& run_dir) override;
   void attach(pid_t child) override { child_ = child; }
   TracerReport finish(const std::filesystem::path& run_dir) override;
@@ -39,6 +40,7 @@ class SanitizerTracer final : public Tracer {
  private:
   std::filesystem::path injection_, library_;
   SanitizerOptions options_;
+  uint64_t max_bytes_ = 0;  // the run's --max-trace-bytes
   std::filesystem::path out_;
   pid_t child_ = 0;
 };
