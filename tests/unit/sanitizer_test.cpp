@@ -203,6 +203,29 @@ TEST(SanitizerDecode, LaunchRecordsPastTheRunsBoundAreANamedLoss) {
   EXPECT_EQ(read_events(dir / cudatrace::kEventsFile).events.size(), 10u);
 }
 
+// A process's conversion holds one sum per graph launch: past its bound the nodes of further
+// graph launches are not judged, and that is a named loss, never a count taken as exact.
+TEST(SanitizerDecode, GraphLaunchesPastTheBoundAreANamedLoss) {
+  std::vector<LaunchRecord> ls;
+  for (uint64_t g = 1; g <= 3; ++g)
+    for (int node = 0; node < 2; ++node) {
+      LaunchRecord r = launch(0, 4, 8, kGraphNode);  // two nodes of 4 blocks share a count of 8
+      r.graph_launch = g;
+      ls.push_back(r);
+    }
+  const fs::path dir = write_output(ls);
+  const TracerReport rep = convert_sanitizer_output(dir, dir / cudatrace::kEventsFile, 4242, 0, 2);
+  EXPECT_EQ(rep.loss["graph_node_launches_over_bound"], 2);
+  EXPECT_EQ(rep.notes["launches_counted_exactly"], 4);
+  ASSERT_EQ(rep.partly_unobserved.count("device"), 1u);
+  EXPECT_NE(rep.partly_unobserved.at("device").find("2 kernel-node launches not judged"), std::string::npos)
+      << rep.partly_unobserved.at("device");
+  const auto events = read_events(dir / cudatrace::kEventsFile).events;
+  ASSERT_EQ(events.size(), 6u);
+  EXPECT_EQ(events[5].args["counted"], "graph launch past the bound");
+  EXPECT_EQ(events[5].args["blocks"], 0);
+}
+
 // A report whose contexts are a map, not a list, is the program's doing: its launches are
 // placed on no device rather than on whatever the map's entries say.
 TEST(SanitizerDecode, ContextsThatAreNoListPlaceNoLaunch) {

@@ -29,6 +29,8 @@ struct Totals {
   int64_t processes = 0, launches = 0, graph_node_launches = 0, exact = 0;
   int64_t no_slot = 0, unpatched = 0, module_unseen = 0, unread = 0, short_launches = 0, blocks_missing = 0;
   int64_t over = 0, blocks_over = 0, records_over_bound = 0, records_truncated = 0, bad_index = 0;
+  int64_t graph_launches_over_bound = 0;  // kernel-node launches of graph launches not kept
+  size_t max_graph_launches = kSanitizerMaxGraphLaunches;
   int64_t blocks_expected = 0, blocks_counted = 0;
   int64_t modules_patched = 0, modules_failed = 0, modules_without_patches = 0;
   int64_t patch_ns_total = 0, patch_ns_max = 0, patch_lock_waits = 0, patch_lock_timeouts = 0;
@@ -178,7 +180,13 @@ void convert_process(const json& rep, const fs::path& launches_file, EventStoreW
     --records_budget;
     ++kept;
     if (shared_graph_slots && (r.flags & kGraphNode) && r.graph_launch) {
-      GraphLaunch& gl = graph_launches[{r.context, r.graph_launch}];
+      const std::pair<uint32_t, uint64_t> key{r.context, r.graph_launch};
+      auto it = graph_launches.find(key);
+      if (it == graph_launches.end()) {
+        if (graph_launches.size() >= t.max_graph_launches) continue;  // untracked: named below
+        it = graph_launches.emplace(key, GraphLaunch{}).first;
+      }
+      GraphLaunch& gl = it->second;
       gl.grids += grid_blocks(r);
       gl.counted = r.blocks;
       gl.threads_launched += grid_blocks(r) * block_threads(r);
@@ -206,8 +214,12 @@ void convert_process(const json& rep, const fs::path& launches_file, EventStoreW
     const uint64_t want = grid_blocks(rec);
     std::string_view counted = "exact";
     const GraphLaunch* gl = nullptr;
-    if (shared_graph_slots && (rec.flags & kGraphNode) && rec.graph_launch)
-      gl = &graph_launches[{rec.context, rec.graph_launch}];
+    bool untracked = false;  // a node of a graph launch past the ones the harness keeps
+    if (shared_graph_slots && (rec.flags & kGraphNode) && rec.graph_launch) {
+      const auto it = graph_launches.find({rec.context, rec.graph_launch});
+      if (it != graph_launches.end()) gl = &it->second;
+      else untracked = true;
+    }
     if (rec.flags & kNoSlot) {
       ++t.no_slot, counted = "no slot";
     } else if (rec.flags & kUnpatched) {
@@ -216,6 +228,9 @@ void convert_process(const json& rep, const fs::path& launches_file, EventStoreW
       ++t.module_unseen, counted = "module never reported loaded";
     } else if (rec.flags & kUnread) {
       ++t.unread, counted = "counters unread";
+    } else if (untracked) {
+      // Its count is its graph launch's, summed over nodes the harness did not keep.
+      ++t.graph_launches_over_bound, rec.blocks = 0, rec.threads = 0, counted = "graph launch past the bound";
     } else if (gl) {
       rec.threads = threads && gl->threads_counted == gl->threads_launched ? want * block_threads(rec) : 0;
       if (gl->counted == gl->grids) {
@@ -277,6 +292,7 @@ void fill_loss_and_notes(TracerReport& report, const Totals& t, json& notes) {
                  {"launches_over", t.over},
                  {"blocks_over", t.blocks_over},
                  {"launch_records_over_bound", t.records_over_bound},
+                 {"graph_node_launches_over_bound", t.graph_launches_over_bound},
                  {"launch_records_truncated", t.records_truncated}};
   notes["processes"] = t.processes;
   notes["launches"] = t.launches;
@@ -325,6 +341,10 @@ std::string partly_unobserved(const Totals& t, uint64_t records_bound) {
   if (t.records_over_bound)
     partly.push_back(count(t.records_over_bound, "launch records over the bound of ") +
                      std::to_string(records_bound) + " per run (--max-trace-bytes) were not read");
+  if (t.graph_launches_over_bound)
+    partly.push_back(count(t.graph_launches_over_bound, "kernel-node launches not judged: their graph launches came "
+                                                        "past the ") +
+                     std::to_string(t.max_graph_launches) + " whose shared counts a process's conversion sums");
   for (const auto& e : t.setup_errors) partly.push_back(e);
   std::string text;
   for (const auto& p : partly) text += (text.empty() ? "" : "; ") + p;
@@ -339,11 +359,12 @@ uint64_t sanitizer_launch_records_bound(uint64_t max_bytes) {
 }
 
 TracerReport convert_sanitizer_output(const fs::path& dir, const fs::path& events_file, int64_t main_pid,
-                                      uint64_t max_bytes) {
+                                      uint64_t max_bytes, size_t max_graph_launches) {
   TracerReport report;
   static const std::regex report_name(R"(sanitizer\.(\d{1,10})\.json)");
   EventStoreWriter out(events_file);
   Totals t;
+  t.max_graph_launches = max_graph_launches;
   json notes = json::object();
   notes["contexts"] = json::array();
   notes["errors"] = json::array();

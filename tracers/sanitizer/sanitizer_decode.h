@@ -15,10 +15,6 @@
 
 namespace cudatrace {
 
-// `main_pid`: the traced program (0 = unknown). `max_bytes`: the run's bound on a method's
-// raw output (--max-trace-bytes), which sets how many launch records are read.
-TracerReport convert_sanitizer_output(const std::filesystem::path& dir, const std::filesystem::path& events_file,
-                                      int64_t main_pid, uint64_t max_bytes = 0);
 
 // Bounds on what is read back (the folder is the program's: it could write anything there).
 inline constexpr uint64_t kSanitizerMaxReportBytes = uint64_t(64) << 20;
@@ -29,5 +25,16 @@ inline constexpr uint64_t kSanitizerMaxReportBytesPerRun = uint64_t(256) << 20;
 // are the loss launch_records_over_bound, which reaches the verdict.
 inline constexpr uint64_t kSanitizerDefaultLaunchRecords = uint64_t(8) << 20;  // 640 MB of records
 uint64_t sanitizer_launch_records_bound(uint64_t max_bytes);
+// Graph launches whose kernel nodes' shared counts one process's conversion sums: the one
+// thing it holds per launch (about 120 bytes each: 256 MiB at most, within the harness's
+// 1 GiB). The nodes of graph launches past it are the loss graph_node_launches_over_bound.
+inline constexpr size_t kSanitizerMaxGraphLaunches = size_t(1) << 21;
+
+// `main_pid`: the traced program (0 = unknown). `max_bytes`: the run's bound on a method's
+// raw output (--max-trace-bytes), which sets how many launch records are read.
+// `max_graph_launches`: a test's smaller bound.
+TracerReport convert_sanitizer_output(const std::filesystem::path& dir, const std::filesystem::path& events_file,
+                                      int64_t main_pid, uint64_t max_bytes = 0,
+                                      size_t max_graph_launches = kSanitizerMaxGraphLaunches);
 
 }  // namespace cudatrace
