@@ -116,7 +116,7 @@ void EventStoreWriter::write(const Event& e, const PackedArgs& args) {
   put_fields(e, &packed);
   if (tap_ && tap_->wants_packed()) {
     tap_->on_packed(e, packed, false);
-  } else if (tap_ && !tap_->wants_args()) {
+  } else if (tap_ && !tap_->wants_args(e)) {
     tap_->on_event(e);
   } else if (tap_) {
     Event with_args = e;

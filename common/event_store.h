@@ -37,9 +37,12 @@ inline constexpr const char* kEventsFile = "events.msgpack.zst";
 class EventTap {
  public:
   virtual ~EventTap() = default;
-  // Whether on_event() needs each event's args: a writer given args already packed
-  // (PackedArgs) builds them as JSON only for a tap that reads them.
-  virtual bool wants_args() const { return true; }
+  // Whether on_event() needs this event's args: a writer given args already packed
+  // (PackedArgs) builds them as JSON only for an event whose args the tap reads.
+  virtual bool wants_args(const Event& e) const {
+    (void)e;
+    return true;
+  }
   virtual void on_event(const Event& e) = 0;
   // A tap that takes each event's args as the store holds them (packed_args.h) instead:
   // on_packed() is called in place of on_event(), `args_in_event` saying whether e.args

@@ -50,7 +50,11 @@ class EventTally final : public EventTap {
 
   void add(const Event& e);
   void add(Event&& e);
-  bool wants_args() const override { return keep_; }  // a count needs no args; the matcher does
+  // Counting a call needs no args; counting a kernel does, and so do held events (the
+  // matcher's) and meta records (a process's name).
+  bool wants_args(const Event& e) const override {
+    return keep_ || e.is_meta() || FamilyCounter::reads_args(e);
+  }
   void on_event(const Event& e) override { add(e); }
   void on_closed(uint64_t written) override { whole_ = written == records_; }
   // Every event of the closed store went through add(), and nothing else did.

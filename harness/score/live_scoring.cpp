@@ -26,7 +26,7 @@ void LiveScoring::on_event(const Event& e) { on_packed(e, e.is_meta() ? std::str
 // matcher throws stops it (the run is then scored from the store), never the writer.
 void LiveScoring::on_packed(const Event& e, std::string_view packed, bool args_in_event) {
   ++fed_;
-  if (!tally_.wants_args() || args_in_event || e.is_meta()) {
+  if (args_in_event || !tally_.wants_args(e)) {
     tally_.add(e);
   } else {
     with_args_ = e;

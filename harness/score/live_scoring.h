@@ -29,7 +29,7 @@ class LiveScoring final : public EventTap {
   LiveScoring(const LiveScoring&) = delete;
   LiveScoring& operator=(const LiveScoring&) = delete;
 
-  bool wants_args() const override { return tally_.wants_args(); }
+  bool wants_args(const Event& e) const override { return tally_.wants_args(e); }
   bool wants_packed() const override { return true; }
   void on_event(const Event& e) override;
   void on_packed(const Event& e, std::string_view packed_args, bool args_in_event) override;

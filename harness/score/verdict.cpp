@@ -144,6 +144,10 @@ void count_families(const std::vector<Event>& events, FamilyCounts& into) {
   for (const auto& e : events) counter.add(e);
 }
 
+bool FamilyCounter::reads_args(const Event& e) {
+  return e.layer == layer::kGpuActivity || e.layer == layer::kDevice;
+}
+
 void FamilyCounter::add(const Event& e) {
   static const std::string runtime = layer::kRuntime, driver = layer::kDriver;
   const bool is_runtime = e.layer == runtime;

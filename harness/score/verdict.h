@@ -41,6 +41,9 @@ class FamilyCounter {
  public:
   explicit FamilyCounter(FamilyCounts& into) : into_(into) {}
   void add(const Event& e);
+  // Whether add() reads the event's args: a kernel's (its symbol, grid, blocks, launch),
+  // never a call's. A writer that stores args packed unpacks them only for these.
+  static bool reads_args(const Event& e);
 
  private:
   FamilyCounts& into_;

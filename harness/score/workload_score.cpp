@@ -38,7 +38,7 @@ void read_store(const WorkloadScoreInput& in, WorkloadScore& out, const std::fun
     Event e, with_args;
     std::string packed;
     while (store.next(e, &packed)) {
-      if (in.tally && in.tally->wants_args() && !e.is_meta()) {
+      if (in.tally && !e.is_meta() && in.tally->wants_args(e)) {  // a meta record's args are in it
         with_args = e;
         with_args.args = unpack_args(packed);
         in.tally->add(with_args);

@@ -7,6 +7,7 @@
 
 #include "common/event_store.h"
 #include "common/event_io.h"
+#include "harness/score/event_tally.h"
 #include "harness/score/matcher.h"
 #include "test_support.h"
 #include "tracers/sanitizer/sanitizer_decode.h"
@@ -144,6 +145,24 @@ TEST(SanitizerDecode, OneEventPerLaunchWithTheBlocksCounted) {
   EXPECT_EQ(events[0].args["counted"], "exact");
   EXPECT_EQ(events[1].args["graph_node"], true);
   EXPECT_EQ(events[2].args["launch"], 2);
+}
+
+// What the harness counts of the events as they are written (its tap, not a second read): a
+// launch's blocks and its launch index come from the args the converter packs, so the tap
+// must be given them. A command's verdict read 67 blocks over 2 launches for 67 launches of
+// 256 blocks when it was not (a tally that wanted no args for any event).
+TEST(SanitizerDecode, TheTapCountsEachLaunchAndItsBlocks) {
+  const fs::path dir = write_output({launch(0, 256, 256), launch(0, 256, 256), launch(1, 4, 4, kGraphNode)});
+  EventTally tally(/*keep_events=*/false, /*per_process=*/true, nullptr);
+  {
+    ScopedEventTap tap(dir / cudatrace::kEventsFile, tally);
+    ASSERT_EQ(convert_sanitizer_output(dir, dir / cudatrace::kEventsFile, 4242).error, "");
+  }
+  EXPECT_TRUE(tally.whole());
+  EXPECT_EQ(tally.families[layer::kDevice]["vecadd"], 2);
+  EXPECT_EQ(tally.families[kDeviceBlocks]["vecadd"], 512);
+  EXPECT_EQ(tally.families[kDeviceGridBlocks]["vecadd"], 512);
+  EXPECT_EQ(tally.families[kDeviceBlocks]["scale"], 4);
 }
 
 // The args a launch's event stores, byte for byte: what the JSON object the converter once

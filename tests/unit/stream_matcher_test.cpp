@@ -14,9 +14,11 @@
 #include <set>
 
 #include "common/event_store.h"
+#include "common/packed_args.h"
 #include "harness/score/live_scoring.h"
 #include "harness/score/matcher.h"
 #include "harness/score/stream_matcher.h"
+#include "harness/score/verdict.h"
 #include "harness/score/workload_score.h"
 
 using namespace cudatrace;
@@ -273,6 +275,61 @@ TEST(LiveScoring, ScoresAsTheStoreReadBackAfterTheRun) {
       EXPECT_EQ(without_examples(as_run.layers[i]), without_examples(after.layers[i])) << "seed " << seed;
       EXPECT_FALSE(as_run.layers[i].buckets.empty()) << "seed " << seed << " " << as_run.layers[i].layer;
     }
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// A tally counts a kernel from its args (its symbol, grid, blocks, launch): fed by a writer
+// whose tracer packs args itself (PackedArgs: the sanitizer, torchprof, jaxprof), directly
+// or through the live scoring, it counts what it counts of the same events written whole.
+// It did not once (it wanted no args, and every launch counted one block under one name).
+TEST(EventTally, CountsKernelsAlikeWhetherTheirArgsCameWholeOrPacked) {
+  const auto dir = std::filesystem::temp_directory_path() / ("tally-packed." + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::vector<Event> events;
+  for (int64_t i = 0; i < 3; ++i) {
+    events.push_back(call(layer::kDevice, "vecadd", 10, 11, 100 + i, 0, std::nullopt,
+                          {{"launch", i}, {"blocks", 200 + i}, {"grid", {200 + i, 1, 1}}, {"symbol", "_Z6vecaddPfi"}}));
+    events.push_back(call(layer::kGpuActivity, "k", 10, 11, 100 + i, 5, std::nullopt,
+                          {{"grid", {4, 2, 1}}, {"kernel", "scale"}}));
+    events.push_back(call(layer::kRuntime, "cudaLaunchKernel", 10, 11, 100 + i, 5, 0, {{"stream", 0}}));
+  }
+  const auto tally_of = [&](bool packed, bool live) {
+    std::filesystem::remove(dir / "events.msgpack.zst");  // the store is created exclusively
+    auto tally = std::make_unique<EventTally>(false, true, nullptr);
+    LiveScoring scoring(*tally, dir / "sort");
+    ScopedEventTap tap(dir / "events.msgpack.zst", live ? static_cast<EventTap&>(scoring) : *tally);
+    EventStoreWriter store(dir / "events.msgpack.zst");
+    PackedArgs args;
+    for (const auto& e : events) {
+      if (!packed) {
+        store.write(e);
+        continue;
+      }
+      args.start(e.args.size());  // a JSON object's keys come sorted, as the store writes them
+      for (const auto& [k, v] : e.args.items()) {
+        args.key(k);
+        if (v.is_string()) args.text(v.get<std::string>());
+        else if (v.is_array()) args.dim3(v[0].get<uint32_t>(), v[1].get<uint32_t>(), v[2].get<uint32_t>());
+        else args.integer(v.get<int64_t>());
+      }
+      EXPECT_EQ(std::string(args.bytes()), pack_json_args(e.args));
+      Event bare = e;
+      bare.args = json::object();
+      store.write(bare, args);
+    }
+    store.close();
+    return tally;
+  };
+  const auto whole = tally_of(false, false);
+  EXPECT_EQ(whole->families[kDeviceBlocks]["vecadd"], 603);
+  EXPECT_EQ(whole->families[kDeviceGridBlocks]["vecadd"], 603);
+  EXPECT_EQ(whole->families[kActivityBlocks]["scale"], 24);
+  for (bool live : {false, true}) {
+    const auto packed = tally_of(true, live);
+    EXPECT_EQ(packed->families, whole->families) << (live ? "through the live scoring" : "as the tap");
+    EXPECT_EQ(packed->by_name, whole->by_name);
   }
   std::filesystem::remove_all(dir);
 }

@@ -32,7 +32,7 @@ constexpr size_t kBuffer = 8192;
 
 struct Tally : EventTap {
   uint64_t n = 0;
-  bool wants_args() const override { return false; }
+  bool wants_args(const Event&) const override { return false; }
   void on_event(const Event&) override { ++n; }
   void on_closed(uint64_t) override {}
 };
