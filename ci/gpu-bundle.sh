@@ -28,9 +28,10 @@ find build-gpu/bin build-gpu/lib build-gpu/tests dist-gpu/bin dist-gpu/lib -type
   -exec strip --strip-unneeded {} + 2>/dev/null || true
 find build-gpu/libexec dist-gpu/libexec -type f -perm -u+x -exec strip --strip-debug {} + 2>/dev/null || true
 du -sh build-gpu dist-gpu
-# The device tool carries at most 64 MiB; with SQLite linked into every harness-driving test
-# binary the tree is over that (66 MiB at 33e2d8b), compressed it is 27 MiB: carry
-# dist-carry/ and let ci/gpu-check.sh unpack it.
+# The device tool carries at most 64 MiB: the tree is over that, and so is gzip of it (71 MiB
+# at 085b557, the test binaries each linking SQLite and the harness); xz's long window
+# finds what the binaries share: 15 MiB. Carry dist-carry/ and let ci/gpu-check.sh unpack it.
 mkdir -p dist-carry
-tar czf dist-carry/build-gpu.tgz build-gpu
-du -sh dist-carry/build-gpu.tgz
+rm -f dist-carry/build-gpu.tgz
+tar cf - build-gpu | xz -9 -T"$(nproc)" >dist-carry/build-gpu.txz
+du -sh dist-carry/build-gpu.txz

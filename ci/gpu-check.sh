@@ -35,7 +35,11 @@ out=${OUT:-results-gpu}
 mkdir -p "$out"
 [[ -d .devkit ]] && export PATH=$PWD/.devkit/bin:$PATH LD_LIBRARY_PATH=$PWD/.devkit/lib:${LD_LIBRARY_PATH:-}
 # ci/gpu-bundle.sh's tree travels compressed (the device tool carries 64 MiB at most).
-[[ -d build-gpu || ! -f dist-carry/build-gpu.tgz ]] || tar xzf dist-carry/build-gpu.tgz
+# (xz, or Python's lzma where the host has no xz).
+if [[ ! -d build-gpu && -f dist-carry/build-gpu.txz ]]; then
+  if command -v xz >/dev/null; then tar xJf dist-carry/build-gpu.txz
+  else python3 -c 'import tarfile; tarfile.open("dist-carry/build-gpu.txz").extractall()'; fi
+fi
 # ctest recorded this checkout's absolute path when it was built.
 built_at=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' build-gpu/CMakeCache.txt)
 [[ "$built_at" != "$PWD" ]] && { mkdir -p "$(dirname "$built_at")"; ln -sfn "$PWD" "$built_at"; }
