@@ -144,8 +144,10 @@ void count_families(const std::vector<Event>& events, FamilyCounts& into) {
   for (const auto& e : events) counter.add(e);
 }
 
+// Asked of every call a tracer writes with packed args: compared as Event::is_meta is.
 bool FamilyCounter::reads_args(const Event& e) {
-  return e.layer == layer::kGpuActivity || e.layer == layer::kDevice;
+  const std::string_view l = e.layer;
+  return l == std::string_view(layer::kGpuActivity) || l == std::string_view(layer::kDevice);
 }
 
 void FamilyCounter::add(const Event& e) {
