@@ -1,6 +1,7 @@
 #include "tracers/sanitizer/sanitizer_decode.h"
 
 #include "common/device_id.h"
+#include "common/machine.h"
 
 #include <algorithm>
 #include <fstream>
@@ -30,7 +31,7 @@ struct Totals {
   int64_t no_slot = 0, unpatched = 0, module_unseen = 0, unread = 0, short_launches = 0, blocks_missing = 0;
   int64_t over = 0, blocks_over = 0, records_over_bound = 0, records_truncated = 0, bad_index = 0;
   int64_t graph_launches_over_bound = 0;  // kernel-node launches of graph launches not kept
-  size_t max_graph_launches = kSanitizerMaxGraphLaunches;
+  size_t max_graph_launches = 0;
   int64_t blocks_expected = 0, blocks_counted = 0;
   int64_t modules_patched = 0, modules_failed = 0, modules_without_patches = 0;
   int64_t patch_ns_total = 0, patch_ns_max = 0, patch_lock_waits = 0, patch_lock_timeouts = 0;
@@ -344,7 +345,8 @@ std::string partly_unobserved(const Totals& t, uint64_t records_bound) {
   if (t.graph_launches_over_bound)
     partly.push_back(count(t.graph_launches_over_bound, "kernel-node launches not judged: their graph launches came "
                                                         "past the ") +
-                     std::to_string(t.max_graph_launches) + " whose shared counts a process's conversion sums");
+                     std::to_string(t.max_graph_launches) +
+                     " whose shared counts a process's conversion sums (an eighth of the memory available)");
   for (const auto& e : t.setup_errors) partly.push_back(e);
   std::string text;
   for (const auto& p : partly) text += (text.empty() ? "" : "; ") + p;
@@ -354,23 +356,26 @@ std::string partly_unobserved(const Totals& t, uint64_t records_bound) {
 
 }  // namespace
 
-uint64_t sanitizer_launch_records_bound(uint64_t max_bytes) {
-  return max_bytes ? max_bytes / sizeof(LaunchRecord) : kSanitizerDefaultLaunchRecords;
+SanitizerBounds SanitizerBounds::for_run(uint64_t run_bytes) {
+  SanitizerBounds b;
+  b.launch_records = run_bytes / sizeof(LaunchRecord);
+  b.graph_launches = size_t(std::max<uint64_t>(uint64_t(1) << 20, available_memory_bytes() / 8 / kSanitizerBytesPerGraphLaunch));
+  return b;
 }
 
 TracerReport convert_sanitizer_output(const fs::path& dir, const fs::path& events_file, int64_t main_pid,
-                                      uint64_t max_bytes, size_t max_graph_launches) {
+                                      const SanitizerBounds& bounds) {
   TracerReport report;
   static const std::regex report_name(R"(sanitizer\.(\d{1,10})\.json)");
   EventStoreWriter out(events_file);
   Totals t;
-  t.max_graph_launches = max_graph_launches;
+  t.max_graph_launches = bounds.graph_launches;
   json notes = json::object();
   notes["contexts"] = json::array();
   notes["errors"] = json::array();
   bool main_reported = false, any_loaded = false, threads = false;
   std::set<std::string> not_loaded;  // why a process's library could not start
-  const uint64_t records_bound = sanitizer_launch_records_bound(max_bytes);
+  const uint64_t records_bound = bounds.launch_records;
   uint64_t budget = records_bound;
   uint64_t report_budget = kSanitizerMaxReportBytesPerRun;
   std::error_code ec;

@@ -86,7 +86,7 @@ void SanitizerTracer::prepare(Launch& launch, const Target& target, const fs::pa
 }
 
 TracerReport SanitizerTracer::finish(const fs::path& run_dir) {
-  return convert_sanitizer_output(out_, run_dir / kEventsFile, child_, max_bytes_);
+  return convert_sanitizer_output(out_, run_dir / kEventsFile, child_, SanitizerBounds::for_run(max_bytes_));
 }
 
 void SanitizerTracer::abandon(const fs::path&) {

@@ -30,7 +30,7 @@ std::filesystem::path sanitizer_injection_path(const std::filesystem::path& pref
 class SanitizerTracer final : public Tracer {
  public:
   SanitizerTracer(std::filesystem::path injection, std::filesystem::path library, SanitizerOptions options,
-                  uint64_t max_bytes = 0)
+                  uint64_t max_bytes)
       : injection_(std::move(injection)), library_(std::move(library)), options_(options), max_bytes_(max_bytes) {}
   void prepare(Launch& launch, const Target& target, const std::filesystem::path& run_dir) override;
   void attach(pid_t child) override { child_ = child; }

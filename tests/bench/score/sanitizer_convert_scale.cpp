@@ -90,7 +90,8 @@ int main(int argc, char** argv) {
   const int pid = 4242;
   write_process(dir / "out", pid, launches);
   const auto t0 = std::chrono::steady_clock::now();
-  const TracerReport report = convert_sanitizer_output(dir / "out", dir / kEventsFile, pid);
+  const TracerReport report = convert_sanitizer_output(
+      dir / "out", dir / kEventsFile, pid, SanitizerBounds::for_run(launches * sizeof(sanitizer::LaunchRecord)));
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   uint64_t events = 0;
   {
