@@ -124,7 +124,6 @@ Availability availability(const Method& m, const HostFacts& host, const MethodOp
       auto pkg = m.tool_packages.find(tool);
       why.push_back(tool + " not found on PATH" +
                     (pkg != m.tool_packages.end() ? " (apt-get install " + pkg->second + ")" : ""));
-      break;
     }
   }
   if (m.unavailable_because)

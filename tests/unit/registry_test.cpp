@@ -138,6 +138,8 @@ TEST(Registry, MissingPrivilegeGpuOrToolIsAReason) {
   EXPECT_EQ(availability(m, bare).reason, gpu + "; and " + tool);
   bare.gpu = true;
   EXPECT_EQ(availability(m, bare).reason, tool);
+  m.tools = {"no-such-tool-xyz", "sh", "no-such-tool-abc"};  // every missing tool, not only the first
+  EXPECT_EQ(availability(m, bare).reason, tool + "; and no-such-tool-abc not found on PATH");
   m.tools = {"sh"};
   EXPECT_TRUE(availability(m, bare).ok);
   EXPECT_FALSE(availability(m, bare, {{"broken", "1"}}).ok);
