@@ -4,16 +4,26 @@
 
 #include <atomic>
 
+#include <algorithm>
 #include <utility>
+
+#include "common/store_frames.h"
 
 namespace cudatrace {
 
 EventReadAhead::EventReadAhead(const std::filesystem::path& path, const StoreLimits& limits, OnRead on_read,
-                               size_t batch, size_t depth)
-    : ring_(depth < 2 ? 2 : depth), batch_size_(batch < 1 ? 1 : batch) {
+                               size_t batch, size_t depth, size_t decoders)
+    : ring_(std::max<size_t>(depth, decoders > 1 ? kHeld : 2)), batch_size_(batch < 1 ? 1 : batch) {
   for (Batch& b : ring_) b.events.resize(batch_size_), b.packed.resize(batch_size_);
-  thread_ = std::thread([this, path, limits, on_read = std::move(on_read)] { read(path, limits, on_read); });
-  pthread_setname_np(thread_.native_handle(), "ct-read-ahead");  // named in top and per-thread figures
+  if (decoders <= 1) {
+    threads_.emplace_back([this, path, limits, on_read = std::move(on_read)] { read(path, limits, on_read); });
+  } else {
+    frames_ = std::make_unique<StoreFrames>(path, limits);
+    auto shared = std::make_shared<OnRead>(std::move(on_read));
+    for (size_t i = 0; i < decoders; ++i)
+      threads_.emplace_back([this, path, limits, shared] { decode_frames(path, limits, *shared); });
+  }
+  for (auto& t : threads_) pthread_setname_np(t.native_handle(), "ct-read-ahead");  // named in top and per-thread figures
 }
 
 EventReadAhead::~EventReadAhead() {
@@ -22,11 +32,13 @@ EventReadAhead::~EventReadAhead() {
     stop_ = true;
   }
   emptied_.notify_all();
-  thread_.join();
+  turn_cv_.notify_all();
+  for (auto& t : threads_) t.join();
 }
 
 namespace {
 std::atomic<int> g_forced{-1};  // -1: the machine decides; else 0 or 1
+std::atomic<size_t> g_decoders{0};  // 0: the machine decides
 }  // namespace
 
 bool EventReadAhead::worth_it() {
@@ -35,6 +47,155 @@ bool EventReadAhead::worth_it() {
 }
 
 void EventReadAhead::force_worth_it(std::optional<bool> forced) { g_forced = forced ? int(*forced) : -1; }
+
+size_t EventReadAhead::decoders_worth_it() {
+  const size_t forced = g_decoders.load(std::memory_order_relaxed);
+  return forced ? forced : std::clamp<size_t>(std::thread::hardware_concurrency() / 4, 1, 4);
+}
+
+void EventReadAhead::force_decoders(std::optional<size_t> forced) { g_decoders = forced ? std::max<size_t>(*forced, 1) : 0; }
+
+struct EventReadAhead::Part : StoreFrames::Part {};
+
+// A decoder: takes the next frame (or the rest of the file), decodes it into batches of its
+// own, and hands them out in its turn; the one that finds the end hands out the last, empty,
+// batch once every part before is out.
+void EventReadAhead::decode_frames(const std::filesystem::path& path, const StoreLimits& limits, const OnRead& on_read) {
+  std::vector<Batch> held(kHeld);
+  for (Batch& b : held) b.events.resize(batch_size_), b.packed.resize(batch_size_);
+  for (;;) {
+    Part part;
+    StoreFrames::Got got;
+    {
+      std::lock_guard lk(split_mu_);
+      got = frames_->next(part);
+    }
+    if (got == StoreFrames::Got::kNothing) return;
+    if (got == StoreFrames::Got::kEnd) {
+      if (!wait_turn(part.index)) return;
+      held[0].n = 0, held[0].last = true, held[0].error = nullptr;
+      hand_out(held[0], on_read);
+      return;
+    }
+    decode_part(part, held, path, limits, on_read);
+    if (part.last) return;
+  }
+}
+
+// One part's records, decoded ahead of its turn into `held` (a frame's worth at most), then
+// handed out in its turn; a larger part is handed out as it is decoded, once its turn came.
+void EventReadAhead::decode_part(Part& part, std::vector<Batch>& held, const std::filesystem::path& path,
+                                 const StoreLimits& limits, const OnRead& on_read) {
+  size_t used = 0;
+  bool in_turn = false;
+  std::exception_ptr error = part.error;
+  const auto batch_at = [&](size_t i) -> Batch& {
+    Batch& b = held[i];
+    b.n = 0, b.last = false, b.error = nullptr;
+    return b;
+  };
+  Batch* b = &batch_at(0);
+  uint64_t inflated = 0;
+  if (!error) try {
+      StoreLimits mine = limits;
+      {
+        std::lock_guard lk(mu_);
+        mine.max_inflated_bytes = limits.max_inflated_bytes - std::min(limits.max_inflated_bytes, inflated_);
+      }
+      std::unique_ptr<EventReader> in;
+      size_t at = 0;
+      if (part.plain) {
+        in = std::make_unique<EventReader>(path, limits);
+      } else {
+        const auto read = [&](char* into, size_t most) -> size_t {
+          if (at < part.bytes.size()) {
+            const size_t n = std::min(most, part.bytes.size() - at);
+            std::copy_n(part.bytes.data() + at, n, into);
+            at += n;
+            return n;
+          }
+          return part.rest ? frames_->read_rest(into, most) : 0;
+        };
+        const std::string named = part.index == 0 ? path.string() : path.string() + " (zstd frame " + std::to_string(part.index + 1) + ")";
+        in = std::make_unique<EventReader>(read, named, mine, part.index == 0, 0);
+      }
+      for (;;) {
+        if (b->n == batch_size_) {
+          if (in_turn) {
+            if (!hand_out(*b, on_read)) return;
+          } else if (++used == held.size()) {
+            if (!wait_turn(part.index)) return;
+            in_turn = true;
+            for (size_t i = 0; i < used; ++i)
+              if (!hand_out(held[i], on_read)) return;
+            used = 0;
+          }
+          b = &batch_at(in_turn ? 0 : used);
+        }
+        if (!in->next(b->events[b->n], &b->packed[b->n])) break;
+        ++b->n;
+      }
+      inflated = in->inflated();
+    } catch (...) {
+      error = std::current_exception();
+    }
+  if (!in_turn && !wait_turn(part.index)) return;
+  {
+    std::lock_guard lk(mu_);
+    inflated_ += inflated;
+  }
+  const size_t filled = in_turn ? 1 : used + 1;
+  for (size_t i = 0; i < filled; ++i) {
+    Batch& out = held[i];
+    if (i + 1 == filled) out.last = part.last || error, out.error = error;
+    if (!hand_out(out, on_read)) return;
+  }
+  pass_turn();
+}
+
+// Whether it is `index`'s turn: false when the reading stops first.
+bool EventReadAhead::wait_turn(uint64_t index) {
+  std::unique_lock lk(mu_);
+  turn_cv_.wait(lk, [&] { return stop_ || over_ || turn_ == index; });
+  part_base_ = base_ts_;  // the part's records follow the last one handed out
+  return !stop_ && !over_;
+}
+
+void EventReadAhead::pass_turn() {
+  {
+    std::lock_guard lk(mu_);
+    ++turn_;
+  }
+  turn_cv_.notify_all();
+}
+
+// In its turn: the batch's timestamps made whole, `on_read` shown each record, and the batch
+// swapped into the ring (its storage coming back for the next) once there is room.
+bool EventReadAhead::hand_out(Batch& b, const OnRead& on_read) {
+  for (size_t i = 0; i < b.n; ++i) {
+    Event& e = b.events[i];
+    e.ts = int64_t(uint64_t(e.ts) + uint64_t(part_base_));  // wraps as the writer's deltas do
+    if (on_read && !b.error) try {
+        on_read(e, b.packed[i]);
+      } catch (...) {
+        b.error = std::current_exception(), b.n = i, b.last = true;  // as read() counts it
+      }
+  }
+  if (b.n) base_ts_ = b.events[b.n - 1].ts;
+  {
+    std::unique_lock lk(mu_);
+    emptied_.wait(lk, [&] { return stop_ || tail_ - head_ < ring_.size(); });
+    if (stop_) return false;
+    Batch& slot = ring_[tail_ % ring_.size()];
+    std::swap(slot.events, b.events), std::swap(slot.packed, b.packed);
+    slot.n = b.n, slot.last = b.last, slot.error = b.error;
+    over_ = b.last;  // nothing after it goes out
+    ++tail_;
+  }
+  filled_.notify_one();
+  if (b.last) turn_cv_.notify_all();
+  return !b.last;
+}
 
 // The reading thread: fills the ring's free batches in order until the file ends, fails, or
 // the consumer goes away. A batch being filled is the thread's alone (between tail_ and head_

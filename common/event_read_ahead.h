@@ -6,14 +6,23 @@
 // the pairing spread over its workers that thread sets the pace (docs/measured-history.md,
 // "What was left after the program").
 //
-// Memory stays bounded: at most `depth` batches of `batch` records wait. An error of the
-// reader (a damaged record, a file past its bounds) reaches next() after the records read
-// before it, as it would from EventReader.
+// With several decoders, a store written in frames (EventStoreWriter::end_frame_every: a
+// workload's ledger) is cut into them (store_frames.h) and each frame inflated and decoded on
+// whichever decoder takes it; the frames' records still go out in file order, each frame's
+// timestamps made whole and `on_read` called as they go (in order, on the decoder whose turn
+// it is). One decoder, about 175 ns a ledger record on the GPU host, set the pace of the
+// scoring after a program of 10^8 calls (docs/measured-history.md).
+//
+// Memory stays bounded: at most `depth` batches of `batch` records wait, and each decoder
+// holds at most a frame's worth (kHeld batches) before its turn. An error of the reader (a
+// damaged record, a file past its bounds) reaches next() after the records read before it,
+// as it would from EventReader.
 #include <condition_variable>
 #include <cstddef>
 #include <exception>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -33,7 +42,7 @@ class EventReadAhead {
   // caller's thread. It must not touch what the caller's thread does.
   using OnRead = std::function<void(const Event&, std::string_view packed_args)>;
   EventReadAhead(const std::filesystem::path& path, const StoreLimits& limits, OnRead on_read = nullptr,
-                 size_t batch = 2048, size_t depth = 4);
+                 size_t batch = 2048, size_t depth = 4, size_t decoders = 1);
   ~EventReadAhead();  // stops the reading thread, whatever was left unread
   EventReadAhead(const EventReadAhead&) = delete;
   EventReadAhead& operator=(const EventReadAhead&) = delete;
@@ -50,6 +59,11 @@ class EventReadAhead {
   // Tests choose either way (CI has 2 cores, where reading ahead would never run); nullopt:
   // the machine decides again.
   static void force_worth_it(std::optional<bool> forced);
+  // Decoders worth running on this machine: a quarter of its cores, 1 to 4 (the pairing's
+  // workers take up to 8, and the thread that hands the calls to them one).
+  static size_t decoders_worth_it();
+  static void force_decoders(std::optional<size_t> forced);  // tests and score_scale; nullopt: the machine's
+  static constexpr size_t kHeld = 8;  // batches a decoder holds before its turn
 
  private:
   struct Batch {
@@ -60,6 +74,14 @@ class EventReadAhead {
     std::exception_ptr error;  // thrown by the reader after this batch's records
   };
   void read(const std::filesystem::path& path, const StoreLimits& limits, const OnRead& on_read);
+  // With several decoders: each takes the next frame and decodes it.
+  void decode_frames(const std::filesystem::path& path, const StoreLimits& limits, const OnRead& on_read);
+  struct Part;
+  void decode_part(Part& part, std::vector<Batch>& held, const std::filesystem::path& path, const StoreLimits& limits,
+                   const OnRead& on_read);
+  bool wait_turn(uint64_t index);
+  bool hand_out(Batch& b, const OnRead& on_read);  // false: nothing more goes out
+  void pass_turn();
 
   std::vector<Batch> ring_;
   size_t batch_size_;
@@ -70,7 +92,16 @@ class EventReadAhead {
   size_t at_ = 0;  // next record of the batch at head_
   bool ready_ = false;  // the batch at head_ is filled
   bool done_ = false;
-  std::thread thread_;
+  std::vector<std::thread> threads_;
+  // Several decoders: the frames, taken one at a time; whose turn it is to hand out; the
+  // last timestamp handed out (a frame's records come relative to it); the bytes inflated.
+  std::mutex split_mu_;
+  std::unique_ptr<class StoreFrames> frames_;
+  std::condition_variable turn_cv_;
+  uint64_t turn_ = 0;
+  int64_t base_ts_ = 0, part_base_ = 0;  // the last ts handed out; that before the part in turn
+  bool over_ = false;  // the last batch is out (the end, or an error): nothing goes after it
+  uint64_t inflated_ = 0;
 };
 
 }  // namespace cudatrace

@@ -132,7 +132,12 @@ std::string_view EventStoreWriter::stored_args(size_t args_at) const {
 }
 
 void EventStoreWriter::flush_if_full() {
-  if (impl_->buf_size >= (size_t(1) << 18)) flush(false);
+  if (frame_records_ && ++in_frame_ >= frame_records_) {
+    flush(true);  // the frame ends after this event; the next write begins another
+    in_frame_ = 0;
+  } else if (impl_->buf_size >= (size_t(1) << 18)) {
+    flush(false);
+  }
 }
 
 // Returns where the event's args begin in the buffer (they end at args_end_).
@@ -335,7 +340,21 @@ EventReader::EventReader(const fs::path& path, const StoreLimits& limits) : impl
   }
 }
 
+EventReader::EventReader(Read read, const fs::path& named, const StoreLimits& limits, bool with_header,
+                         uint64_t records_before)
+    : impl_(std::make_unique<Impl>()), path_(named), store_(true), records_(records_before) {
+  impl_->limits = limits;
+  impl_->header_read = !with_header;
+  try {
+    impl_->inflater = std::make_unique<ZstdInflater>(std::move(read), 27);
+  } catch (const ZstdStreamError& e) {
+    throw EventFormatError(named.string() + ": " + e.what());
+  }
+}
+
 EventReader::~EventReader() = default;
+
+uint64_t EventReader::inflated() const { return impl_->inflater ? impl_->inflater->inflated() : 0; }
 
 void EventReader::skip_args(std::function<bool(const std::string& layer)> of_layer) {
   impl_->skip_args = std::move(of_layer);

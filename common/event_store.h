@@ -83,6 +83,12 @@ class EventStoreWriter {
   // The same, its args given packed (e.args is not read).
   void write(const Event& e, const PackedArgs& args);
   void close();
+  // Ends the zstd frame after every `records` events (0: one frame for the whole file), so
+  // that a reader can inflate and decode the frames on several threads (EventReadAhead).
+  // The file stays one stream to any zstd reader, and each ts_delta still follows the event
+  // before it, across frames: frames cost compression (each starts its window anew), so
+  // only files read at volume (a workload's ledger) are cut.
+  void end_frame_every(uint64_t records) { frame_records_ = records; }
   size_t written() const { return written_; }
   uint64_t bytes_out() const { return bytes_out_; }  // compressed bytes written so far
 
@@ -101,6 +107,7 @@ class EventStoreWriter {
   size_t args_end_ = 0;  // where the last event's args end in the buffer
   size_t written_ = 0;
   uint64_t bytes_out_ = 0;
+  uint64_t frame_records_ = 0, in_frame_ = 0;
 };
 
 // Limits a reader of a file it does not trust applies (defaults: what no real record needs).
@@ -118,6 +125,15 @@ struct StoreLimits {
 class EventReader {
  public:
   explicit EventReader(const std::filesystem::path& path, const StoreLimits& limits = {});
+  // A part of a store, its compressed bytes given through `read` (0: the part has ended):
+  // one or more whole frames of a file that EventReadAhead splits. `named` in errors; its
+  // first record numbered `records_before` + 1; the header expected only where
+  // `with_header` (the file's first part). Each ts comes relative to the last event before
+  // the part (its first record's ts_delta as it is): the caller adds that event's ts.
+  // limits.max_file_bytes is the caller's to apply.
+  using Read = std::function<size_t(char* into, size_t most)>;
+  EventReader(Read read, const std::filesystem::path& named, const StoreLimits& limits, bool with_header,
+              uint64_t records_before);
   ~EventReader();
   EventReader(const EventReader&) = delete;
   EventReader& operator=(const EventReader&) = delete;
@@ -133,6 +149,7 @@ class EventReader {
   void skip_args(std::function<bool(const std::string& layer)> of_layer);
   uint64_t records() const { return records_; }
   bool is_store() const { return store_; }
+  uint64_t inflated() const;  // bytes a store has inflated to so far
 
  private:
   struct Impl;

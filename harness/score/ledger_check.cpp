@@ -210,7 +210,8 @@ LedgerCheck read_ledgers(const std::filesystem::path& run_dir, uint64_t max_byte
       std::unique_ptr<EventReader> in;
       if (EventReadAhead::worth_it())
         ahead = std::make_unique<EventReadAhead>(
-            f, limits, [&checker](const Event& e, std::string_view packed) { checker.add(e, packed); });
+            f, limits, [&checker](const Event& e, std::string_view packed) { checker.add(e, packed); }, 2048, 4,
+            EventReadAhead::decoders_worth_it());
       else
         in = std::make_unique<EventReader>(f, limits);
       if (ahead) {

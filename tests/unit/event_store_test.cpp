@@ -272,55 +272,133 @@ TEST(EventStore, PackedArgsReadBackAsTheirJson) {
   EXPECT_EQ(i, want.size());
 }
 
-// Reading ahead on a thread changes nothing of what comes back: every record, in order,
-// with its args as the store holds them, across batch boundaries and a ring that fills.
-TEST(EventReadAhead, GivesWhatTheReaderGivesInOrder) {
-  const fs::path dir = testsupport::temp_dir("store-ahead");
-  const fs::path p = dir / kEventsFile;
+// How a file is written and read ahead: its frames (0: one for the whole file) and the
+// reader's batches, ring and decoders (several: the frames decoded side by side).
+struct AheadCase {
+  uint64_t frame_records;
+  size_t batch, depth, decoders;
+};
+std::string describe(const AheadCase& c) {
+  return "frames of " + std::to_string(c.frame_records) + ", batch " + std::to_string(c.batch) + ", depth " +
+         std::to_string(c.depth) + ", decoders " + std::to_string(c.decoders);
+}
+const AheadCase kAheadCases[] = {
+    {0, 7, 2, 1},      // one reading thread, as before frames
+    {100, 7, 2, 3},    // frames larger than a decoder holds (kHeld batches of 7): handed out as decoded
+    {5, 7, 2, 3},      // frames smaller than a batch, many of them
+    {0, 64, 4, 3},     // one frame: one decoder reads it, the others find nothing
+    {1000, 64, 4, 4},  // a decoder's share decoded whole before its turn
+};
+
+void write_samples(const fs::path& p, int64_t n, uint64_t frame_records) {
   EventStoreWriter w(p);
-  for (int64_t i = 0; i < 5000; ++i) w.write(sample(i));
+  w.end_frame_every(frame_records);
+  for (int64_t i = 0; i < n; ++i) w.write(sample(i));
   w.close();
-  EventReader direct(p);
-  int64_t read_beside = 0;
-  EventReadAhead ahead(p, StoreLimits{}, [&](const Event&, std::string_view) { ++read_beside; }, 7, 2);
-  Event a;
-  std::string pa;
-  std::string_view pb;
+}
+
+// Reading ahead changes nothing of what comes back: every record, in order, with its args
+// as the store holds them and its timestamp whole (a frame's deltas follow the frame before),
+// across batch boundaries, frames and a ring that fills; on_read sees them in that order.
+TEST(EventReadAhead, GivesWhatTheReaderGivesInOrder) {
+  for (const AheadCase& c : kAheadCases) {
+    SCOPED_TRACE(describe(c));
+    const fs::path dir = testsupport::temp_dir("store-ahead");
+    const fs::path p = dir / kEventsFile;
+    write_samples(p, 5000, c.frame_records);
+    EventReader direct(p);
+    std::vector<int64_t> read_beside;
+    EventReadAhead ahead(p, StoreLimits{}, [&](const Event& e, std::string_view) { read_beside.push_back(e.ts); },
+                         c.batch, c.depth, c.decoders);
+    Event a;
+    std::string pa;
+    std::string_view pb;
+    std::vector<int64_t> want;
+    while (direct.next(a, &pa)) {
+      SCOPED_TRACE(want.size());
+      const Event* b = ahead.next(pb);
+      ASSERT_NE(b, nullptr);
+      expect_same(a, *b);
+      ASSERT_EQ(pa, pb);
+      want.push_back(a.ts);
+    }
+    EXPECT_EQ(want.size(), 5000u);
+    EXPECT_EQ(ahead.next(pb), nullptr) << "the end comes once the file's records have";
+    EXPECT_EQ(read_beside, want) << "on_read saw each record, in file order, and all of them by the end";
+    EXPECT_EQ(ahead.next(pb), nullptr);
+  }
+}
+
+// The frames cost some compression, not the records: the same events either way.
+TEST(EventReadAhead, AFileInFramesIsOneStreamToAPlainReader) {
+  const fs::path dir = testsupport::temp_dir("store-frames");
+  write_samples(dir / "one.msgpack.zst", 3000, 0);
+  write_samples(dir / "framed.msgpack.zst", 3000, 64);
+  EventReader one(dir / "one.msgpack.zst"), framed(dir / "framed.msgpack.zst");
+  Event a, b;
   int64_t n = 0;
-  while (direct.next(a, &pa)) {
-    SCOPED_TRACE(n);
-    const Event* b = ahead.next(pb);
-    ASSERT_NE(b, nullptr);
-    expect_same(a, *b);
-    ASSERT_EQ(pa, pb);
+  while (one.next(a)) {
+    ASSERT_TRUE(framed.next(b));
+    expect_same(a, b);
     ++n;
   }
-  EXPECT_EQ(n, 5000);
-  EXPECT_EQ(ahead.next(pb), nullptr) << "the end comes once the file's records have";
-  EXPECT_EQ(read_beside, 5000) << "on_read saw each record, and all of them by the end";
-  EXPECT_EQ(ahead.next(pb), nullptr);
+  EXPECT_FALSE(framed.next(b));
+  EXPECT_EQ(n, 3000);
+  EXPECT_GT(fs::file_size(dir / "framed.msgpack.zst"), fs::file_size(dir / "one.msgpack.zst"));
 }
 
 // A damaged file's error reaches the caller after the records read before it, as from the
-// reader; a reader dropped half-way stops its thread (the test would hang otherwise).
+// reader, whether the cut falls in the one frame or in one of many; a reader dropped
+// half-way stops its threads (the test would hang otherwise).
 TEST(EventReadAhead, AnErrorComesAfterTheRecordsBeforeIt) {
-  const fs::path dir = testsupport::temp_dir("store-ahead-cut");
-  const fs::path p = dir / kEventsFile;
-  EventStoreWriter w(p);
-  for (int64_t i = 0; i < 50000; ++i) w.write(sample(i));
-  w.close();
-  fs::resize_file(p, fs::file_size(p) / 2);
-  int64_t direct_read = 0;
-  {
-    EventReader r(p);
-    Event e;
-    try {
-      while (r.next(e)) ++direct_read;
-    } catch (const EventFormatError&) {
+  for (const AheadCase& c : kAheadCases) {
+    SCOPED_TRACE(describe(c));
+    const fs::path dir = testsupport::temp_dir("store-ahead-cut");
+    const fs::path p = dir / kEventsFile;
+    write_samples(p, 50000, c.frame_records);
+    fs::resize_file(p, fs::file_size(p) / 2);
+    int64_t direct_read = 0;
+    {
+      EventReader r(p);
+      Event e;
+      try {
+        while (r.next(e)) ++direct_read;
+      } catch (const EventFormatError&) {
+      }
     }
+    ASSERT_GT(direct_read, 0);
+    EventReadAhead ahead(p, StoreLimits{}, nullptr, c.batch, c.depth, c.decoders);
+    std::string_view packed;
+    int64_t n = 0;
+    EXPECT_THROW(
+        {
+          while (ahead.next(packed)) ++n;
+        },
+        EventFormatError);
+    EXPECT_EQ(n, direct_read) << "every record before the damage, and not one more";
+    EXPECT_EQ(ahead.next(packed), nullptr) << "after its error the reader is at its end";
+
+    EventReadAhead dropped(p, StoreLimits{}, nullptr, c.batch, c.depth, c.decoders);
+    ASSERT_NE(dropped.next(packed), nullptr);
   }
-  ASSERT_GT(direct_read, 0);
-  EventReadAhead ahead(p, StoreLimits{}, nullptr, 64, 3);
+}
+
+// Bytes damaged inside a later frame: the frames before it come whole, then the error.
+TEST(EventReadAhead, ADamagedFrameEndsTheReadingAfterTheFramesBeforeIt) {
+  const fs::path dir = testsupport::temp_dir("store-ahead-damaged");
+  const fs::path p = dir / kEventsFile;
+  write_samples(p, 20000, 1000);
+  {
+    std::fstream f(p, std::ios::in | std::ios::out | std::ios::binary);
+    const auto at = std::streamoff(fs::file_size(p) * 3 / 4);
+    f.seekg(at);
+    char c = 0;
+    f.read(&c, 1);
+    f.seekp(at);
+    c = char(c ^ 0x5a);
+    f.write(&c, 1);
+  }
+  EventReadAhead ahead(p, StoreLimits{}, nullptr, 64, 4, 3);
   std::string_view packed;
   int64_t n = 0;
   EXPECT_THROW(
@@ -328,16 +406,40 @@ TEST(EventReadAhead, AnErrorComesAfterTheRecordsBeforeIt) {
         while (ahead.next(packed)) ++n;
       },
       EventFormatError);
-  EXPECT_EQ(n, direct_read) << "every record before the damage, and not one more";
-  EXPECT_EQ(ahead.next(packed), nullptr) << "after its error the reader is at its end";
+  EXPECT_GE(n, 10000) << "the frames before the damage";
+  EXPECT_LT(n, 20000);
+}
 
-  EventReadAhead dropped(p, StoreLimits{}, nullptr, 16, 2);
-  ASSERT_NE(dropped.next(packed), nullptr);
+// A file that is not a store (JSON lines) is read whole by one decoder, as EventReader reads it.
+TEST(EventReadAhead, JsonLinesComeThroughSeveralDecodersAlike) {
+  const fs::path dir = testsupport::temp_dir("store-ahead-jsonl");
+  const fs::path p = dir / "events.jsonl";
+  {
+    EventWriter w(p);
+    for (int64_t i = 0; i < 300; ++i) w.write(sample(i));
+  }
+  EventReader direct(p);
+  EventReadAhead ahead(p, StoreLimits{}, nullptr, 16, 2, 3);
+  Event a;
+  std::string pa;
+  std::string_view pb;
+  int64_t n = 0;
+  while (direct.next(a, &pa)) {
+    const Event* b = ahead.next(pb);
+    ASSERT_NE(b, nullptr);
+    expect_same(a, *b);
+    EXPECT_EQ(pa, pb);
+    ++n;
+  }
+  EXPECT_EQ(n, 300);
+  EXPECT_EQ(ahead.next(pb), nullptr);
 }
 
 TEST(EventReadAhead, AFileThatCannotBeOpenedIsAnErrorOfNext) {
   const fs::path dir = testsupport::temp_dir("store-ahead-none");
-  EventReadAhead ahead(dir / "absent.msgpack.zst", StoreLimits{});
-  std::string_view packed;
-  EXPECT_THROW(ahead.next(packed), std::exception);
+  for (size_t decoders : {size_t(1), size_t(3)}) {
+    EventReadAhead ahead(dir / "absent.msgpack.zst", StoreLimits{}, nullptr, 2048, 4, decoders);
+    std::string_view packed;
+    EXPECT_THROW(ahead.next(packed), std::exception) << decoders << " decoder(s)";
+  }
 }

@@ -5,8 +5,9 @@
 // "live": the store is written through the harness's tap (live_scoring.h), as a tracer that
 // converts while the program runs writes it, and what is timed is what is left after the
 // program: the ledger read and paired. SCORE_SCALE_READ_AHEAD=on|off chooses whether the
-// ledger is decoded ahead on a thread of its own (by default: with 4 cores or more), so that
-// the two stages can be weighed on a small machine too.
+// ledger is decoded ahead (by default: with 4 cores or more), so that the two stages can be
+// weighed on a small machine too; SCORE_SCALE_DECODERS=N on how many threads, its frames
+// shared among them (by default a quarter of the cores, 1 to 4).
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -54,6 +55,7 @@ void write_ledger(const fs::path& file, int64_t pid, int64_t calls, int64_t thre
   // The ledger as a workload writes it: its header, then the threads' calls in the order they
   // began (ledger.cpp, write_in_time_order).
   EventStoreWriter ledger(file);
+  ledger.end_frame_every(uint64_t(1) << 14);  // as ledger.cpp's kFrameRecords
   Event header;
   header.layer = layer::kMeta;
   header.name = "ledger";
@@ -175,6 +177,8 @@ int main(int argc, char** argv) {
   const std::string mode = argc > 4 ? argv[4] : "";
   if (const char* ahead = std::getenv("SCORE_SCALE_READ_AHEAD"))
     EventReadAhead::force_worth_it(std::string(ahead) == "on");
+  if (const char* decoders = std::getenv("SCORE_SCALE_DECODERS"))
+    EventReadAhead::force_decoders(size_t(std::max(1, std::atoi(decoders))));
   // "keep": the files of an earlier run of the same size are scored again and left behind,
   // so that a profile of the scoring holds no writing.
   const bool keep = mode == "keep", live = mode == "live";
