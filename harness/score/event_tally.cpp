@@ -24,14 +24,21 @@ void NameCounter::add(const Event& e) {
 EventTally::EventTally(bool keep_events, bool per_process, const std::map<int, HostDevice>* host_devices)
     : names(host_devices), keep_(keep_events), per_process_(per_process) {}
 
-void EventTally::count(const Event& e) {
+void EventTally::count(const Event& e, const std::string_view* packed_args) {
   ++records_;
   whole_ = false;  // an event after the close: the store no longer says all of it
   if (e.is_meta()) return;
   name_counter_.add(e);
-  family_counter_.add(e);
+  if (packed_args) family_counter_.add(e, *packed_args);
+  else family_counter_.add(e);
   names.learn(e);
-  if (per_process_) processes.add(e);
+  if (per_process_ && packed_args) processes.add(e, *packed_args);
+  else if (per_process_) processes.add(e);
+}
+
+void EventTally::on_packed(const Event& e, std::string_view packed_args, bool args_in_event) {
+  if (args_in_event || e.is_meta() || !FamilyCounter::reads_args(e)) return add(e);
+  count(e, &packed_args);
 }
 
 void EventTally::add(const Event& e) {

@@ -56,6 +56,11 @@ class EventTally final : public EventTap {
     return keep_ || e.is_meta() || FamilyCounter::reads_args(e);
   }
   void on_event(const Event& e) override { add(e); }
+  // A kernel written with its args packed is counted from them in place (a call needs none,
+  // a meta record comes whole): unpacked into JSON for each of a sanitizer run's millions of
+  // launches, they were most of its count. Held events need their JSON: not then.
+  bool wants_packed() const override { return !keep_; }
+  void on_packed(const Event& e, std::string_view packed_args, bool args_in_event) override;
   void on_closed(uint64_t written) override { whole_ = written == records_; }
   // Every event of the closed store went through add(), and nothing else did.
   bool whole() const { return whole_; }
@@ -69,7 +74,7 @@ class EventTally final : public EventTap {
   EventStream events;  // only with keep_events
 
  private:
-  void count(const Event& e);
+  void count(const Event& e, const std::string_view* packed_args = nullptr);
   NameCounter name_counter_{by_name, per_layer};
   FamilyCounter family_counter_{families};
   bool keep_, per_process_;

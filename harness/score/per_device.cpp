@@ -206,6 +206,16 @@ ProcessCounter::~ProcessCounter() = default;
 
 void ProcessCounter::add(const Event& e) {
   if (e.layer == layer::kMeta) return;
+  part_of(e).counter.add(e);
+}
+
+void ProcessCounter::add(const Event& e, std::string_view packed_args) {
+  if (e.layer == layer::kMeta) return;
+  part_of(e).counter.add(e, packed_args);
+}
+
+// The record's (process, device) part, its process's first CUDA record brought forward.
+ProcessCounter::Part& ProcessCounter::part_of(const Event& e) {
   Part* part = last_;
   if (!part || part->sample.pid != e.pid || part->sample.device != e.device || part->sample.device_id != e.device_id) {
     auto& slot = parts_[{e.pid, e.device, e.device_id}];
@@ -218,9 +228,9 @@ void ProcessCounter::add(const Event& e) {
     part = last_ = slot.get();
     last_first_ts_ = &first_ts_.try_emplace(e.pid, 0).first->second;
   }
-  part->counter.add(e);
   int64_t& first = *last_first_ts_;
   if (e.layer != layer::kSyscall && e.ts > 0 && (first == 0 || e.ts < first)) first = e.ts;
+  return *part;
 }
 
 std::vector<ProcessCounts> ProcessCounter::finish(const DeviceNames& names) {

@@ -145,10 +145,12 @@ class ProcessCounter {
   ProcessCounter();
   ~ProcessCounter();
   void add(const Event& e);
+  void add(const Event& e, std::string_view packed_args);  // a kernel's args as the store packs them
   std::vector<ProcessCounts> finish(const DeviceNames& names);
 
  private:
   struct Part;
+  Part& part_of(const Event& e);
   std::map<std::tuple<int64_t, std::optional<int64_t>, std::string>, std::unique_ptr<Part>> parts_;
   std::map<int64_t, int64_t> first_ts_;  // pid -> its first CUDA record
   Part* last_ = nullptr;                  // the part of the previous record: most follow one of theirs

@@ -6,8 +6,10 @@
 #include <cctype>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 
 #include "common/cuda_names.h"
+#include "common/packed_args.h"
 
 namespace cudatrace {
 
@@ -132,11 +134,74 @@ int64_t join_cut_kernel_families(const std::map<std::string, int64_t>& reference
 
 namespace {
 // The kernel's own symbol where the method kept it (args.symbol), else its name.
-std::string kernel_symbol(const Event& e) {
-  for (const char* key : {"symbol", "kernel"})
-    if (auto it = e.args.find(key); it != e.args.end() && it->is_string()) return it->get<std::string>();
-  return e.name;
+// A small integer array's product (a grid's blocks), as MessagePack holds it; 0 where an
+// element is no integer, as the JSON reading counts it; nullopt for anything but an array.
+std::optional<int64_t> packed_grid_blocks(std::string_view raw) {
+  const auto* p = reinterpret_cast<const uint8_t*>(raw.data());
+  const auto* end = p + raw.size();
+  if (p == end || (*p & 0xf0) != 0x90) return std::nullopt;
+  int64_t product = 1;
+  for (unsigned n = *p++ & 0x0f; n > 0; --n) {
+    if (p == end) return 0;
+    const uint8_t b = *p++;
+    int64_t v;
+    size_t width = 0;
+    if (b < 0x80) v = b;
+    else if (b >= 0xe0) v = int8_t(b);
+    else if (b >= 0xcc && b <= 0xcf) width = size_t(1) << (b - 0xcc);
+    else if (b >= 0xd0 && b <= 0xd3) width = size_t(1) << (b - 0xd0);
+    else return 0;  // no integer (the rest is not read: the product is 0)
+    if (width) {
+      if (size_t(end - p) < width) return 0;
+      uint64_t u = 0;
+      for (size_t i = 0; i < width; ++i) u = u << 8 | p[i];
+      p += width;
+      v = b >= 0xd0 && width < 8 ? int64_t(u << (64 - 8 * width)) >> (64 - 8 * width) : int64_t(u);
+    }
+    product *= v;
+  }
+  return product;
 }
+}  // namespace
+
+struct FamilyCounter::KernelArgs {
+  std::string_view symbol;  // args.symbol, else args.kernel, else the event's name
+  int64_t launch = -1, execution = 0;
+  std::optional<int64_t> grid_blocks;  // args.grid's product, where it is an array
+  int64_t blocks = 1;                  // args.blocks, where it is an integer
+
+  static KernelArgs of(const Event& e) {
+    KernelArgs k;
+    k.symbol = e.name;
+    for (const char* key : {"kernel", "symbol"})  // the symbol wins
+      if (auto it = e.args.find(key); it != e.args.end() && it->is_string()) k.symbol = it->get_ref<const std::string&>();
+    const auto integer = [&](const char* key, int64_t& into) {
+      if (auto it = e.args.find(key); it != e.args.end() && it->is_number_integer()) into = it->get<int64_t>();
+    };
+    integer("launch", k.launch), integer("execution", k.execution), integer("blocks", k.blocks);
+    if (auto grid = e.args.find("grid"); grid != e.args.end() && grid->is_array()) {
+      k.grid_blocks = 1;
+      for (const auto& d : *grid) *k.grid_blocks *= d.is_number_integer() ? d.get<int64_t>() : 0;
+    }
+    return k;
+  }
+  static KernelArgs of(const Event& e, std::string_view packed) {
+    KernelArgs k;
+    k.symbol = e.name;
+    bool symbol = false;
+    PackedArgsView(packed).each([&](std::string_view key, const PackedValue& v) {
+      const bool integer = v.kind == PackedValue::Kind::kInt;
+      if (key == "symbol" && v.kind == PackedValue::Kind::kText) k.symbol = v.text, symbol = true;
+      else if (key == "kernel" && v.kind == PackedValue::Kind::kText && !symbol) k.symbol = v.text;
+      else if (key == "launch" && integer) k.launch = v.integer;
+      else if (key == "execution" && integer) k.execution = v.integer;
+      else if (key == "blocks" && integer) k.blocks = v.integer;
+      else if (key == "grid") k.grid_blocks = packed_grid_blocks(v.raw);
+    });
+    return k;
+  }
+};
+namespace {
 }  // namespace
 
 void count_families(const std::vector<Event>& events, FamilyCounts& into) {
@@ -148,6 +213,40 @@ void count_families(const std::vector<Event>& events, FamilyCounts& into) {
 bool FamilyCounter::reads_args(const Event& e) {
   const std::string_view l = e.layer;
   return l == std::string_view(layer::kGpuActivity) || l == std::string_view(layer::kDevice);
+}
+
+const std::string& FamilyCounter::family_of_kernel(std::string_view symbol) {
+  if (const auto it = kernel_families_.find(symbol); it != kernel_families_.end()) return it->second;
+  if (kernel_families_.size() >= (size_t(1) << 16)) kernel_families_.clear();  // a bound: folded anew past it
+  std::string name(symbol);
+  std::string family = kernel_family(name);
+  return kernel_families_.emplace(std::move(name), std::move(family)).first->second;
+}
+
+void FamilyCounter::add(const Event& e, std::string_view packed) {
+  if (reads_args(e)) count_kernel(e, KernelArgs::of(e, packed));
+  else add(e);
+}
+
+void FamilyCounter::count_kernel(const Event& e, const KernelArgs& a) {
+  const std::string& k = family_of_kernel(a.symbol);
+  if (e.layer == layer::kGpuActivity) {
+    ++into_[e.layer][k];
+    if (a.grid_blocks) into_[kActivityBlocks][k] += *a.grid_blocks;
+    else into_[kActivityBlocks][k] += 1;
+    return;
+  }
+  if (last_run_.size() > (size_t(1) << 16) && !last_run_.count(e.pid)) last_run_.clear();  // a bound, not a case
+  const auto [at, first] = last_run_.try_emplace(e.pid);
+  Run& last = at->second;
+  if (first || last.launch != a.launch || last.execution != a.execution || last.family != k) {
+    last.launch = a.launch, last.execution = a.execution, last.family = k;
+    ++into_[e.layer][k];
+    // Once per launch: a method that writes an event per block repeats the grid in each.
+    if (a.grid_blocks) into_[kDeviceGridBlocks][k] += *a.grid_blocks;
+  }
+  // Blocks: an event per block, or a launch's args.blocks counted on the GPU.
+  into_[kDeviceBlocks][k] += a.blocks;
 }
 
 void FamilyCounter::add(const Event& e) {
@@ -163,29 +262,8 @@ void FamilyCounter::add(const Event& e) {
     int64_t* slot = is_runtime_internal(e.name) ? nullptr : &into_[e.layer][canonical_name(e.name)];
     if (slots.size() < 4096) slots.emplace(e.name, slot);
     if (slot) ++*slot;
-  } else if (e.layer == layer::kGpuActivity) {
-    const std::string k = kernel_family(kernel_symbol(e));
-    ++into_[e.layer][k];
-    int64_t blocks = 1;
-    const auto grid = e.args.find("grid");
-    if (grid != e.args.end() && grid->is_array())
-      for (const auto& d : *grid) blocks *= d.is_number_integer() ? d.get<int64_t>() : 0;
-    into_[kActivityBlocks][k] += blocks;
-  } else if (e.layer == layer::kDevice) {
-    const std::string k = kernel_family(kernel_symbol(e));
-    if (device_runs_.insert({e.pid, e.args.value("launch", int64_t(-1)), e.args.value("execution", int64_t(0)), k}).second) {
-      ++into_[e.layer][k];
-      // Once per launch: a method that writes an event per block repeats the grid in each.
-      const auto grid = e.args.find("grid");
-      if (grid != e.args.end() && grid->is_array()) {
-        int64_t blocks = 1;
-        for (const auto& d : *grid) blocks *= d.is_number_integer() ? d.get<int64_t>() : 0;
-        into_[kDeviceGridBlocks][k] += blocks;
-      }
-    }
-    // Blocks: an event per block, or a launch's args.blocks counted on the GPU.
-    const auto b = e.args.find("blocks");
-    into_[kDeviceBlocks][k] += b != e.args.end() && b->is_number_integer() ? b->get<int64_t>() : 1;
+  } else if (reads_args(e)) {
+    count_kernel(e, KernelArgs::of(e));
   } else if (e.layer == layer::kSyscall) {
     ++into_[e.layer][e.name];
   }

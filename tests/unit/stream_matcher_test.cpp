@@ -330,6 +330,16 @@ TEST(EventTally, CountsKernelsAlikeWhetherTheirArgsCameWholeOrPacked) {
     const auto packed = tally_of(true, live);
     EXPECT_EQ(packed->families, whole->families) << (live ? "through the live scoring" : "as the tap");
     EXPECT_EQ(packed->by_name, whole->by_name);
+    if (live) continue;  // the live scoring keeps no per-process counts of its own
+    const auto per_process = [](EventTally& t) {
+      std::map<int64_t, FamilyCounts> out;
+      for (const auto& p : t.processes.finish(t.names))
+        for (const auto& [device, counts] : p.by_device) out[p.pid] = counts;
+      return out;
+    };
+    const auto again = tally_of(false, false);
+    EXPECT_EQ(per_process(*packed), per_process(*again)) << "per process, read packed as whole";
+    EXPECT_EQ(per_process(*packed)[10][kDeviceBlocks]["vecadd"], 603);
   }
   std::filesystem::remove_all(dir);
 }

@@ -112,6 +112,26 @@ TEST(Verdict, CallsFoldIntoFamiliesAndKernelRunsAreCountedOncePerLaunch) {
   EXPECT_EQ(c["gpu-activity"]["k"], 1);
 }
 
+// A launch's events come together (devhook writes a launch's blocks in (launch, execution)
+// order), and the counter keeps only each process's last launch, so processes that
+// interleave, a graph's executions and a kernel name folded from its mangled and its
+// demangled form all count as before; only a launch met again after another is not
+// recognised, which no method writes.
+TEST(Verdict, DeviceLaunchesAreCountedFromEachProcesssLastLaunch) {
+  FamilyCounts c;
+  std::vector<Event> events;
+  for (int64_t launch = 0; launch < 1000; ++launch)
+    for (int64_t pid : {1, 2})
+      for (int block = 0; block < 3; ++block)
+        events.push_back(ev("device", "k", {{"kernel", launch % 2 ? "_Z1kPf" : "k(float*)"}, {"launch", launch}, {"blocks", 1}}, pid));
+  for (int64_t execution : {0, 1, 1, 2})  // a graph launch's kernel run three times
+    events.push_back(ev("device", "g", {{"kernel", "g"}, {"launch", 5000}, {"execution", execution}}, 1));
+  count_families(events, c);
+  EXPECT_EQ(c["device"]["k"], 2000) << "1,000 launches in each of two processes, three blocks each";
+  EXPECT_EQ(c[kDeviceBlocks]["k"], 6000);
+  EXPECT_EQ(c["device"]["g"], 3) << "each execution of a graph launch's kernel is a run";
+}
+
 TEST(Verdict, CuptiIsTheReferenceAndShortfallsAreNamed) {
   std::vector<Event> all{ev("runtime", "cudaMalloc"), ev("runtime", "cudaMalloc"), ev("runtime", "cudaGraphLaunch"),
                          ev("runtime", "cudaFree"), ev("gpu-activity", "k", {{"kernel", "k"}}),
