@@ -1,8 +1,10 @@
 #include <fstream>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <thread>
+#include <type_traits>
 
 #include "common/event_read_ahead.h"
 #include "common/event_store.h"
@@ -165,8 +167,9 @@ namespace {
 // One process's ledger file as a workload writes it (its header, then its records, all of
 // pid `pid`), in the store's format or as the JSON lines of older runs.
 template <class Writer>
-void write_ledger(const std::filesystem::path& file, int64_t pid, EventStream s) {
+void write_ledger(const std::filesystem::path& file, int64_t pid, EventStream s, uint64_t frame_records = 0) {
   Writer out(file);
+  if constexpr (std::is_same_v<Writer, EventStoreWriter>) out.end_frame_every(frame_records);
   s.meta[0].pid = pid;
   out.write(s.meta[0]);
   for (auto& e : s.events) {
@@ -248,6 +251,7 @@ TEST(LedgerCheck, ALedgerThatInflatesFarPastItsSizeIsRefused) {
   auto dir = testsupport::temp_dir("ledger-bomb");
   {
     EventStoreWriter out(dir / ledger::kFileName, 3);
+    out.end_frame_every(1);
     EventStream s = ledger_with({{"records", 2000}, {"intended", {{"cudaMalloc", 2000}}}}, {});
     out.write(s.meta[0]);
     Event e;
@@ -262,12 +266,19 @@ TEST(LedgerCheck, ALedgerThatInflatesFarPastItsSizeIsRefused) {
   }
   const auto size = std::filesystem::file_size(dir / ledger::kFileName);
   ASSERT_LT(size * 256, uint64_t(2000) << 20) << "the file must be a bomb for this test";
-  int64_t seen = 0;
-  const LedgerCheck c = read_ledgers(dir, uint64_t(64) << 20, [&](const Event&) { ++seen; });
-  EXPECT_FALSE(c.consistent);
-  ASSERT_FALSE(c.problems.empty());
-  EXPECT_NE(c.problems.back().find("inflates past"), std::string::npos) << nlohmann::json(c.problems).dump();
-  EXPECT_LT(seen, 2000);
+  // Read in line, and by three decoders (its frames, a record each, shared among them).
+  for (size_t decoders : {size_t(0), size_t(3)}) {
+    EventReadAhead::force_worth_it(decoders > 0);
+    EventReadAhead::force_decoders(std::max<size_t>(decoders, 1));
+    int64_t seen = 0;
+    const LedgerCheck c = read_ledgers(dir, uint64_t(64) << 20, [&](const Event&) { ++seen; });
+    EventReadAhead::force_worth_it(std::nullopt);
+    EventReadAhead::force_decoders(std::nullopt);
+    EXPECT_FALSE(c.consistent) << decoders;
+    ASSERT_FALSE(c.problems.empty());
+    EXPECT_NE(c.problems.back().find("inflates past"), std::string::npos) << nlohmann::json(c.problems).dump();
+    EXPECT_LT(seen, 2000);
+  }
 }
 
 // Reading a ledger ahead on a thread of its own (machines of 4 cores or more) changes
@@ -282,21 +293,26 @@ TEST(LedgerCheck, ReadingAheadGivesWhatReadingInLineGives) {
     big.events[i].tid = 1 + int64_t(i % 5);
     big.events[i].args = {{"i", int64_t(i)}, {"ptr", "0x7f00" + std::to_string(i)}};
   }
-  write_ledger<EventStoreWriter>(dir / ledger::kFileName, 10, big);
+  // In frames of 1,000 records, as ledger.cpp cuts them (of 16,384), so that several decoders share them.
+  write_ledger<EventStoreWriter>(dir / ledger::kFileName, 10, big, 1000);
   write_ledger<EventStoreWriter>(dir / (std::string(ledger::kFileName) + ".11"), 11,
                                  ledger_with({{"records", 2}, {"intended", {{"cudaFree", 1}}}}, {{"cudaFree", 0}}));
-  auto read = [&](bool ahead, std::vector<std::string>& seen) {
+  auto read = [&](bool ahead, std::vector<std::string>& seen, size_t decoders = 1) {
     EventReadAhead::force_worth_it(ahead);
+    EventReadAhead::force_decoders(decoders);
     seen.clear();
     const LedgerCheck c = read_ledgers(dir, uint64_t(1) << 30, [&](const Event& e, std::string_view packed) {
       seen.push_back(e.layer + " " + e.name + " " + std::to_string(e.ts) + " " + std::to_string(e.tid) + " " +
                      std::to_string(e.ret.value_or(-1)) + " " + (e.is_meta() ? e.args.dump() : unpack_args(packed).dump()));
     });
     EventReadAhead::force_worth_it(std::nullopt);
+    EventReadAhead::force_decoders(std::nullopt);
     return to_json(c);
   };
-  std::vector<std::string> in_line, ahead;
+  std::vector<std::string> in_line, ahead, decoded_apart;
   const nlohmann::json checked_in_line = read(false, in_line), checked_ahead = read(true, ahead);
+  EXPECT_EQ(read(true, decoded_apart, 3), checked_in_line) << "the frames on three decoders";
+  EXPECT_EQ(decoded_apart, in_line);
   EXPECT_EQ(in_line.size(), 12000u + 1 + 1 + 1);  // two headers, their calls
   EXPECT_EQ(checked_ahead, checked_in_line);
   EXPECT_FALSE(checked_ahead["consistent"].get<bool>()) << "the second ledger is short of its header's records";
