@@ -15,18 +15,25 @@ EventReadAhead::EventReadAhead(const std::filesystem::path& path, const StoreLim
                                size_t batch, size_t depth, size_t decoders)
     : ring_(std::max<size_t>(depth, decoders > 1 ? kHeld : 2)), batch_size_(batch < 1 ? 1 : batch) {
   for (Batch& b : ring_) b.events.resize(batch_size_), b.packed.resize(batch_size_);
-  if (decoders <= 1) {
-    threads_.emplace_back([this, path, limits, on_read = std::move(on_read)] { read(path, limits, on_read); });
-  } else {
-    frames_ = std::make_unique<StoreFrames>(path, limits);
-    auto shared = std::make_shared<OnRead>(std::move(on_read));
-    for (size_t i = 0; i < decoders; ++i)
-      threads_.emplace_back([this, path, limits, shared] { decode_frames(path, limits, *shared); });
+  try {
+    if (decoders <= 1) {
+      threads_.emplace_back([this, path, limits, on_read = std::move(on_read)] { read(path, limits, on_read); });
+    } else {
+      frames_ = std::make_unique<StoreFrames>(path, limits);
+      auto shared = std::make_shared<OnRead>(std::move(on_read));
+      for (size_t i = 0; i < decoders; ++i)
+        threads_.emplace_back([this, path, limits, shared] { decode_frames(path, limits, *shared); });
+    }
+  } catch (...) {  // a thread that could not start: those that did are stopped first
+    stop_all();
+    throw;
   }
   for (auto& t : threads_) pthread_setname_np(t.native_handle(), "ct-read-ahead");  // named in top and per-thread figures
 }
 
-EventReadAhead::~EventReadAhead() {
+EventReadAhead::~EventReadAhead() { stop_all(); }
+
+void EventReadAhead::stop_all() {
   {
     std::lock_guard lk(mu_);
     stop_ = true;
@@ -64,6 +71,10 @@ void EventReadAhead::decode_frames(const std::filesystem::path& path, const Stor
   std::vector<Batch> held(kHeld);
   for (Batch& b : held) b.events.resize(batch_size_), b.packed.resize(batch_size_);
   for (;;) {
+    {  // a reader dropped, or past its last batch (an error), decodes nothing more
+      std::lock_guard lk(mu_);
+      if (stop_ || over_) return;
+    }
     Part part;
     StoreFrames::Got got;
     {
@@ -95,13 +106,8 @@ void EventReadAhead::decode_part(Part& part, std::vector<Batch>& held, const std
     return b;
   };
   Batch* b = &batch_at(0);
-  uint64_t inflated = 0;
+  uint64_t counted = 0;  // of this part's inflated bytes, those added to inflated_
   if (!error) try {
-      StoreLimits mine = limits;
-      {
-        std::lock_guard lk(mu_);
-        mine.max_inflated_bytes = limits.max_inflated_bytes - std::min(limits.max_inflated_bytes, inflated_);
-      }
       std::unique_ptr<EventReader> in;
       size_t at = 0;
       if (part.plain) {
@@ -117,8 +123,19 @@ void EventReadAhead::decode_part(Part& part, std::vector<Batch>& held, const std
           return part.rest ? frames_->read_rest(into, most) : 0;
         };
         const std::string named = part.index == 0 ? path.string() : path.string() + " (zstd frame " + std::to_string(part.index + 1) + ")";
-        in = std::make_unique<EventReader>(read, named, mine, part.index == 0, 0);
+        in = std::make_unique<EventReader>(read, named, limits, part.index == 0, 0, kFrameWindowLog);
       }
+      // The bound on what the file inflates to holds for all the decoders together: each
+      // adds what its part inflated as it goes (zstd's output comes 128 KiB at a time).
+      const auto count_inflated = [&] {
+        const uint64_t now = in->inflated();
+        if (now == counted) return;
+        const uint64_t total = inflated_.fetch_add(now - counted) + (now - counted);
+        counted = now;
+        if (total > limits.max_inflated_bytes)
+          throw EventFormatError(path.string() + ": inflates past the " + std::to_string(limits.max_inflated_bytes) +
+                                 " bytes it may have: not read further");
+      };
       for (;;) {
         if (b->n == batch_size_) {
           if (in_turn) {
@@ -132,18 +149,15 @@ void EventReadAhead::decode_part(Part& part, std::vector<Batch>& held, const std
           }
           b = &batch_at(in_turn ? 0 : used);
         }
-        if (!in->next(b->events[b->n], &b->packed[b->n])) break;
+        const bool got = in->next(b->events[b->n], &b->packed[b->n]);
+        count_inflated();
+        if (!got) break;
         ++b->n;
       }
-      inflated = in->inflated();
     } catch (...) {
       error = std::current_exception();
     }
   if (!in_turn && !wait_turn(part.index)) return;
-  {
-    std::lock_guard lk(mu_);
-    inflated_ += inflated;
-  }
   const size_t filled = in_turn ? 1 : used + 1;
   for (size_t i = 0; i < filled; ++i) {
     Batch& out = held[i];
@@ -157,8 +171,9 @@ void EventReadAhead::decode_part(Part& part, std::vector<Batch>& held, const std
 bool EventReadAhead::wait_turn(uint64_t index) {
   std::unique_lock lk(mu_);
   turn_cv_.wait(lk, [&] { return stop_ || over_ || turn_ == index; });
+  if (stop_ || over_) return false;
   part_base_ = base_ts_;  // the part's records follow the last one handed out
-  return !stop_ && !over_;
+  return true;
 }
 
 void EventReadAhead::pass_turn() {
@@ -175,10 +190,13 @@ bool EventReadAhead::hand_out(Batch& b, const OnRead& on_read) {
   for (size_t i = 0; i < b.n; ++i) {
     Event& e = b.events[i];
     e.ts = int64_t(uint64_t(e.ts) + uint64_t(part_base_));  // wraps as the writer's deltas do
-    if (on_read && !b.error) try {
+    // The records before a reader's error are shown too, as read() shows them; an error of
+    // on_read's own ends the batch at its record, as read() counts it.
+    if (on_read) try {
         on_read(e, b.packed[i]);
       } catch (...) {
-        b.error = std::current_exception(), b.n = i, b.last = true;  // as read() counts it
+        b.error = std::current_exception(), b.n = i, b.last = true;
+        break;
       }
   }
   if (b.n) base_ts_ = b.events[b.n - 1].ts;

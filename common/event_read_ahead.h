@@ -17,6 +17,7 @@
 // holds at most a frame's worth (kHeld batches) before its turn. An error of the reader (a
 // damaged record, a file past its bounds) reaches next() after the records read before it,
 // as it would from EventReader.
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <exception>
@@ -80,6 +81,10 @@ class EventReadAhead {
   void decode_part(Part& part, std::vector<Batch>& held, const std::filesystem::path& path, const StoreLimits& limits,
                    const OnRead& on_read);
   bool wait_turn(uint64_t index);
+  void stop_all();
+  // The largest window a frame may ask for (2^23 bytes): the writer's levels use 2^21 at
+  // most, and each decoder holds one window, so a file cannot ask four of 128 MiB.
+  static constexpr int kFrameWindowLog = 23;
   bool hand_out(Batch& b, const OnRead& on_read);  // false: nothing more goes out
   void pass_turn();
 
@@ -101,7 +106,7 @@ class EventReadAhead {
   uint64_t turn_ = 0;
   int64_t base_ts_ = 0, part_base_ = 0;  // the last ts handed out; that before the part in turn
   bool over_ = false;  // the last batch is out (the end, or an error): nothing goes after it
-  uint64_t inflated_ = 0;
+  std::atomic<uint64_t> inflated_{0};  // what every part inflated so far, all decoders together
 };
 
 }  // namespace cudatrace

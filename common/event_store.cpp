@@ -341,12 +341,12 @@ EventReader::EventReader(const fs::path& path, const StoreLimits& limits) : impl
 }
 
 EventReader::EventReader(Read read, const fs::path& named, const StoreLimits& limits, bool with_header,
-                         uint64_t records_before)
+                         uint64_t records_before, int window_log_max)
     : impl_(std::make_unique<Impl>()), path_(named), store_(true), records_(records_before) {
   impl_->limits = limits;
   impl_->header_read = !with_header;
   try {
-    impl_->inflater = std::make_unique<ZstdInflater>(std::move(read), 27);
+    impl_->inflater = std::make_unique<ZstdInflater>(std::move(read), window_log_max);
   } catch (const ZstdStreamError& e) {
     throw EventFormatError(named.string() + ": " + e.what());
   }

@@ -133,7 +133,7 @@ class EventReader {
   // limits.max_file_bytes is the caller's to apply.
   using Read = std::function<size_t(char* into, size_t most)>;
   EventReader(Read read, const std::filesystem::path& named, const StoreLimits& limits, bool with_header,
-              uint64_t records_before);
+              uint64_t records_before, int window_log_max = 27);
   ~EventReader();
   EventReader(const EventReader&) = delete;
   EventReader& operator=(const EventReader&) = delete;

@@ -134,6 +134,13 @@ int64_t join_cut_kernel_families(const std::map<std::string, int64_t>& reference
 
 namespace {
 // The kernel's own symbol where the method kept it (args.symbol), else its name.
+// A grid's blocks so far times one more dimension, held at INT64_MAX where it would overflow
+// (a record's numbers are the program's to write).
+int64_t grid_product(int64_t a, int64_t b) {
+  int64_t out;
+  return __builtin_mul_overflow(a, b, &out) ? INT64_MAX : out;
+}
+
 // A small integer array's product (a grid's blocks), as MessagePack holds it; 0 where an
 // element is no integer, as the JSON reading counts it; nullopt for anything but an array.
 std::optional<int64_t> packed_grid_blocks(std::string_view raw) {
@@ -158,7 +165,7 @@ std::optional<int64_t> packed_grid_blocks(std::string_view raw) {
       p += width;
       v = b >= 0xd0 && width < 8 ? int64_t(u << (64 - 8 * width)) >> (64 - 8 * width) : int64_t(u);
     }
-    product *= v;
+    product = grid_product(product, v);
   }
   return product;
 }
@@ -181,7 +188,7 @@ struct FamilyCounter::KernelArgs {
     integer("launch", k.launch), integer("execution", k.execution), integer("blocks", k.blocks);
     if (auto grid = e.args.find("grid"); grid != e.args.end() && grid->is_array()) {
       k.grid_blocks = 1;
-      for (const auto& d : *grid) *k.grid_blocks *= d.is_number_integer() ? d.get<int64_t>() : 0;
+      for (const auto& d : *grid) *k.grid_blocks = grid_product(*k.grid_blocks, d.is_number_integer() ? d.get<int64_t>() : 0);
     }
     return k;
   }

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 #include <zstd.h>
 
+#include <chrono>
 #include <fstream>
+#include <memory>
 #include <random>
 
 #include "common/event_read_ahead.h"
@@ -433,6 +435,93 @@ TEST(EventReadAhead, JsonLinesComeThroughSeveralDecodersAlike) {
   }
   EXPECT_EQ(n, 300);
   EXPECT_EQ(ahead.next(pb), nullptr);
+}
+
+// on_read sees every record next() hands out, those before a reader's error included (the
+// decoders once skipped the whole batch that carried the error).
+TEST(EventReadAhead, OnReadSeesEveryRecordBeforeAnError) {
+  const fs::path dir = testsupport::temp_dir("store-ahead-onread");
+  const fs::path p = dir / kEventsFile;
+  {
+    EventStoreWriter w(p);
+    w.end_frame_every(1000);
+    for (int64_t i = 0; i < 3000; ++i) {
+      Event e = sample(i);
+      if (i == 1700) e.name = std::string(300, 'x');  // past the reader's bound below
+      w.write(e);
+    }
+    w.close();
+  }
+  StoreLimits limits;
+  limits.max_string = 256;
+  for (size_t decoders : {size_t(1), size_t(3)}) {
+    int64_t handed = 0, shown = 0;
+    EventReadAhead ahead(p, limits, [&](const Event&, std::string_view) { ++shown; }, 64, 4, decoders);
+    std::string_view packed;
+    EXPECT_THROW(
+        {
+          while (ahead.next(packed)) ++handed;
+        },
+        EventFormatError);
+    EXPECT_EQ(handed, 1700) << decoders << " decoder(s)";
+    EXPECT_EQ(shown, handed) << decoders << " decoder(s)";
+  }
+}
+
+// The bound on what a file inflates to holds for the decoders together: each decoder once
+// had the whole of what was left, so four read a file that one refused.
+TEST(EventReadAhead, SeveralDecodersKeepTheInflationBound) {
+  const fs::path dir = testsupport::temp_dir("store-ahead-inflate");
+  const fs::path p = dir / kEventsFile;
+  write_samples(p, 8000, 2000);
+  uint64_t total = 0;
+  {
+    EventReader r(p);
+    Event e;
+    while (r.next(e)) {
+    }
+    total = r.inflated();
+  }
+  StoreLimits limits;
+  limits.max_inflated_bytes = total / 4 + total / 100;  // a frame and a little more
+  for (size_t decoders : {size_t(1), size_t(4)}) {
+    EventReadAhead ahead(p, limits, nullptr, 256, 4, decoders);
+    std::string_view packed;
+    int64_t n = 0;
+    try {
+      while (ahead.next(packed)) ++n;
+      ADD_FAILURE() << decoders << " decoder(s) read all " << n << " records, past the bound";
+    } catch (const EventFormatError& e) {
+      EXPECT_NE(std::string(e.what()).find("inflates past the " + std::to_string(limits.max_inflated_bytes)),
+                std::string::npos)
+          << e.what();
+    }
+    EXPECT_LT(n, 8000 / 4 * 2) << decoders << " decoder(s)";
+  }
+}
+
+// A reader dropped early stops its decoders at the frames they hold: they once went through
+// the whole rest of the file before the destructor returned.
+TEST(EventReadAhead, ADroppedReaderDecodesNoMoreFrames) {
+  const fs::path dir = testsupport::temp_dir("store-ahead-drop");
+  const fs::path p = dir / kEventsFile;
+  write_samples(p, 400000, 1000);
+  using clock = std::chrono::steady_clock;
+  const auto t0 = clock::now();
+  {
+    EventReadAhead whole(p, StoreLimits{}, nullptr, 256, 4, 2);
+    std::string_view packed;
+    while (whole.next(packed)) {
+    }
+  }
+  const double full = std::chrono::duration<double>(clock::now() - t0).count();
+  auto dropped = std::make_unique<EventReadAhead>(p, StoreLimits{}, nullptr, 256, 4, 2);
+  std::string_view packed;
+  for (int i = 0; i < 10; ++i) ASSERT_NE(dropped->next(packed), nullptr);
+  const auto t1 = clock::now();
+  dropped.reset();
+  const double stopping = std::chrono::duration<double>(clock::now() - t1).count();
+  EXPECT_LT(stopping, full / 4) << "stopping took " << stopping << " s, reading the whole file " << full << " s";
 }
 
 TEST(EventReadAhead, AFileThatCannotBeOpenedIsAnErrorOfNext) {
