@@ -26,7 +26,9 @@ void LiveScoring::on_event(const Event& e) { on_packed(e, e.is_meta() ? std::str
 // matcher throws stops it (the run is then scored from the store), never the writer.
 void LiveScoring::on_packed(const Event& e, std::string_view packed, bool args_in_event) {
   ++fed_;
-  if (args_in_event || !tally_.wants_args(e)) {
+  if (tally_.wants_packed()) {  // a kernel counted from its packed args, no JSON built
+    tally_.on_packed(e, packed, args_in_event);
+  } else if (args_in_event || !tally_.wants_args(e)) {
     tally_.add(e);
   } else {
     with_args_ = e;
