@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "common/machine.h"
 #include "common/store_frames.h"
 
 namespace cudatrace {
@@ -19,7 +20,8 @@ EventReadAhead::EventReadAhead(const std::filesystem::path& path, const StoreLim
     if (decoders <= 1) {
       threads_.emplace_back([this, path, limits, on_read = std::move(on_read)] { read(path, limits, on_read); });
     } else {
-      frames_ = std::make_unique<StoreFrames>(path, limits);
+      frame_memory_ = FrameMemory::for_machine(decoders);
+      frames_ = std::make_unique<StoreFrames>(path, limits, frame_memory_.frame_bytes);
       auto shared = std::make_shared<OnRead>(std::move(on_read));
       for (size_t i = 0; i < decoders; ++i)
         threads_.emplace_back([this, path, limits, shared] { decode_frames(path, limits, *shared); });
@@ -63,6 +65,14 @@ size_t EventReadAhead::decoders_worth_it() {
 void EventReadAhead::force_decoders(std::optional<size_t> forced) { g_decoders = forced ? std::max<size_t>(*forced, 1) : 0; }
 
 struct EventReadAhead::Part : StoreFrames::Part {};
+
+EventReadAhead::FrameMemory EventReadAhead::FrameMemory::for_machine(size_t decoders) {
+  const uint64_t share = available_memory_bytes() / 16 / std::max<size_t>(decoders, 1);
+  if (!share) return {size_t(8) << 20, 23};  // the memory unknown: what a ledger needs, with room
+  int window_log = 21;  // what the store's writers ask (zstd levels 1 to 3)
+  while (window_log < 27 && (uint64_t(1) << (window_log + 1)) <= share / 2) ++window_log;
+  return {size_t(std::clamp<uint64_t>(share / 4, uint64_t(1) << 20, uint64_t(256) << 20)), window_log};
+}
 
 // A decoder: takes the next frame (or the rest of the file), decodes it into batches of its
 // own, and hands them out in its turn; the one that finds the end hands out the last, empty,
@@ -123,7 +133,10 @@ void EventReadAhead::decode_part(Part& part, std::vector<Batch>& held, const std
           return part.rest ? frames_->read_rest(into, most) : 0;
         };
         const std::string named = part.index == 0 ? path.string() : path.string() + " (zstd frame " + std::to_string(part.index + 1) + ")";
-        in = std::make_unique<EventReader>(read, named, limits, part.index == 0, 0, kFrameWindowLog);
+        // A frame's window is held by each decoder at once; the rest is read by one, as
+        // EventReader reads a whole file (2^27).
+        in = std::make_unique<EventReader>(read, named, limits, part.index == 0, 0,
+                                           part.rest ? 27 : frame_memory_.window_log);
       }
       // The bound on what the file inflates to holds for all the decoders together: each
       // adds what its part inflated as it goes (zstd's output comes 128 KiB at a time).

@@ -82,9 +82,15 @@ class EventReadAhead {
                    const OnRead& on_read);
   bool wait_turn(uint64_t index);
   void stop_all();
-  // The largest window a frame may ask for (2^23 bytes): the writer's levels use 2^21 at
-  // most, and each decoder holds one window, so a file cannot ask four of 128 MiB.
-  static constexpr int kFrameWindowLog = 23;
+  // What each decoder may hold, from the memory available: a frame's compressed bytes (past
+  // them the rest is read as one stream) and the zstd window a frame may ask for (past it
+  // the frame is an error, named): all decoders together at most a sixteenth of the memory.
+  struct FrameMemory {
+    size_t frame_bytes;
+    int window_log;
+    static FrameMemory for_machine(size_t decoders);
+  };
+  FrameMemory frame_memory_{};
   bool hand_out(Batch& b, const OnRead& on_read);  // false: nothing more goes out
   void pass_turn();
 

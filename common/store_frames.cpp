@@ -8,8 +8,8 @@
 
 namespace cudatrace {
 
-StoreFrames::StoreFrames(std::filesystem::path path, const StoreLimits& limits)
-    : path_(std::move(path)), limits_(limits) {}
+StoreFrames::StoreFrames(std::filesystem::path path, const StoreLimits& limits, size_t max_frame_bytes)
+    : path_(std::move(path)), limits_(limits), max_frame_bytes_(std::max<size_t>(max_frame_bytes, 1)) {}
 
 // As EventReader opens a file: never through a link, its size within the bound.
 void StoreFrames::open() {
@@ -52,7 +52,7 @@ StoreFrames::Got StoreFrames::next(Part& p) {
       ++index_;
       return Got::kPart;
     }
-    for (size_t chunk = size_t(1) << 20;;) {
+    for (size_t chunk = std::min(size_t(1) << 20, max_frame_bytes_);;) {
       const size_t avail = buf_.size() - pos_;
       if (avail == 0 && eof_) {
         ended_ = true;
@@ -67,7 +67,7 @@ StoreFrames::Got StoreFrames::next(Part& p) {
       }
       // Cut short, damaged or too large to hold: read on as one stream, whose inflater
       // names what is wrong where it is.
-      if (eof_ || avail >= kMaxFrameBytes) {
+      if (eof_ || avail >= max_frame_bytes_) {
         p.bytes.assign(buf_, pos_);
         pos_ = buf_.size();
         ended_ = p.rest = p.last = true;
@@ -75,7 +75,7 @@ StoreFrames::Got StoreFrames::next(Part& p) {
         return Got::kPart;
       }
       fill(chunk);
-      chunk = std::min(chunk * 2, kMaxFrameBytes);
+      chunk = std::min(chunk * 2, max_frame_bytes_);
     }
   } catch (...) {
     p.error = std::current_exception();

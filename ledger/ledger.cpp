@@ -210,10 +210,6 @@ void info(const char* key, const std::string& value) {
 }
 
 namespace {
-// Records per zstd frame: a frame is a decoder's share at a time (EventReadAhead::kHeld
-// batches of 2,048), and each new frame costs some compression (docs/measured-history.md).
-constexpr uint64_t kFrameRecords = uint64_t(1) << 14;
-
 // One call as the ledger's record.
 void write_record(const State& s, const ThreadLog& log, const Record& r, int64_t pid, cudatrace::EventStoreWriter& out,
                   cudatrace::Event& e) {

@@ -26,6 +26,10 @@ inline constexpr const char* kEnvVar = "CUDATRACE_LEDGER";
 // are JSON lines, ledger.jsonl[.<pid>], and are still read.
 inline constexpr const char* kFileName = "ledger.msgpack.zst";
 inline constexpr const char* kOldFileName = "ledger.jsonl";
+// Records per zstd frame of the ledger: a frame is a decoder's share at a time in the harness
+// (EventReadAhead::kHeld batches of 2,048), and each new frame costs some compression
+// (docs/measured-history.md, "The ledger in frames").
+inline constexpr uint64_t kFrameRecords = uint64_t(1) << 14;
 
 struct Arg {
   enum class Kind : uint8_t { Int, Ptr, Str, Dim3 };

@@ -243,7 +243,6 @@ void FamilyCounter::count_kernel(const Event& e, const KernelArgs& a) {
     else into_[kActivityBlocks][k] += 1;
     return;
   }
-  if (last_run_.size() > (size_t(1) << 16) && !last_run_.count(e.pid)) last_run_.clear();  // a bound, not a case
   const auto [at, first] = last_run_.try_emplace(e.pid);
   Run& last = at->second;
   if (first || last.launch != a.launch || last.execution != a.execution || last.family != k) {

@@ -62,8 +62,11 @@ class FamilyCounter {
     int64_t launch = 0, execution = 0;
     std::string family;
   };
-  std::unordered_map<int64_t, Run> last_run_;  // per process: its last device launch
-  // A kernel's symbol -> its family (kernel_family demangles): bounded as the slots are.
+  // Per process, its last device launch: an entry per process, as ProcessCounter keeps (never
+  // dropped: a launch split by a dropped entry would count twice).
+  std::unordered_map<int64_t, Run> last_run_;
+  // A kernel's symbol -> its family (kernel_family demangles): a cache, emptied past 65,536
+  // names (folded anew after, the counts alike).
   struct Hash {
     using is_transparent = void;
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }

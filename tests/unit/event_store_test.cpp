@@ -292,6 +292,18 @@ const AheadCase kAheadCases[] = {
     {1000, 64, 4, 4},  // a decoder's share decoded whole before its turn
 };
 
+// The records a reader gives before its error, failing the test if none comes.
+int64_t records_before_the_error(EventReadAhead& ahead) {
+  std::string_view packed;
+  int64_t n = 0;
+  EXPECT_THROW(
+      {
+        while (ahead.next(packed)) ++n;
+      },
+      EventFormatError);
+  return n;
+}
+
 void write_samples(const fs::path& p, int64_t n, uint64_t frame_records) {
   EventStoreWriter w(p);
   w.end_frame_every(frame_records);
@@ -371,12 +383,7 @@ TEST(EventReadAhead, AnErrorComesAfterTheRecordsBeforeIt) {
     ASSERT_GT(direct_read, 0);
     EventReadAhead ahead(p, StoreLimits{}, nullptr, c.batch, c.depth, c.decoders);
     std::string_view packed;
-    int64_t n = 0;
-    EXPECT_THROW(
-        {
-          while (ahead.next(packed)) ++n;
-        },
-        EventFormatError);
+    const int64_t n = records_before_the_error(ahead);
     EXPECT_EQ(n, direct_read) << "every record before the damage, and not one more";
     EXPECT_EQ(ahead.next(packed), nullptr) << "after its error the reader is at its end";
 
@@ -401,13 +408,7 @@ TEST(EventReadAhead, ADamagedFrameEndsTheReadingAfterTheFramesBeforeIt) {
     f.write(&c, 1);
   }
   EventReadAhead ahead(p, StoreLimits{}, nullptr, 64, 4, 3);
-  std::string_view packed;
-  int64_t n = 0;
-  EXPECT_THROW(
-      {
-        while (ahead.next(packed)) ++n;
-      },
-      EventFormatError);
+  const int64_t n = records_before_the_error(ahead);
   EXPECT_GE(n, 10000) << "the frames before the damage";
   EXPECT_LT(n, 20000);
 }
@@ -457,12 +458,7 @@ TEST(EventReadAhead, OnReadSeesEveryRecordBeforeAnError) {
   for (size_t decoders : {size_t(1), size_t(3)}) {
     int64_t handed = 0, shown = 0;
     EventReadAhead ahead(p, limits, [&](const Event&, std::string_view) { ++shown; }, 64, 4, decoders);
-    std::string_view packed;
-    EXPECT_THROW(
-        {
-          while (ahead.next(packed)) ++handed;
-        },
-        EventFormatError);
+    handed = records_before_the_error(ahead);
     EXPECT_EQ(handed, 1700) << decoders << " decoder(s)";
     EXPECT_EQ(shown, handed) << decoders << " decoder(s)";
   }

@@ -55,7 +55,7 @@ void write_ledger(const fs::path& file, int64_t pid, int64_t calls, int64_t thre
   // The ledger as a workload writes it: its header, then the threads' calls in the order they
   // began (ledger.cpp, write_in_time_order).
   EventStoreWriter ledger(file);
-  ledger.end_frame_every(uint64_t(1) << 14);  // as ledger.cpp's kFrameRecords
+  ledger.end_frame_every(ledger::kFrameRecords);
   Event header;
   header.layer = layer::kMeta;
   header.name = "ledger";
