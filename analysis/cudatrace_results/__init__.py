@@ -8,7 +8,8 @@ does not know is refused, never guessed at.
 from .load import (SUPPORTED_VERSIONS, SchemaError, Run, load_json, load_result, load_run, load_runs,
                    schema_version)
 from .bench import (Cost, cost_of, between_is_noise, in_process_is_noise, rows_by_key, agreement, estimators,
-                    uprobe_split, calls_skipped, agreement_lines, target_text)
+                    uprobe_split, calls_skipped, agreement_lines, target_text, target_againsts,
+                    cost_parts, part_text)
 from .reasons import short_reason, reason_lines, grouped_reasons
 from .percall import load_percall_folder
 from . import devices
@@ -18,7 +19,7 @@ from .cost import cost_programs, program_label, mark_summary, from_marked_runs
 __all__ = [
     "SUPPORTED_VERSIONS", "SchemaError", "Run", "load_json", "load_result", "load_run", "load_runs", "schema_version",
     "Cost", "cost_of", "between_is_noise", "in_process_is_noise", "rows_by_key", "agreement", "estimators",
-    "uprobe_split", "calls_skipped", "agreement_lines", "target_text",
+    "uprobe_split", "calls_skipped", "agreement_lines", "target_text", "target_againsts", "cost_parts", "part_text",
     "short_reason", "reason_lines", "grouped_reasons", "load_percall_folder", "devices", "overview",
     "cost_programs", "program_label", "mark_summary", "from_marked_runs",
 ]

@@ -3,7 +3,8 @@
 Whether a difference is "no measurable cost" is harness/stats/bench_stats.h's decision, written
 into each row as `no_measurable_cost` / `in_process_no_measurable_cost` (absent: a cost).
 So are, since version 2, whether two runs agree (`agreement`), cupti against nsys and the
-empty subscriber (`estimators`) and uprobe's entry and return probes (`uprobe_split`).
+empty subscriber (`estimators`), uprobe's entry and return probes (`uprobe_split`) and
+where preload's and cupti's cost goes (`cost_parts`).
 Nothing here decides them again: these functions read and word them.
 """
 import statistics
@@ -68,6 +69,18 @@ def uprobe_split(bench):
     return bench.get("uprobe_split") or {}
 
 
+def cost_parts(bench):
+    """Where preload's and cupti's cost goes, per call (harness/stats/bench_stats.h); {} before that."""
+    return bench.get("cost_parts") or {}
+
+
+def part_text(p):
+    """'+60 [+58, +62]' of a part, a floor or a whole."""
+    value = p["ns"] if "ns" in p else p["delta_ns"]
+    lo, hi = p["ci95_ns"]
+    return f"{value:+.0f} [{lo:+.0f}, {hi:+.0f}]"
+
+
 def calls_skipped(bench):
     """Calls the benchmark could not make, each with its reason and the processes that could not."""
     return bench.get("calls_skipped", [])
@@ -94,9 +107,22 @@ def agreement_lines(a):
     return lines
 
 
+def target_againsts(target):
+    """The references the call's bars hold cupti to (nsys, cupti-bare)."""
+    return [b["against"] for b in target.get("bars", [target])]
+
+
 def target_text(target):
-    """The bar (e.g. '<= 0.7x nsys') and 'met', 'MISSED' or 'not judged: why'."""
-    bar = f"<= {target['at_most']:g}x {target['against']}"
-    if target["met"] is None:
-        return f"{bar}: not judged: {target.get('why_not_judged', '')}"
-    return f"{bar}: {'met' if target['met'] else 'MISSED'}"
+    """Each bar ('cupti <= nsys', ...) with 'met', 'MISSED' or 'not judged: why'. A summary from
+    before the bars were #52's has one bar as a ratio ('<= 0.7x nsys')."""
+    if "bars" not in target:
+        bars = [dict(target, bar=f"<= {target['at_most']:g}x {target['against']}")]
+    else:
+        bars = target["bars"]
+    out = []
+    for b in bars:
+        if b["met"] is None:
+            out.append(f"{b['bar']}: not judged: {b.get('why_not_judged', '')}")
+        else:
+            out.append(f"{b['bar']}: {'met' if b['met'] else 'MISSED'}")
+    return "; ".join(out)

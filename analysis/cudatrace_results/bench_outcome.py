@@ -1,7 +1,7 @@
 """What a `harness --bench` run decided, as text: its agreement with the run it was checked
 against (--agree-with), cupti against Nsight Systems and the empty CUPTI subscriber, uprobe's
-entry and return probes, the calls it could not make, and where its time went. Every
-figure and verdict is the harness's (bench_summary.json); nothing is decided here.
+entry and return probes, where preload's and cupti's cost goes, the calls it could not make,
+and where its time went. Every figure and verdict is the harness's (bench_summary.json); nothing is decided here.
     usage: python3 -m cudatrace_results bench-outcome RUN   (a results folder or its bench_summary.json)
 Exit status 0; 2 when the run cannot be read."""
 import collections
@@ -9,7 +9,8 @@ import os
 import sys
 
 from .command import args_or_usage
-from .bench import agreement, agreement_lines, calls_skipped, estimators, target_text, uprobe_split
+from .bench import (agreement, agreement_lines, calls_skipped, cost_parts, estimators, part_text, target_text,
+                    uprobe_split)
 from .load import SchemaError, load_result, schema_version
 
 
@@ -49,6 +50,22 @@ def uprobe_lines(bench):
     return lines
 
 
+def cost_part_lines(bench):
+    parts = cost_parts(bench)
+    if not parts.get("calls"):
+        return [f"not made: {parts.get('why', 'this summary predates it')}"]
+    lines = []
+    for e in parts["calls"]:
+        floor = f", {e['above_floor_ns']:+.0f} above the floor {part_text(e['floor'])}" if "floor" in e else ""
+        lines.append(f"{e['method']:8} {e['call']:30} {e['linkage']:7} whole {part_text(e['whole'])}{floor}")
+        for p in e["parts"]:
+            lines.append(f"    {p['part']:20} {part_text(p):>22}  {p['kind']:10} {p['what']}")
+        for m in e.get("not_measured", []):
+            lines.append(f"    not measured: {m}")
+    lines.append(f"how: {parts['how']}")
+    return lines
+
+
 def time_lines(bench):
     seconds = collections.defaultdict(list)
     for p in bench.get("process_seconds", []):
@@ -83,6 +100,8 @@ def main(argv=None):
     print("\n".join(estimator_lines(bench)))
     print("\n4c. uprobe's cost, entry and return probes, ns per call")
     print("\n".join(uprobe_lines(bench)))
+    print("\n4d. where preload's and cupti's cost goes, ns per call")
+    print("\n".join(cost_part_lines(bench)))
     skipped = calls_skipped(bench)
     if skipped:
         print("\ncalls not measured")

@@ -211,11 +211,23 @@ class BenchVersion2(unittest.TestCase):
         self.assertIn("not judged: nsys has no difference",
                       results.target_text(calls["cuLaunchKernel", "shared"]["target"]))
 
+    def test_bars_are_worded_each_with_its_verdict(self):
+        target = {"met": False, "bars": [
+            {"against": "nsys", "bar": "cupti <= nsys", "met": None,
+             "why_not_judged": "nsys has no difference to none for this call"},
+            {"against": "cupti-bare", "bar": "cupti <= cupti-bare + 100 ns", "met": False, "at_most_ns": 600}]}
+        self.assertEqual(results.target_text(target), "cupti <= nsys: not judged: nsys has no difference to none "
+                         "for this call; cupti <= cupti-bare + 100 ns: MISSED")
+        self.assertEqual(results.target_againsts(target), ["nsys", "cupti-bare"])
+        self.assertEqual(results.target_againsts({"against": "nsys", "at_most": 0.7, "met": True}), ["nsys"])
+
     def test_bench_outcome_prints_4a_4b_4c(self):
         r = command("bench-outcome", fixture("bench-v2"))
         self.assertEqual(r.returncode, 0, r.stdout)
         for text in ("4a. agreement", "agreement with 20260101T000000Z-bench-v1", "4b. cupti", "<= 0.7x nsys: met",
-                     "4c. uprobe", "how: entry = uprobe-enter", "ncclAllReduce_4KiB_2GPUs: this process sees 1 GPU"):
+                     "4c. uprobe", "how: entry = uprobe-enter",
+                     "4d. where preload's and cupti's cost goes", "whole +420 [+400, +440], +108 above the floor",
+                     "not measured: interposition", "ncclAllReduce_4KiB_2GPUs: this process sees 1 GPU"):
             self.assertIn(text, r.stdout)
         self.assertRegex(r.stdout, r"\n  uprobe +6\.5 s ")
         r = command("bench-outcome", fixture("legacy"))
@@ -471,6 +483,11 @@ class Report(unittest.TestCase):
         self.assertIn("How: entry = uprobe-enter&#x27;s cost", self.text)
         self.assertIn("uprobe measured under loss", self.text)
         self.assertIn('id="bench-calls-skipped"', self.text)
+        # 4d: each part with its interval, the floor and what lies above it; a part not measured named.
+        parts = re.search(r'<table id="cost-parts"[^>]*>(.*?)</table>', self.text, flags=re.S).group(1)
+        self.assertIn("<b>CUPTI&#x27;s dispatch</b> +300 [+290, +310]", parts)
+        self.assertIn("+312 [+295, +330]<br>+108 above it", parts)
+        self.assertIn("not measured: interposition (no paused halves, or no none)", parts)
 
     def test_the_slowdown_of_the_cost_mode(self):
         self.assertIn('id="cost-chart"', self.text)

@@ -89,16 +89,15 @@ void print_derived(const json& summary) {
         if (e.contains(k) && e[k].is_number()) std::snprintf(b, sizeof b, "%.2fx", e[k].get<double>());
         return std::string(b);
       };
-      const json& t = e["target"];
-      char target[160];
-      std::snprintf(target, sizeof target, "<= %.1fx %s: %s", t["at_most"].get<double>(),
-                    t["against"].get<std::string>().c_str(),
-                    t["met"].is_null() ? "not judged" : t["met"].get<bool>() ? "met" : "MISSED");
+      std::string target;
+      for (const auto& b : e["target"]["bars"])
+        target += (target.empty() ? "" : "; ") + b["bar"].get<std::string>() + ": " +
+                  (b["met"].is_null() ? "not judged" : b["met"].get<bool>() ? "met" : "MISSED");
       std::fprintf(stderr, "%-28s %-7s %-7s %9s %9s %9s %7s %7s  %s\n", e["call"].get<std::string>().c_str(),
                    e["linkage"].get<std::string>().c_str(),
                    e["call_kind"].is_string() ? e["call_kind"].get<std::string>().c_str() : "?",
                    ns("cupti").c_str(), ns("nsys").c_str(), ns("empty_subscriber").c_str(),
-                   ratio("cupti_over_nsys").c_str(), ratio("cupti_over_empty_subscriber").c_str(), target);
+                   ratio("cupti_over_nsys").c_str(), ratio("cupti_over_empty_subscriber").c_str(), target.c_str());
     }
     std::fprintf(stderr, "cupti's targets: %d met, %d missed, %d not judged\n", est["met"].get<int>(),
                  est["missed"].get<int>(), est["not_judged"].get<int>());
@@ -116,6 +115,23 @@ void print_derived(const json& summary) {
       std::fprintf(stderr, "%-28s %-7s %-10s %9s %9s %9s %9s\n", e["call"].get<std::string>().c_str(),
                    e["linkage"].get<std::string>().c_str(), e["kind"].get<std::string>().c_str(), ns("entry").c_str(),
                    ns("return").c_str(), ns("whole").c_str(), ns("empty").c_str());
+    }
+  }
+  if (summary.contains("cost_parts") && !summary["cost_parts"]["calls"].empty()) {
+    std::fprintf(stderr, "\nwhere the cost goes (ns per call, each part with its 95%% interval):\n");
+    for (const auto& e : summary["cost_parts"]["calls"]) {
+      std::string line;
+      for (const auto& p : e["parts"]) {
+        char b[160];
+        std::snprintf(b, sizeof b, "; %s %+.0f [%+.0f, %+.0f]", p["part"].get<std::string>().c_str(),
+                      p["ns"].get<double>(), p["ci95_ns"][0].get<double>(), p["ci95_ns"][1].get<double>());
+        line += b;
+      }
+      char floor[64] = "";
+      if (e.contains("floor")) std::snprintf(floor, sizeof floor, ", %+.0f above the floor", e["above_floor_ns"].get<double>());
+      std::fprintf(stderr, "%-8s %-28s %-7s whole %+.0f%s%s\n", e["method"].get<std::string>().c_str(),
+                   e["call"].get<std::string>().c_str(), e["linkage"].get<std::string>().c_str(),
+                   e["whole"]["delta_ns"].get<double>(), floor, line.c_str());
     }
   }
   if (summary.contains("agreement")) {
@@ -437,7 +453,8 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
                   {"process_seconds", b.process_seconds},
                   {"untraced_between_processes", untraced},
                   {"estimators", estimator_comparison(rows)},
-                  {"uprobe_split", uprobe_split(rows)}};
+                  {"uprobe_split", uprobe_split(rows)},
+                  {"cost_parts", cost_parts(rows)}};
   if (!agree_with.is_null()) summary["agreement"] = bench_agreement(agree_with, summary);
   summary["finished"] = utc_now("%Y-%m-%dT%H:%M:%SZ");
   print_derived(summary);

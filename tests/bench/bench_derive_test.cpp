@@ -95,7 +95,15 @@ TEST(BenchAgreement, InProcessDeltasAreComparedToo) {
   EXPECT_EQ(a["outside"][0]["kind"], "in-process");
 }
 
-TEST(BenchEstimators, CuptiAgainstNsysOnLaunchesAndCopiesAndTheEmptySubscriberOnTheRest) {
+const json& bar_of(const json& entry, const std::string& against) {
+  for (const auto& b : entry["target"]["bars"])
+    if (b["against"] == against) return b;
+  static const json none;
+  ADD_FAILURE() << "no bar against " << against << " in " << entry.dump(1);
+  return none;
+}
+
+TEST(BenchEstimators, CuptiAtMostNsysOnEveryCallAndTheEmptySubscriberPlus100NsOffLaunchesAndCopies) {
   const json est = estimator_comparison(fixture("derive")["rows"]);
   const json& launch = by_call(est["calls"], "cudaLaunchKernel");
   EXPECT_EQ(launch["call_kind"], "launch");
@@ -104,33 +112,39 @@ TEST(BenchEstimators, CuptiAgainstNsysOnLaunchesAndCopiesAndTheEmptySubscriberOn
   EXPECT_EQ(launch["empty_subscriber"]["delta_ns"], 300);
   EXPECT_NEAR(launch["cupti_over_nsys"].get<double>(), 1000.0 / 1500, 1e-9);
   EXPECT_NEAR(launch["cupti_over_empty_subscriber"].get<double>(), 1000.0 / 300, 1e-9);
-  EXPECT_EQ(launch["target"]["against"], "nsys");
-  EXPECT_EQ(launch["target"]["met"], true) << "0.67x nsys";
+  ASSERT_EQ(launch["target"]["bars"].size(), 1u) << "a launch is held to nsys only";
+  EXPECT_EQ(bar_of(launch, "nsys")["at_most_ns"], 1500);
+  EXPECT_EQ(launch["target"]["met"], true) << "1000 <= 1500";
   EXPECT_EQ(launch["cupti_in_process"]["delta_ns"], 600) << "the in-process A/B beside it";
 
   const json& copy = by_call(est["calls"], "cudaMemcpyAsync_4B_HtoD");
-  EXPECT_EQ(copy["target"]["met"], false) << "0.9x nsys";
+  EXPECT_EQ(copy["target"]["met"], true) << "900 <= nsys's 1000 (0.9x: under the old 0.7x bar this missed)";
   EXPECT_FALSE(copy.contains("empty_subscriber"));
-  EXPECT_TRUE(copy["cupti_over_empty_subscriber"].is_null() || !copy.contains("cupti_over_empty_subscriber"));
 
   const json& get_device = by_call(est["calls"], "cudaGetDevice");
-  EXPECT_EQ(get_device["target"]["against"], "cupti-bare");
-  EXPECT_DOUBLE_EQ(get_device["target"]["at_most"].get<double>(), 1.2);
-  EXPECT_EQ(get_device["target"]["met"], true) << "1.05x the empty subscriber (nsys's 380 does not count here)";
-  EXPECT_EQ(by_call(est["calls"], "cudaStreamSynchronize_idle")["target"]["met"], false) << "1.4x";
+  ASSERT_EQ(get_device["target"]["bars"].size(), 2u);
+  EXPECT_EQ(bar_of(get_device, "cupti-bare")["met"], true) << "420 <= 400 + 100";
+  EXPECT_EQ(bar_of(get_device, "nsys")["met"], false) << "420 > 380: nsys counts on every call";
+  EXPECT_EQ(get_device["target"]["met"], false);
+
+  const json& sync = by_call(est["calls"], "cudaStreamSynchronize_idle");
+  EXPECT_EQ(bar_of(sync, "cupti-bare")["met"], false) << "700 > 500 + 100";
+  EXPECT_EQ(sync["target"]["met"], false) << "a missed bar decides, though nsys's is not judged";
+  EXPECT_TRUE(bar_of(sync, "nsys")["met"].is_null());
 
   const json& event = by_call(est["calls"], "cudaEventRecord");
-  EXPECT_TRUE(event["target"]["met"].is_null());
-  EXPECT_NE(event["target"]["why_not_judged"].get<std::string>().find("not above zero"), std::string::npos);
   EXPECT_EQ(event["empty_subscriber"]["no_measurable_cost"], true);
+  EXPECT_EQ(bar_of(event, "cupti-bare")["at_most_ns"], 100) << "a subscriber below zero counts as zero";
+  EXPECT_EQ(bar_of(event, "cupti-bare")["met"], false) << "600 > 0 + 100";
   EXPECT_TRUE(event["cupti_over_empty_subscriber"].is_null());
+
   const json& driver = by_call(est["calls"], "cuLaunchKernel");
   EXPECT_TRUE(driver["target"]["met"].is_null());
   EXPECT_NE(driver["target"]["why_not_judged"].get<std::string>().find("nsys has no difference"), std::string::npos);
 
   EXPECT_EQ(est["met"], 2);
-  EXPECT_EQ(est["missed"], 2);
-  EXPECT_EQ(est["not_judged"], 2);
+  EXPECT_EQ(est["missed"], 3);
+  EXPECT_EQ(est["not_judged"], 1);
 }
 
 TEST(BenchEstimators, WithoutCuptiOrWithoutKindsItSaysSo) {
@@ -194,4 +208,77 @@ TEST(BenchSummary, AgreeWithGoesWithBench) {
   EXPECT_EQ(o.agree_with, "results/earlier");
   EXPECT_THROW(parse_cli({"--agree-with", "results/earlier"}, {"vecadd"}, {"none"}), UsageError);
   EXPECT_THROW(parse_cli({"--bench", "--agree-with="}, {"vecadd"}, {"none"}), UsageError);
+}
+
+namespace {
+
+json row(const char* method, std::vector<double> values, std::vector<double> ab = {}, std::vector<double> paused = {}) {
+  json r = {{"call", "cudaGetDevice"}, {"linkage", "shared"}, {"method", method}, {"call_kind", "other"},
+            {"values_ns", values}};
+  if (!ab.empty()) r["in_process_values_ns"] = ab;
+  if (!paused.empty()) r["in_process_paused_values_ns"] = paused;
+  return r;
+}
+
+const json& parts_of(const json& parts, const std::string& method) {
+  for (const auto& e : parts["calls"])
+    if (e["method"] == method) return e;
+  static const json none;
+  ADD_FAILURE() << "no cost parts for " << method << " in " << parts.dump(1);
+  return none;
+}
+
+double part_ns(const json& entry, const std::string& name) {
+  for (const auto& p : entry["parts"])
+    if (p["part"] == name) return p["ns"].get<double>();
+  ADD_FAILURE() << "no part " << name << " in " << entry.dump(1);
+  return 0;
+}
+
+}  // namespace
+
+TEST(BenchCostParts, PreloadSplitsIntoInterpositionAndRecordingAndCuptiIntoItsFloorAndItsWork) {
+  json rows = json::array({row("none", {100, 101, 99}),
+                           row("preload", {190, 191, 189}, {60, 61, 59}, {130, 131, 129}),
+                           row("cupti", {700, 701, 699}, {500, 501, 499}, {150, 151, 149}),
+                           row("cupti-bare", {400, 401, 399}, {280, 281, 279}, {120, 121, 119})});
+  for (auto& r : rows)
+    if (r["method"] != "none") r["delta_ns"] = r["values_ns"][0].get<double>() - 100;
+  const json parts = cost_parts(rows);
+
+  const json& preload = parts_of(parts, "preload");
+  EXPECT_EQ(preload["whole"]["delta_ns"], 90);
+  EXPECT_DOUBLE_EQ(part_ns(preload, "interposition"), 30) << "paused halves (130) against none (100)";
+  EXPECT_DOUBLE_EQ(part_ns(preload, "recording"), 60) << "live against paused in process";
+  EXPECT_DOUBLE_EQ(preload["floor"]["ns"].get<double>(), 30);
+  EXPECT_DOUBLE_EQ(preload["above_floor_ns"].get<double>(), 60);
+
+  const json& cupti = parts_of(parts, "cupti");
+  EXPECT_DOUBLE_EQ(part_ns(cupti, "subscribed"), 50);
+  EXPECT_DOUBLE_EQ(part_ns(cupti, "CUPTI's dispatch"), 280) << "cupti-bare's own A/B";
+  EXPECT_DOUBLE_EQ(part_ns(cupti, "the library's work"), 220) << "cupti's A/B (500) less cupti-bare's (280)";
+  EXPECT_DOUBLE_EQ(cupti["floor"]["ns"].get<double>(), 330);
+  EXPECT_DOUBLE_EQ(cupti["above_floor_ns"].get<double>(), 270);
+  EXPECT_FALSE(cupti.contains("not_measured"));
+  for (const auto& p : cupti["parts"]) {
+    EXPECT_LE(p["ci95_ns"][0].get<double>(), p["ns"].get<double>()) << p.dump();
+    EXPECT_GE(p["ci95_ns"][1].get<double>(), p["ns"].get<double>()) << p.dump();
+  }
+
+  rows.push_back(row("cupti-inject", {650, 651, 649}, {420, 421, 419}, {150, 151, 149}));
+  const json with_inject = parts_of(cost_parts(rows), "cupti");
+  EXPECT_DOUBLE_EQ(part_ns(with_inject, "the library's work"), 140) << "cupti-inject's A/B less cupti-bare's";
+  EXPECT_DOUBLE_EQ(part_ns(with_inject, "the collector"), 80) << "cupti's A/B less cupti-inject's";
+}
+
+TEST(BenchCostParts, WhatCouldNotBeMeasuredIsNamedNotZero) {
+  const json rows = json::array({row("none", {100, 101, 99}), row("cupti", {700, 701, 699})});
+  json r = rows;
+  r[1]["delta_ns"] = 600;
+  const json parts = cost_parts(r);
+  const json& cupti = parts_of(parts, "cupti");
+  EXPECT_TRUE(cupti["parts"].empty());
+  EXPECT_EQ(cupti["not_measured"].size(), 3u) << cupti.dump(1);
+  EXPECT_FALSE(cupti.contains("floor"));
+  EXPECT_TRUE(cost_parts(json::array()).contains("why"));
 }
