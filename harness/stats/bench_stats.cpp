@@ -299,6 +299,13 @@ json estimator_comparison(const json& rows) {
 
 namespace {
 
+// A derived table: how it was derived, a row per call, and why there is none where empty.
+json per_call_table(const char* how, json calls, const char* why_empty) {
+  json out = {{"how", how}, {"calls", std::move(calls)}};
+  if (out["calls"].empty()) out["why"] = why_empty;
+  return out;
+}
+
 // One part of a cost: what it is, how it was measured, and its estimate.
 json part(const char* name, const char* what, const char* kind, const Difference& d) {
   json p = figure(d);
@@ -381,14 +388,12 @@ json cost_parts(const json& rows) {
     if (!missing.empty()) e["not_measured"] = missing;
     calls.push_back(e);
   }
-  json out = {{"how", "each part estimated apart, with a bootstrap 95% interval: between processes against none's "
-                      "(the method paused), or in process (live against paused, or one method's A/B less "
-                      "another's); the parts add up to the whole only within their intervals. floor: what the "
-                      "mechanism costs with nothing recorded (preload: the interposition; cupti: subscribed plus "
-                      "CUPTI's dispatch, the interval a sum of the two)"},
-              {"calls", calls}};
-  if (calls.empty()) out["why"] = "neither preload nor cupti has a difference to none in this benchmark";
-  return out;
+  return per_call_table("each part estimated apart, with a bootstrap 95% interval: between processes against none's "
+                        "(the method paused), or in process (live against paused, or one method's A/B less "
+                        "another's); the parts add up to the whole only within their intervals. floor: what the "
+                        "mechanism costs with nothing recorded (preload: the interposition; cupti: subscribed plus "
+                        "CUPTI's dispatch, the interval a sum of the two)",
+                        std::move(calls), "neither preload nor cupti has a difference to none in this benchmark");
 }
 
 json uprobe_split(const json& rows) {
@@ -429,15 +434,13 @@ json uprobe_split(const json& rows) {
     if (!caveats.empty()) e["caveats"] = caveats;
     calls.push_back(e);
   }
-  json out = {{"how", "entry = uprobe-enter's cost (entry probes that record each call); return = uprobe's cost - "
-                      "uprobe-enter's (what adding the return probes adds: the return trap, and pairing entry with "
-                      "exit, the record then written at exit instead of at entry); empty = uprobe-empty's (both "
-                      "probes, programs that return at once: the traps alone). In process (each method paused and "
-                      "live in one process) where uprobe and uprobe-enter both paused, else the difference to none "
-                      "between processes; intervals by resampling the processes"},
-              {"calls", calls}};
-  if (calls.empty()) out["why"] = "needs uprobe and uprobe-enter in one benchmark";
-  return out;
+  return per_call_table("entry = uprobe-enter's cost (entry probes that record each call); return = uprobe's cost - "
+                        "uprobe-enter's (what adding the return probes adds: the return trap, and pairing entry with "
+                        "exit, the record then written at exit instead of at entry); empty = uprobe-empty's (both "
+                        "probes, programs that return at once: the traps alone). In process (each method paused and "
+                        "live in one process) where uprobe and uprobe-enter both paused, else the difference to none "
+                        "between processes; intervals by resampling the processes",
+                        std::move(calls), "needs uprobe and uprobe-enter in one benchmark");
 }
 
 }  // namespace cudatrace
