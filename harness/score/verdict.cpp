@@ -112,7 +112,16 @@ std::string kernel_family(const std::string& name) {
 int64_t join_cut_kernel_families(const std::map<std::string, int64_t>& reference, std::map<std::string, int64_t>& seen) {
   constexpr size_t kShortest = 8;  // below this a common beginning says little
   int64_t joined = 0;
-  for (const auto& [f, n] : reference) {
+  // The longest (most particular) reference names first: "at::native::{anonymous}" begins
+  // "at::native::{anonymous}::CatArrayBatchedCopy..." too, and taken first it took that
+  // kernel from "at::native::{anonymous}::CatArr", the family it is (DDP under the PyTorch
+  // profiler read one CatArrayBatchedCopy a rank missing, and one multi_tensor_apply_kernel
+  // only it saw).
+  std::vector<std::pair<std::string_view, int64_t>> by_length(reference.begin(), reference.end());
+  std::stable_sort(by_length.begin(), by_length.end(),
+                   [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+  for (const auto& [name, n] : by_length) {
+    const std::string f(name);
     int64_t short_by = n - (seen.count(f) ? seen.at(f) : 0);
     if (short_by <= 0 || f.size() < kShortest) continue;
     for (auto& [g, s] : seen) {

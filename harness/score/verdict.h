@@ -88,7 +88,8 @@ std::string kernel_family(const std::string& name);
 // and, demangled by the PyTorch profiler, as "{anonymous}::softmax_warp_forward". A family
 // the reference has more of than `seen`, and one only `seen` has that begins with it (or
 // that it begins with; both at least 8 characters), are one family: up to the shortfall
-// moves onto the reference's name. Returns how many kernels were joined so.
+// moves onto the reference's name, the longest reference names served first (the most
+// particular family a kernel begins with is its own). Returns how many kernels were joined so.
 int64_t join_cut_kernel_families(const std::map<std::string, int64_t>& reference, std::map<std::string, int64_t>& seen);
 
 struct MethodView {

@@ -98,6 +98,21 @@ TEST(Verdict, AKernelNameTheReferenceCutJoinsTheWholeOneItBegins) {
   EXPECT_EQ(r["kernels_joined_by_name_prefix"], 4) << r.dump();
 }
 
+// DDP on two H200s under the PyTorch profiler, against CUPTI: the reference cut two kernels
+// of one anonymous namespace at 63 bytes, one to "at::native::{anonymous}" and one after
+// "CatArr"; the profiler wrote both whole. The shorter reference name begins every one of
+// them, so it must not take the kernel the longer one names.
+TEST(Verdict, AKernelJoinsTheLongestReferenceNameItBegins) {
+  std::map<std::string, int64_t> reference{{"at::native::{anonymous}", 30}, {"at::native::{anonymous}::CatArr", 2}};
+  std::map<std::string, int64_t> seen{{"at::native::{anonymous}::CatArrayBatchedCopy_alignedK_contig", 2},
+                                      {"at::native::{anonymous}::multi_tensor_apply_kernel", 10},
+                                      {"at::native::{anonymous}::vectorized_kernel", 20}};
+  EXPECT_EQ(join_cut_kernel_families(reference, seen), 32);
+  EXPECT_EQ(seen["at::native::{anonymous}::CatArr"], 2);
+  EXPECT_EQ(seen["at::native::{anonymous}"], 30);
+  EXPECT_EQ(seen.size(), 2u) << "nothing left that only the profiler saw";
+}
+
 TEST(Verdict, CallsFoldIntoFamiliesAndKernelRunsAreCountedOncePerLaunch) {
   FamilyCounts c;
   count_families({ev("driver", "cuMemAlloc_v2"), ev("driver", "cuMemAlloc"), ev("runtime", "__cudaLaunchKernel"),
