@@ -214,7 +214,7 @@ def bench_cost_parts_section(benches):
         return ""
     return ("<h3>Where the cost goes: preload and cupti, part by part</h3>"
             "<p>What each part of the method costs per call, and its mechanism's floor: what LD_PRELOAD "
-            "(preload's interposition) or CUPTI (subscribed, and its dispatch to an empty callback) costs with "
+            "(preload's interposition) or CUPTI (loaded and subscribed, and its dispatch to an empty callback) costs with "
             f"nothing recorded. What lies above the floor is the method's own work. How: {esc(how)}.</p>"
             + table(["method", "call", "cudart", "whole ns [95%]", "parts ns [95%]", "floor ns [95%]", "bench run"],
                     rows, "cost-parts"))

@@ -362,24 +362,31 @@ json cost_parts(const json& rows) {
       const json* bare = row_of(by_key, {call, linkage, "cupti-bare"});
       const json* inject = row_of(by_key, {call, linkage, "cupti-inject"});
       const auto dispatch = ab_of(bare);
-      if (idle) parts.push_back(part("subscribed", "CUPTI loaded and subscribed, its callback domains off, against none",
-                                     "between", *idle));
-      else missing.push_back("subscribed (no paused halves, or no none)");
+      if (idle)
+        parts.push_back(part("paused", "cupti paused (callback domains and kernel activity off) against none: CUPTI "
+                             "loaded and subscribed, and what its kernel activity still costs a launch in the batches "
+                             "paused right after live ones", "between", *idle));
+      else missing.push_back("paused (no paused halves, or no none)");
       if (dispatch)
         parts.push_back(part("CUPTI's dispatch", "cupti-bare live against paused: an empty callback on both domains, "
                              "which any CUPTI tool pays", "in-process", *dispatch));
       else missing.push_back("CUPTI's dispatch (cupti-bare not benchmarked with an in-process A/B)");
-      const auto collector = ab_over(row, inject);
-      const auto work = ab_over(inject && collector ? inject : row, bare);
+      // With no collector the library's callback returns at once: cupti-inject is the
+      // subscription with kernel activity on, and what cupti adds over it is the recording.
+      const auto recording = ab_over(row, inject);
+      const auto work = ab_over(inject && recording ? inject : row, bare);
       if (work)
-        parts.push_back(part("the library's work", inject && collector
-                                 ? "cupti-inject's A/B less cupti-bare's: stamps, records and kernel activity"
-                                 : "cupti's A/B less cupti-bare's: stamps, records, kernel activity and the "
-                                   "collector's probe hits", "in-process", *work));
+        parts.push_back(inject && recording
+                            ? part("kernel activity", "cupti-inject's A/B less cupti-bare's: the subscription with "
+                                   "CUPTI's kernel records on (with no collector the library's callback returns at "
+                                   "once)", "in-process", *work)
+                            : part("the library's work", "cupti's A/B less cupti-bare's: kernel activity, the "
+                                   "library's stamps and records, and the probe hits the collector takes",
+                                   "in-process", *work));
       else missing.push_back("the library's work (no A/B of cupti and cupti-bare)");
-      if (collector)
-        parts.push_back(part("the collector", "cupti's A/B less cupti-inject's: the probe hits eBPF collects",
-                             "in-process", *collector));
+      if (recording)
+        parts.push_back(part("recording", "cupti's A/B less cupti-inject's: the library's stamps and records, and "
+                             "the batches' probe hits the collector takes", "in-process", *recording));
       if (idle && dispatch)
         e["floor"] = {{"ns", idle->delta + dispatch->delta}, {"ci95_ns", {idle->lo + dispatch->lo, idle->hi + dispatch->hi}}};
     }
@@ -391,7 +398,7 @@ json cost_parts(const json& rows) {
   return per_call_table("each part estimated apart, with a bootstrap 95% interval: between processes against none's "
                         "(the method paused), or in process (live against paused, or one method's A/B less "
                         "another's); the parts add up to the whole only within their intervals. floor: what the "
-                        "mechanism costs with nothing recorded (preload: the interposition; cupti: subscribed plus "
+                        "mechanism costs with nothing recorded (preload: the interposition; cupti: paused plus "
                         "CUPTI's dispatch, the interval a sum of the two)",
                         std::move(calls), "neither preload nor cupti has a difference to none in this benchmark");
 }

@@ -87,14 +87,19 @@ nlohmann::json uprobe_split(const nlohmann::json& rows);
 //            mechanism's floor;
 //            recording: live against paused, in process: two TSC reads and the record's
 //            append.
-//   cupti    subscribed: paused (CUPTI loaded and subscribed, its domains off) against
-//            `none`, between processes;
+//   cupti    paused: paused (callback domains and kernel activity off) against `none`,
+//            between processes: CUPTI loaded and subscribed, and what its kernel activity
+//            still costs a launch in a batch paused right after a live one (measured on an
+//            H200: +0.4-1.9 us a launch for cupti-inject's paused halves, +0.05-0.1 us for
+//            cupti-bare's, which has no activity), so on launches the in-process parts
+//            below leave part of the activity's cost here;
 //            CUPTI's dispatch: cupti-bare's live against paused, in process (an empty
-//            callback on both domains; any CUPTI tool pays it), with `subscribed` the
+//            callback on both domains; any CUPTI tool pays it), with `paused` the
 //            mechanism's floor;
-//            the library's work: cupti's in-process A/B less cupti-bare's (stamps, records,
-//            kernel activity and the collector's probe hits); where cupti-inject was
-//            benchmarked, the collector's share apart (cupti's A/B less cupti-inject's).
+//            kernel activity: cupti-inject's A/B less cupti-bare's (with no collector the
+//            library's callback returns at once); recording: cupti's A/B less
+//            cupti-inject's (the library's stamps and records, and the batches' probe hits).
+//            Without cupti-inject both are one part, the library's work.
 // `whole` is the method's difference to `none` between processes; the parts are estimated
 // apart, so they add up to it only within their intervals, and the table says so.
 nlohmann::json cost_parts(const nlohmann::json& rows);

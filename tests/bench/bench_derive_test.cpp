@@ -254,7 +254,7 @@ TEST(BenchCostParts, PreloadSplitsIntoInterpositionAndRecordingAndCuptiIntoItsFl
   EXPECT_DOUBLE_EQ(preload["above_floor_ns"].get<double>(), 60);
 
   const json& cupti = parts_of(parts, "cupti");
-  EXPECT_DOUBLE_EQ(part_ns(cupti, "subscribed"), 50);
+  EXPECT_DOUBLE_EQ(part_ns(cupti, "paused"), 50);
   EXPECT_DOUBLE_EQ(part_ns(cupti, "CUPTI's dispatch"), 280) << "cupti-bare's own A/B";
   EXPECT_DOUBLE_EQ(part_ns(cupti, "the library's work"), 220) << "cupti's A/B (500) less cupti-bare's (280)";
   EXPECT_DOUBLE_EQ(cupti["floor"]["ns"].get<double>(), 330);
@@ -267,8 +267,8 @@ TEST(BenchCostParts, PreloadSplitsIntoInterpositionAndRecordingAndCuptiIntoItsFl
 
   rows.push_back(row("cupti-inject", {650, 651, 649}, {420, 421, 419}, {150, 151, 149}));
   const json with_inject = parts_of(cost_parts(rows), "cupti");
-  EXPECT_DOUBLE_EQ(part_ns(with_inject, "the library's work"), 140) << "cupti-inject's A/B less cupti-bare's";
-  EXPECT_DOUBLE_EQ(part_ns(with_inject, "the collector"), 80) << "cupti's A/B less cupti-inject's";
+  EXPECT_DOUBLE_EQ(part_ns(with_inject, "kernel activity"), 140) << "cupti-inject's A/B less cupti-bare's";
+  EXPECT_DOUBLE_EQ(part_ns(with_inject, "recording"), 80) << "cupti's A/B less cupti-inject's";
 }
 
 TEST(BenchCostParts, WhatCouldNotBeMeasuredIsNamedNotZero) {
