@@ -97,6 +97,17 @@ ThreadCalls* make_thread_calls() {
   return s;
 }
 
+// The lines of the slots the calls in flight on this thread will write at their exits: this
+// one's and, for a runtime call, the driver call it makes inside it. Between two callbacks
+// the driver and CUPTI run and the batch's lines (a record is 160 bytes, up to three lines)
+// go cold; on the H200 host the recording cost 250-650 ns a call in the benchmark against
+// about 96 ns a record in a tight loop of fake calls on the same CPU. A prefetch never faults,
+// so the batch's end needs no test.
+inline void prefetch_slots(const ThreadCalls* s) {
+  const char* slot = reinterpret_cast<const char*>(&s->batch.calls[s->n]);
+  for (size_t at = 0; at <= 2 * sizeof(cupti_record); at += 64) __builtin_prefetch(slot + at, 1, 3);
+}
+
 inline ThreadCalls* this_thread() {
   ThreadCalls* s = t_calls;
   return __builtin_expect(s != nullptr, 1) ? s : make_thread_calls();
@@ -358,6 +369,7 @@ extern "C" __attribute__((visibility("default"))) void CUPTIAPI cudatrace_cupti_
     if (s) {
       ++s->in_flight;
       s->runtime_depth += runtime;
+      if (batch_on) prefetch_slots(s);
     }
     // CUPTI keeps this word for us until the matching exit. The api_enter and api_exit
     // probes carry CLOCK_MONOTONIC ns, as their readers expect.
