@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/score/kernel_families.h"
 #include "harness/score/loss_units.h"
 #include "common/event.h"
 #include "harness/score/per_device.h"
@@ -77,20 +78,6 @@ class FamilyCounter {
   std::unordered_map<std::string, int64_t*> runtime_slots_, driver_slots_;
 };
 
-// "_Z6kernelPfi" and "kernel(float*, int)" -> "kernel": methods name kernels differently.
-// Names are compared on their first kFamilyChars characters (see verdict.cpp).
-inline constexpr size_t kFamilyChars = 63;
-std::string kernel_family(const std::string& name);
-
-// Kernel families one side cut where the other did not. CUPTI keeps 63 bytes of a kernel's
-// mangled name, and an anonymous namespace's id (nvcc's _GLOBAL__N__<hash>_<file>) takes
-// most of them: torch's softmax kernel reaches the reference as "{anonymous}::softmax_warp_"
-// and, demangled by the PyTorch profiler, as "{anonymous}::softmax_warp_forward". A family
-// the reference has more of than `seen`, and one only `seen` has that begins with it (or
-// that it begins with; both at least 8 characters), are one family: up to the shortfall
-// moves onto the reference's name, the longest reference names served first (the most
-// particular family a kernel begins with is its own). Returns how many kernels were joined so.
-int64_t join_cut_kernel_families(const std::map<std::string, int64_t>& reference, std::map<std::string, int64_t>& seen);
 
 struct MethodView {
   std::string method;

@@ -1,0 +1,58 @@
+"""The per-call benchmark's derived tables (bench_summary.json version 2), read and worded by the
+analysis package, never decided again (ctest: Analysis.Package)."""
+import unittest
+
+from test_results import command, fixture, results
+
+
+class BenchVersion2(unittest.TestCase):
+    """What the harness derived from a run's rows (version 2), read and worded, never decided here."""
+
+    def setUp(self):
+        self.bench = results.load_run(fixture("bench-v2")).bench
+
+    def test_version_2_reads_and_version_1_has_none_of_it(self):
+        self.assertEqual(results.schema_version(self.bench), 2)
+        legacy = results.load_run(fixture("legacy")).bench
+        self.assertEqual((results.estimators(legacy), results.uprobe_split(legacy), results.agreement(legacy),
+                          results.calls_skipped(legacy)), ({}, {}, None, []))
+
+    def test_the_agreement_as_the_harness_decided_it(self):
+        a = results.agreement(self.bench)
+        lines = results.agreement_lines(a)
+        self.assertIn(f"{a['within']} of {a['compared']} deltas", lines[0])
+        self.assertTrue(lines[0].endswith("PASS" if a["pass"] else "FAIL"))
+        outside = [l for l in lines if l.startswith("  outside:")]
+        self.assertEqual(len(outside), len(a["outside"]))
+        self.assertTrue(outside and all("untraced call" in l for l in outside), lines)
+
+    def test_targets_are_worded_as_written(self):
+        calls = {(e["call"], e["linkage"]): e for e in results.estimators(self.bench)["calls"]}
+        self.assertEqual(results.target_text(calls["cudaLaunchKernel", "shared"]["target"]), "<= 0.7x nsys: met")
+        self.assertEqual(results.target_text(calls["cudaStreamSynchronize_idle", "shared"]["target"]),
+                         "<= 1.2x cupti-bare: MISSED")
+        self.assertIn("not judged: nsys has no difference",
+                      results.target_text(calls["cuLaunchKernel", "shared"]["target"]))
+
+    def test_bars_are_worded_each_with_its_verdict(self):
+        target = {"met": False, "bars": [
+            {"against": "nsys", "bar": "cupti <= nsys", "met": None,
+             "why_not_judged": "nsys has no difference to none for this call"},
+            {"against": "cupti-bare", "bar": "cupti <= cupti-bare + 100 ns", "met": False, "at_most_ns": 600}]}
+        self.assertEqual(results.target_text(target), "cupti <= nsys: not judged: nsys has no difference to none "
+                         "for this call; cupti <= cupti-bare + 100 ns: MISSED")
+        self.assertEqual(results.target_againsts(target), ["nsys", "cupti-bare"])
+        self.assertEqual(results.target_againsts({"against": "nsys", "at_most": 0.7, "met": True}), ["nsys"])
+
+    def test_bench_outcome_prints_4a_4b_4c(self):
+        r = command("bench-outcome", fixture("bench-v2"))
+        self.assertEqual(r.returncode, 0, r.stdout)
+        for text in ("4a. agreement", "agreement with 20260101T000000Z-bench-v1", "4b. cupti", "<= 0.7x nsys: met",
+                     "4c. uprobe", "how: entry = uprobe-enter",
+                     "4d. where preload's and cupti's cost goes", "whole +420 [+400, +440], +108 above the floor",
+                     "not measured: interposition", "ncclAllReduce_4KiB_2GPUs: this process sees 1 GPU"):
+            self.assertIn(text, r.stdout)
+        self.assertRegex(r.stdout, r"\n  uprobe +6\.5 s ")
+        r = command("bench-outcome", fixture("legacy"))
+        self.assertEqual(r.returncode, 0, r.stdout)
+        self.assertIn("not checked: this run was not made with --agree-with", r.stdout)
