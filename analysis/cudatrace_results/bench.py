@@ -109,20 +109,24 @@ def agreement_lines(a):
 
 def target_againsts(target):
     """The references the call's bars hold cupti to (nsys, cupti-bare)."""
-    return [b["against"] for b in target.get("bars", [target])]
+    return [b["against"] for b in target.get("bars", [target]) if "against" in b]
 
 
 def target_text(target):
     """Each bar ('cupti <= nsys', ...) with 'met', 'MISSED' or 'not judged: why'. A summary from
     before the bars were #52's has one bar as a ratio ('<= 0.7x nsys')."""
-    if "bars" not in target:
+    if "bars" in target:
+        bars = target["bars"]
+    elif "at_most" in target and "against" in target:
         bars = [dict(target, bar=f"<= {target['at_most']:g}x {target['against']}")]
     else:
-        bars = target["bars"]
+        bars = []
+    if not bars:
+        return f"not judged: {target.get('why_not_judged', 'no bar in this summary')}"
     out = []
     for b in bars:
-        if b["met"] is None:
-            out.append(f"{b['bar']}: not judged: {b.get('why_not_judged', '')}")
+        if b.get("met") is None:
+            out.append(f"{b.get('bar', '?')}: not judged: {b.get('why_not_judged', '')}")
         else:
-            out.append(f"{b['bar']}: {'met' if b['met'] else 'MISSED'}")
+            out.append(f"{b.get('bar', '?')}: {'met' if b['met'] else 'MISSED'}")
     return "; ".join(out)

@@ -43,6 +43,9 @@ class BenchVersion2(unittest.TestCase):
                          "for this call; cupti <= cupti-bare + 100 ns: MISSED")
         self.assertEqual(results.target_againsts(target), ["nsys", "cupti-bare"])
         self.assertEqual(results.target_againsts({"against": "nsys", "at_most": 0.7, "met": True}), ["nsys"])
+        unlabelled = {"met": None, "bars": [], "why_not_judged": "the call's kind is not in this summary"}
+        self.assertEqual(results.target_text(unlabelled), "not judged: the call's kind is not in this summary")
+        self.assertEqual(results.target_text({"met": True}), "not judged: no bar in this summary")
 
     def test_bench_outcome_prints_4a_4b_4c(self):
         r = command("bench-outcome", fixture("bench-v2"))

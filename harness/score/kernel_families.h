@@ -20,7 +20,10 @@ std::string kernel_family(const std::string& name);
 // the reference has more of than `seen`, and one only `seen` has that begins with it (or
 // that it begins with; both at least 8 characters), are one family: up to the shortfall
 // moves onto the reference's name, the longest reference names served first (the most
-// particular family a kernel begins with is its own). Returns how many kernels were joined so.
+// particular family a kernel begins with is its own). Where a whole name begins two cut ones,
+// which of the two it belonged to is not in the names: the longer takes it, and the shortfall
+// shows on the shorter; the total shortfall is the same either way. Returns how many kernels
+// were joined so.
 int64_t join_cut_kernel_families(const std::map<std::string, int64_t>& reference, std::map<std::string, int64_t>& seen);
 
 }  // namespace cudatrace

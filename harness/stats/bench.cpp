@@ -93,6 +93,7 @@ void print_derived(const json& summary) {
       for (const auto& b : e["target"]["bars"])
         target += (target.empty() ? "" : "; ") + b["bar"].get<std::string>() + ": " +
                   (b["met"].is_null() ? "not judged" : b["met"].get<bool>() ? "met" : "MISSED");
+      if (target.empty()) target = "not judged: " + e["target"].value("why_not_judged", std::string());
       std::fprintf(stderr, "%-28s %-7s %-7s %9s %9s %9s %7s %7s  %s\n", e["call"].get<std::string>().c_str(),
                    e["linkage"].get<std::string>().c_str(),
                    e["call_kind"].is_string() ? e["call_kind"].get<std::string>().c_str() : "?",

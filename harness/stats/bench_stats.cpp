@@ -203,30 +203,28 @@ namespace {
 // The call's verdict: missed when a bar is missed, met when every bar is met, else not judged.
 json cupti_target(const std::map<RowKey, const json*>& by_key, const std::string& call, const std::string& linkage,
                   const std::string& kind, double cost) {
-  json bars = json::array();
-  auto bar = [&](const char* against, const std::string& text, auto limit_of) {
-    json b = {{"against", against}, {"bar", text}, {"met", nullptr}};
-    const json* ref = row_of(by_key, {call, linkage, against});
-    if (!has_number(ref, "delta_ns"))
-      b["why_not_judged"] = std::string(against) + " has no difference to none for this call (it did not run, or failed)";
-    else if (const std::optional<double> limit = limit_of((*ref)["delta_ns"].get<double>()); !limit)
-      b["why_not_judged"] = std::string(against) + "'s difference to none is not above zero: no ratio to hold cupti to";
-    else {
-      b["at_most_ns"] = *limit;
-      b["met"] = cost <= *limit;
-    }
-    bars.push_back(std::move(b));
-  };
-  bar("nsys", "cupti <= nsys", [](double d) { return d > 0 ? std::optional<double>(d * kCuptiOverNsysTarget) : std::nullopt; });
-  if (kind != "launch" && kind != "copy" && !kind.empty())
-    // A subscriber with no measurable cost (a difference at or below zero) counts as zero.
-    bar("cupti-bare", "cupti <= cupti-bare + " + std::to_string(int(kCuptiOverEmptyMaxNs)) + " ns",
-        [](double d) { return std::optional<double>(std::max(d, 0.0) + kCuptiOverEmptyMaxNs); });
-  json target = {{"bars", bars}, {"met", nullptr}};
-  if (kind.empty()) {
+  json target = {{"bars", json::array()}, {"met", nullptr}};
+  if (kind.empty()) {  // which bars apply is not known: none is judged
     target["why_not_judged"] = "the call's kind is not in this summary (written before percall labelled its calls)";
     return target;
   }
+  json& bars = target["bars"];
+  // A reference with no measurable cost (a difference at or below zero) counts as zero.
+  auto bar = [&](const char* against, const std::string& text, double plus_ns) {
+    json b = {{"against", against}, {"bar", text}, {"met", nullptr}};
+    const json* ref = row_of(by_key, {call, linkage, against});
+    if (!has_number(ref, "delta_ns")) {
+      b["why_not_judged"] = std::string(against) + " has no difference to none for this call (it did not run, or failed)";
+    } else {
+      const double limit = std::max((*ref)["delta_ns"].get<double>(), 0.0) + plus_ns;
+      b["at_most_ns"] = limit;
+      b["met"] = cost <= limit;
+    }
+    bars.push_back(std::move(b));
+  };
+  bar("nsys", "cupti <= nsys", 0);
+  if (kind != "launch" && kind != "copy")
+    bar("cupti-bare", "cupti <= cupti-bare + " + std::to_string(int(kCuptiOverEmptyMaxNs)) + " ns", kCuptiOverEmptyMaxNs);
   bool all_met = true;
   for (const json& b : bars) {
     if (b["met"] == false) {
@@ -306,6 +304,9 @@ json per_call_table(const char* how, json calls, const char* why_empty) {
   return out;
 }
 
+// A row's difference to none as a part's figure: {ns, ci95_ns}.
+json figure_of(const json& between) { return {{"ns", between["delta_ns"]}, {"ci95_ns", between["ci95_ns"]}}; }
+
 // One part of a cost: what it is, how it was measured, and its estimate.
 json part(const char* name, const char* what, const char* kind, const Difference& d) {
   json p = figure(d);
@@ -373,22 +374,26 @@ json cost_parts(const json& rows) {
       else missing.push_back("CUPTI's dispatch (cupti-bare not benchmarked with an in-process A/B)");
       // With no collector the library's callback returns at once: cupti-inject is the
       // subscription with kernel activity on, and what cupti adds over it is the recording.
-      const auto recording = ab_over(row, inject);
-      const auto work = ab_over(inject && recording ? inject : row, bare);
-      if (work)
-        parts.push_back(inject && recording
-                            ? part("kernel activity", "cupti-inject's A/B less cupti-bare's: the subscription with "
-                                   "CUPTI's kernel records on (with no collector the library's callback returns at "
-                                   "once)", "in-process", *work)
-                            : part("the library's work", "cupti's A/B less cupti-bare's: kernel activity, the "
-                                   "library's stamps and records, and the probe hits the collector takes",
-                                   "in-process", *work));
-      else missing.push_back("the library's work (no A/B of cupti and cupti-bare)");
-      if (recording)
-        parts.push_back(part("recording", "cupti's A/B less cupti-inject's: the library's stamps and records, and "
-                             "the batches' probe hits the collector takes", "in-process", *recording));
-      if (idle && dispatch)
-        e["floor"] = {{"ns", idle->delta + dispatch->delta}, {"ci95_ns", {idle->lo + dispatch->lo, idle->hi + dispatch->hi}}};
+      // Where cupti-inject ran, those two parts apart; else one, the library's work.
+      if (has_number(inject, "delta_ns")) {
+        if (const auto activity = ab_over(inject, bare))
+          parts.push_back(part("kernel activity", "cupti-inject's A/B less cupti-bare's: the subscription with "
+                               "CUPTI's kernel records on (with no collector the library's callback returns at once)",
+                               "in-process", *activity));
+        else missing.push_back("kernel activity (no in-process A/B of cupti-inject and cupti-bare)");
+        if (const auto recording = ab_over(row, inject))
+          parts.push_back(part("recording", "cupti's A/B less cupti-inject's: the library's stamps and records, and "
+                               "the batches' probe hits the collector takes", "in-process", *recording));
+        else missing.push_back("recording (no in-process A/B of cupti and cupti-inject)");
+      } else if (const auto work = ab_over(row, bare)) {
+        parts.push_back(part("the library's work", "cupti's A/B less cupti-bare's: kernel activity, the library's "
+                             "stamps and records, and the probe hits the collector takes", "in-process", *work));
+      } else {
+        missing.push_back("the library's work (no in-process A/B of cupti and cupti-bare)");
+      }
+      // The floor: the empty subscriber's whole cost. Not cupti's paused halves, which on
+      // launches still carry kernel activity switched off a moment before.
+      if (has_number(bare, "delta_ns")) e["floor"] = figure_of(between_of(*bare));
     }
     if (e.contains("floor")) e["above_floor_ns"] = (*row)["delta_ns"].get<double>() - e["floor"]["ns"].get<double>();
     e["parts"] = parts;
@@ -398,8 +403,8 @@ json cost_parts(const json& rows) {
   return per_call_table("each part estimated apart, with a bootstrap 95% interval: between processes against none's "
                         "(the method paused), or in process (live against paused, or one method's A/B less "
                         "another's); the parts add up to the whole only within their intervals. floor: what the "
-                        "mechanism costs with nothing recorded (preload: the interposition; cupti: paused plus "
-                        "CUPTI's dispatch, the interval a sum of the two)",
+                        "mechanism costs with nothing recorded (preload: the interposition; cupti: the empty "
+                        "subscriber's difference to none, cupti-bare's)",
                         std::move(calls), "neither preload nor cupti has a difference to none in this benchmark");
 }
 

@@ -69,7 +69,7 @@ nlohmann::json bench_agreement(const nlohmann::json& first_summary, const nlohma
 // paused in process, so this is the one estimator the three share); cupti's in-process
 // A/B beside it, labelled. Its bars (#52): at most nsys on every call, and at most cupti-bare
 // + 100 ns on calls other than launches and copies (percall's label says which a call is).
-inline constexpr double kCuptiOverNsysTarget = 1.0, kCuptiOverEmptyMaxNs = 100;
+inline constexpr double kCuptiOverEmptyMaxNs = 100;
 nlohmann::json estimator_comparison(const nlohmann::json& rows);
 
 // uprobe's per-call cost split into its entry and return probes: entry = uprobe-enter's
@@ -94,8 +94,8 @@ nlohmann::json uprobe_split(const nlohmann::json& rows);
 //            cupti-bare's, which has no activity), so on launches the in-process parts
 //            below leave part of the activity's cost here;
 //            CUPTI's dispatch: cupti-bare's live against paused, in process (an empty
-//            callback on both domains; any CUPTI tool pays it), with `paused` the
-//            mechanism's floor;
+//            callback on both domains; any CUPTI tool pays it); the mechanism's floor is
+//            cupti-bare's whole difference to `none`, not `paused`, which carries activity;
 //            kernel activity: cupti-inject's A/B less cupti-bare's (with no collector the
 //            library's callback returns at once); recording: cupti's A/B less
 //            cupti-inject's (the library's stamps and records, and the batches' probe hits).

@@ -147,6 +147,23 @@ TEST(BenchEstimators, CuptiAtMostNsysOnEveryCallAndTheEmptySubscriberPlus100NsOf
   EXPECT_EQ(est["not_judged"], 1);
 }
 
+TEST(BenchEstimators, AnNsysWithNoMeasurableCostHoldsCuptiToZeroAndAMissingKindJudgesNoBar) {
+  json rows = json::array({{{"call", "c"}, {"linkage", "shared"}, {"method", "cupti"}, {"call_kind", "launch"},
+                            {"delta_ns", 500}},
+                           {{"call", "c"}, {"linkage", "shared"}, {"method", "nsys"}, {"call_kind", "launch"},
+                            {"delta_ns", -5}}});
+  const json est = estimator_comparison(rows);
+  const json& c = by_call(est["calls"], "c");
+  EXPECT_EQ(c["target"]["met"], false) << "nsys costs nothing measurable here, cupti 500 ns: " << c.dump(1);
+  EXPECT_EQ(bar_of(c, "nsys")["at_most_ns"], 0);
+
+  for (auto& r : rows) r.erase("call_kind");
+  const json unlabelled = estimator_comparison(rows);
+  const json& u = by_call(unlabelled["calls"], "c");
+  EXPECT_TRUE(u["target"]["met"].is_null());
+  EXPECT_TRUE(u["target"]["bars"].empty()) << "no bar judged where the call's kind, and so its bars, is unknown";
+}
+
 TEST(BenchEstimators, WithoutCuptiOrWithoutKindsItSaysSo) {
   EXPECT_TRUE(estimator_comparison(json::array()).contains("why"));
   json rows = fixture("derive")["rows"];
@@ -257,8 +274,8 @@ TEST(BenchCostParts, PreloadSplitsIntoInterpositionAndRecordingAndCuptiIntoItsFl
   EXPECT_DOUBLE_EQ(part_ns(cupti, "paused"), 50);
   EXPECT_DOUBLE_EQ(part_ns(cupti, "CUPTI's dispatch"), 280) << "cupti-bare's own A/B";
   EXPECT_DOUBLE_EQ(part_ns(cupti, "the library's work"), 220) << "cupti's A/B (500) less cupti-bare's (280)";
-  EXPECT_DOUBLE_EQ(cupti["floor"]["ns"].get<double>(), 330);
-  EXPECT_DOUBLE_EQ(cupti["above_floor_ns"].get<double>(), 270);
+  EXPECT_DOUBLE_EQ(cupti["floor"]["ns"].get<double>(), 300) << "the empty subscriber's difference to none";
+  EXPECT_DOUBLE_EQ(cupti["above_floor_ns"].get<double>(), 300);
   EXPECT_FALSE(cupti.contains("not_measured"));
   for (const auto& p : cupti["parts"]) {
     EXPECT_LE(p["ci95_ns"][0].get<double>(), p["ns"].get<double>()) << p.dump();
@@ -266,9 +283,18 @@ TEST(BenchCostParts, PreloadSplitsIntoInterpositionAndRecordingAndCuptiIntoItsFl
   }
 
   rows.push_back(row("cupti-inject", {650, 651, 649}, {420, 421, 419}, {150, 151, 149}));
+  rows.back()["delta_ns"] = 550;
   const json with_inject = parts_of(cost_parts(rows), "cupti");
   EXPECT_DOUBLE_EQ(part_ns(with_inject, "kernel activity"), 140) << "cupti-inject's A/B less cupti-bare's";
   EXPECT_DOUBLE_EQ(part_ns(with_inject, "recording"), 80) << "cupti's A/B less cupti-inject's";
+
+  // cupti without its own A/B: the kernel activity is still measured, the recording named.
+  rows[2].erase("in_process_values_ns");
+  const json no_ab = cost_parts(rows);
+  const json& cupti_no_ab = parts_of(no_ab, "cupti");
+  EXPECT_DOUBLE_EQ(part_ns(cupti_no_ab, "kernel activity"), 140);
+  ASSERT_EQ(cupti_no_ab["not_measured"].size(), 1u) << cupti_no_ab.dump(1);
+  EXPECT_EQ(cupti_no_ab["not_measured"][0].get<std::string>().rfind("recording", 0), 0u) << cupti_no_ab.dump(1);
 }
 
 TEST(BenchCostParts, WhatCouldNotBeMeasuredIsNamedNotZero) {
