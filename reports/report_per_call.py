@@ -196,15 +196,15 @@ def bench_uprobe_split_section(benches):
 
 
 def bench_cost_parts_section(benches):
-    """4d: where preload's and cupti's cost goes, part by part, and how far each method sits
-    above its mechanism's floor, as the harness estimated them."""
+    """4d: where each method's cost goes, part by part, for the methods the harness can take
+    apart, and how far each sits above its mechanism's floor, as the harness estimated them."""
     rows, how = [], ""
     for b in benches:
         parts = results.cost_parts(b)
         how = how or parts.get("how", "")
         for e in parts.get("calls", []):
             floor = (f'{results.part_text(e["floor"])}<br>{e["above_floor_ns"]:+.0f} above it'
-                     if "floor" in e else "—")
+                     f'<br><small>{esc(e["floor"].get("what", ""))}</small>' if "floor" in e else "—")
             cells = "".join(f'<b>{esc(p["part"])}</b> {results.part_text(p)}<br><small>{esc(p["what"])} '
                             f'({esc(p["kind"])})</small><br>' for p in e["parts"])
             cells += "".join(f'<b class="bad">not measured: {esc(m)}</b><br>' for m in e.get("not_measured", []))
@@ -212,10 +212,10 @@ def bench_cost_parts_section(benches):
                          results.part_text(e["whole"]), cells, floor, esc(b.get("run_id", ""))])
     if not rows:
         return ""
-    return ("<h3>Where the cost goes: preload and cupti, part by part</h3>"
-            "<p>What each part of the method costs per call, and its mechanism's floor: what LD_PRELOAD "
-            "(preload's interposition) or CUPTI (loaded and subscribed, and its dispatch to an empty callback) costs with "
-            f"nothing recorded. What lies above the floor is the method's own work. How: {esc(how)}.</p>"
+    return ("<h3>Where the cost goes, part by part</h3>"
+            "<p>What each part of a method costs per call, and its mechanism's floor: what the mechanism "
+            "(LD_PRELOAD's interposition, an empty CUPTI subscriber) costs with nothing recorded. What lies above "
+            f"the floor is the method's own work. How: {esc(how)}.</p>"
             + table(["method", "call", "cudart", "whole ns [95%]", "parts ns [95%]", "floor ns [95%]", "bench run"],
                     rows, "cost-parts"))
 

@@ -141,6 +141,26 @@ const char* kind_name(MethodKind kind);
 
 // Each method's folder describes it (tracers/<m>/<m>_method.h, one function returning its
 // Method entries); registry.cpp only lists those functions.
+// How the per-call benchmark takes a method's cost apart in one run (cost_parts in
+// harness/stats/bench_stats.h), for a method that pauses itself in process:
+//   the paused part: its paused halves against `none`'s processes, between processes;
+//   one part per cost reference in `nested`, innermost first: that reference's in-process
+//     A/B, less the one before's (the first: its A/B whole);
+//   the live part: the method's own A/B, less the last nested reference's (none: whole).
+// A nested reference the run did not benchmark is left out and its part joins the next.
+struct CostSplit {
+  struct Part {
+    std::string reference;  // a cost reference in the registry (nested parts only)
+    std::string name, what;
+  };
+  Part paused, live;
+  std::vector<Part> nested;
+  // What the mechanism costs with nothing recorded: this reference's whole difference to
+  // `none`; empty: the paused part.
+  std::string floor_reference;
+  std::string floor_what;
+};
+
 struct Method {
   std::string name;
   std::string summary;
@@ -173,6 +193,8 @@ struct Method {
     std::string how;  // named: where the device comes from; else why there is none
   };
   std::map<std::string, DeviceAttribution> devices;
+  // Where the per-call benchmark can take its cost apart; nullopt: it cannot.
+  std::optional<CostSplit> cost_split;
   std::string not_built_reason;  // when !built although it has an issue (e.g. built without libbpf)
   // A check of its own, after the common ones: empty = can run, else the one-line reason.
   std::function<std::string()> unavailable_because;

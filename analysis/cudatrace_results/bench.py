@@ -4,7 +4,7 @@ Whether a difference is "no measurable cost" is harness/stats/bench_stats.h's de
 into each row as `no_measurable_cost` / `in_process_no_measurable_cost` (absent: a cost).
 So are, since version 2, whether two runs agree (`agreement`), cupti against nsys and the
 empty subscriber (`estimators`), uprobe's entry and return probes (`uprobe_split`) and
-where preload's and cupti's cost goes (`cost_parts`).
+where each method's cost goes, for those the harness takes apart (`cost_parts`).
 Nothing here decides them again: these functions read and word them.
 """
 import statistics
@@ -70,7 +70,8 @@ def uprobe_split(bench):
 
 
 def cost_parts(bench):
-    """Where preload's and cupti's cost goes, per call (harness/stats/bench_stats.h); {} before that."""
+    """Where a method's cost goes, per call, for the methods the harness takes apart
+    (harness/stats/bench_stats.h); {} before that."""
     return bench.get("cost_parts") or {}
 
 

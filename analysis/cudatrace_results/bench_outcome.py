@@ -1,6 +1,6 @@
 """What a `harness --bench` run decided, as text: its agreement with the run it was checked
 against (--agree-with), cupti against Nsight Systems and the empty CUPTI subscriber, uprobe's
-entry and return probes, where preload's and cupti's cost goes, the calls it could not make,
+entry and return probes, where each method's cost goes, the calls it could not make,
 and where its time went. Every figure and verdict is the harness's (bench_summary.json); nothing is decided here.
     usage: python3 -m cudatrace_results bench-outcome RUN   (a results folder or its bench_summary.json)
 Exit status 0; 2 when the run cannot be read."""
@@ -100,7 +100,7 @@ def main(argv=None):
     print("\n".join(estimator_lines(bench)))
     print("\n4c. uprobe's cost, entry and return probes, ns per call")
     print("\n".join(uprobe_lines(bench)))
-    print("\n4d. where preload's and cupti's cost goes, ns per call")
+    print("\n4d. where the cost goes, part by part, ns per call")
     print("\n".join(cost_part_lines(bench)))
     skipped = calls_skipped(bench)
     if skipped:

@@ -52,7 +52,7 @@ class BenchVersion2(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stdout)
         for text in ("4a. agreement", "agreement with 20260101T000000Z-bench-v1", "4b. cupti", "<= 0.7x nsys: met",
                      "4c. uprobe", "how: entry = uprobe-enter",
-                     "4d. where preload's and cupti's cost goes", "whole +420 [+400, +440], +108 above the floor",
+                     "4d. where the cost goes, part by part", "whole +420 [+400, +440], +108 above the floor",
                      "not measured: interposition", "ncclAllReduce_4KiB_2GPUs: this process sees 1 GPU"):
             self.assertIn(text, r.stdout)
         self.assertRegex(r.stdout, r"\n  uprobe +6\.5 s ")

@@ -1,5 +1,7 @@
 #include "harness/stats/bench_stats.h"
 
+#include "tracers/tracer.h"
+
 #include <cmath>
 
 #include <algorithm>
@@ -308,7 +310,7 @@ json per_call_table(const char* how, json calls, const char* why_empty) {
 json figure_of(const json& between) { return {{"ns", between["delta_ns"]}, {"ci95_ns", between["ci95_ns"]}}; }
 
 // One part of a cost: what it is, how it was measured, and its estimate.
-json part(const char* name, const char* what, const char* kind, const Difference& d) {
+json part(const std::string& name, const std::string& what, const char* kind, const Difference& d) {
   json p = figure(d);
   p["part"] = name;
   p["what"] = what;
@@ -344,68 +346,65 @@ json cost_parts(const json& rows) {
   json calls = json::array();
   for (const auto& [key, row] : by_key) {
     const auto& [call, linkage, method] = key;
-    if ((method != "preload" && method != "cupti") || !has_number(row, "delta_ns")) continue;
-    const json* none = row_of(by_key, {call, linkage, "none"});
+    const Method* m = find_method(method);
+    if (!m || !m->cost_split || !has_number(row, "delta_ns")) continue;
+    const CostSplit& split = *m->cost_split;
+    auto row_named = [&, &call = call, &linkage = linkage](const std::string& name) {
+      return row_of(by_key, {call, linkage, name});
+    };
     json e = {{"method", method}, {"call", call}, {"linkage", linkage}, {"whole", between_of(*row)}};
     json parts = json::array();
-    std::vector<std::string> missing;
-    const auto idle = paused_over_none(row, none);
-    if (method == "preload") {
-      if (idle) parts.push_back(part("interposition", "the shim's export forwarding the call, paused, against none "
-                                     "(LD_PRELOAD's floor)", "between", *idle));
-      else missing.push_back("interposition (no paused halves, or no none)");
-      if (const auto rec = ab_of(row))
-        parts.push_back(part("recording", "two TSC reads and the record's append: live against paused", "in-process",
-                             *rec));
-      else missing.push_back("recording (no in-process A/B)");
-      if (idle) e["floor"] = figure(*idle);
-    } else {
-      const json* bare = row_of(by_key, {call, linkage, "cupti-bare"});
-      const json* inject = row_of(by_key, {call, linkage, "cupti-inject"});
-      const auto dispatch = ab_of(bare);
-      if (idle)
-        parts.push_back(part("paused", "cupti paused (callback domains and kernel activity off) against none: CUPTI "
-                             "loaded and subscribed, and what its kernel activity still costs a launch in the batches "
-                             "paused right after live ones", "between", *idle));
-      else missing.push_back("paused (no paused halves, or no none)");
-      if (dispatch)
-        parts.push_back(part("CUPTI's dispatch", "cupti-bare live against paused: an empty callback on both domains, "
-                             "which any CUPTI tool pays", "in-process", *dispatch));
-      else missing.push_back("CUPTI's dispatch (cupti-bare not benchmarked with an in-process A/B)");
-      // With no collector the library's callback returns at once: cupti-inject is the
-      // subscription with kernel activity on, and what cupti adds over it is the recording.
-      // Where cupti-inject ran, those two parts apart; else one, the library's work.
-      if (has_number(inject, "delta_ns")) {
-        if (const auto activity = ab_over(inject, bare))
-          parts.push_back(part("kernel activity", "cupti-inject's A/B less cupti-bare's: the subscription with "
-                               "CUPTI's kernel records on (with no collector the library's callback returns at once)",
-                               "in-process", *activity));
-        else missing.push_back("kernel activity (no in-process A/B of cupti-inject and cupti-bare)");
-        if (const auto recording = ab_over(row, inject))
-          parts.push_back(part("recording", "cupti's A/B less cupti-inject's: the library's stamps and records, and "
-                               "the batches' probe hits the collector takes", "in-process", *recording));
-        else missing.push_back("recording (no in-process A/B of cupti and cupti-inject)");
-      } else if (const auto work = ab_over(row, bare)) {
-        parts.push_back(part("the library's work", "cupti's A/B less cupti-bare's: kernel activity, the library's "
-                             "stamps and records, and the probe hits the collector takes", "in-process", *work));
-      } else {
-        missing.push_back("the library's work (no in-process A/B of cupti and cupti-bare)");
+    json missing = json::array();
+    const auto idle = paused_over_none(row, row_named("none"));
+    if (idle)
+      parts.push_back(part(split.paused.name, method + " paused against none: " + split.paused.what, "between", *idle));
+    else
+      missing.push_back(split.paused.name + " (no paused halves, or no none)");
+    // The nested references' A/Bs, innermost first, then the method's own, each less the last
+    // one measured. A reference with no A/B in this run cannot be told apart: its part joins
+    // the next one's.
+    const json* under = nullptr;
+    std::string under_name, pending_name, pending_what;
+    auto nest = [&](const json* r, const std::string& who, const CostSplit::Part& p) {
+      const std::string name = pending_name.empty() ? p.name : pending_name + " + " + p.name;
+      const std::string what = pending_what.empty() ? p.what : pending_what + "; " + p.what;
+      const auto d = under ? ab_over(r, under) : ab_of(r);
+      if (!d) return false;
+      parts.push_back(part(name, who + "'s A/B" + (under ? " less " + under_name + "'s" : "") + ": " + what,
+                           "in-process", *d));
+      under = r;
+      under_name = who;
+      pending_name.clear();
+      pending_what.clear();
+      return true;
+    };
+    for (const CostSplit::Part& p : split.nested)
+      if (!nest(row_named(p.reference), p.reference, p)) {
+        pending_name = pending_name.empty() ? p.name : pending_name + " + " + p.name;
+        pending_what = pending_what.empty() ? p.what : pending_what + "; " + p.what;
       }
-      // The floor: the empty subscriber's whole cost. Not cupti's paused halves, which on
-      // launches still carry kernel activity switched off a moment before.
-      if (has_number(bare, "delta_ns")) e["floor"] = figure_of(between_of(*bare));
+    if (!nest(row, method, split.live))
+      missing.push_back((pending_name.empty() ? split.live.name : pending_name + " + " + split.live.name) +
+                        " (no in-process A/B of " + method + ")");
+    if (split.floor_reference.empty()) {
+      if (idle) e["floor"] = figure(*idle);
+    } else if (const json* ref = row_named(split.floor_reference); has_number(ref, "delta_ns")) {
+      e["floor"] = figure_of(between_of(*ref));
     }
-    if (e.contains("floor")) e["above_floor_ns"] = (*row)["delta_ns"].get<double>() - e["floor"]["ns"].get<double>();
+    if (e.contains("floor")) {
+      e["floor"]["what"] = split.floor_what;
+      e["above_floor_ns"] = (*row)["delta_ns"].get<double>() - e["floor"]["ns"].get<double>();
+    }
     e["parts"] = parts;
     if (!missing.empty()) e["not_measured"] = missing;
     calls.push_back(e);
   }
-  return per_call_table("each part estimated apart, with a bootstrap 95% interval: between processes against none's "
-                        "(the method paused), or in process (live against paused, or one method's A/B less "
-                        "another's); the parts add up to the whole only within their intervals. floor: what the "
-                        "mechanism costs with nothing recorded (preload: the interposition; cupti: the empty "
-                        "subscriber's difference to none, cupti-bare's)",
-                        std::move(calls), "neither preload nor cupti has a difference to none in this benchmark");
+  return per_call_table("for each method the registry can take apart (Method::cost_split), each part estimated "
+                        "apart, with a bootstrap 95% interval: between processes against none's (the method "
+                        "paused), or in process (live against paused, or one A/B less another's); the parts add up "
+                        "to the whole only within their intervals. floor: what the mechanism costs with nothing "
+                        "recorded",
+                        std::move(calls), "no method the registry can take apart has a difference to none here");
 }
 
 json uprobe_split(const json& rows) {

@@ -78,30 +78,15 @@ nlohmann::json estimator_comparison(const nlohmann::json& rows);
 // processes; each with a bootstrap 95% interval.
 nlohmann::json uprobe_split(const nlohmann::json& rows);
 
-// Where a per-call cost goes (#52), for the two methods whose cost can be taken apart in one
-// benchmark run: each part an estimate with its bootstrap 95% interval, from the rows'
-// per-process values (bench_summary.json's `cost_parts`, a table in the report).
-//
-//   preload  interposition: paused (the shim's export forwarding the call) against `none`,
-//            between processes: what LD_PRELOAD costs before anything is recorded, the
-//            mechanism's floor;
-//            recording: live against paused, in process: two TSC reads and the record's
-//            append.
-//   cupti    paused: paused (callback domains and kernel activity off) against `none`,
-//            between processes: CUPTI loaded and subscribed, and what its kernel activity
-//            still costs a launch in a batch paused right after a live one (measured on an
-//            H200: +0.4-1.9 us a launch for cupti-inject's paused halves, +0.05-0.1 us for
-//            cupti-bare's, which has no activity), so on launches the in-process parts
-//            below leave part of the activity's cost here;
-//            CUPTI's dispatch: cupti-bare's live against paused, in process (an empty
-//            callback on both domains; any CUPTI tool pays it); the mechanism's floor is
-//            cupti-bare's whole difference to `none`, not `paused`, which carries activity;
-//            kernel activity: cupti-inject's A/B less cupti-bare's (with no collector the
-//            library's callback returns at once); recording: cupti's A/B less
-//            cupti-inject's (the library's stamps and records, and the batches' probe hits).
-//            Without cupti-inject both are one part, the library's work.
-// `whole` is the method's difference to `none` between processes; the parts are estimated
-// apart, so they add up to it only within their intervals, and the table says so.
+// Where a per-call cost goes (#52): for each method whose registry entry says how to take its
+// cost apart (Method::cost_split, tracers/tracer.h: preload, cupti), each part an estimate
+// with its bootstrap 95% interval from the rows' per-process values, the mechanism's floor,
+// and what the run could not measure (bench_summary.json's `cost_parts`, a table in the
+// report). `whole` is the method's difference to `none` between processes; the parts are
+// estimated apart, so they add up to it only within their intervals, and the table says so.
+// On launches a method with kernel activity leaves part of that activity's cost in its
+// paused halves (measured on an H200: cupti-inject's paused halves cost launches 0.37-1.26 us
+// more than cupti-bare's, in each of four runs), so there only `whole` is the whole cost.
 nlohmann::json cost_parts(const nlohmann::json& rows);
 
 }  // namespace cudatrace

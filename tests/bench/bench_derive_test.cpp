@@ -273,7 +273,8 @@ TEST(BenchCostParts, PreloadSplitsIntoInterpositionAndRecordingAndCuptiIntoItsFl
   const json& cupti = parts_of(parts, "cupti");
   EXPECT_DOUBLE_EQ(part_ns(cupti, "paused"), 50);
   EXPECT_DOUBLE_EQ(part_ns(cupti, "CUPTI's dispatch"), 280) << "cupti-bare's own A/B";
-  EXPECT_DOUBLE_EQ(part_ns(cupti, "the library's work"), 220) << "cupti's A/B (500) less cupti-bare's (280)";
+  EXPECT_DOUBLE_EQ(part_ns(cupti, "kernel activity + recording"), 220)
+      << "cupti's A/B (500) less cupti-bare's (280): cupti-inject did not run, so its part joins the next";
   EXPECT_DOUBLE_EQ(cupti["floor"]["ns"].get<double>(), 300) << "the empty subscriber's difference to none";
   EXPECT_DOUBLE_EQ(cupti["above_floor_ns"].get<double>(), 300);
   EXPECT_FALSE(cupti.contains("not_measured"));
@@ -287,6 +288,15 @@ TEST(BenchCostParts, PreloadSplitsIntoInterpositionAndRecordingAndCuptiIntoItsFl
   const json with_inject = parts_of(cost_parts(rows), "cupti");
   EXPECT_DOUBLE_EQ(part_ns(with_inject, "kernel activity"), 140) << "cupti-inject's A/B less cupti-bare's";
   EXPECT_DOUBLE_EQ(part_ns(with_inject, "recording"), 80) << "cupti's A/B less cupti-inject's";
+
+  // cupti-bare with no A/B: what it isolates joins the next part, measured whole.
+  json no_bare_ab = rows;
+  no_bare_ab[3].erase("in_process_values_ns");
+  const json no_bare = cost_parts(no_bare_ab);
+  const json& cupti_no_bare = parts_of(no_bare, "cupti");
+  EXPECT_DOUBLE_EQ(part_ns(cupti_no_bare, "CUPTI's dispatch + kernel activity"), 420) << "cupti-inject's A/B whole";
+  EXPECT_DOUBLE_EQ(part_ns(cupti_no_bare, "recording"), 80);
+  EXPECT_FALSE(cupti_no_bare.contains("not_measured")) << cupti_no_bare.dump(1);
 
   // cupti without its own A/B: the kernel activity is still measured, the recording named.
   rows[2].erase("in_process_values_ns");
@@ -304,7 +314,10 @@ TEST(BenchCostParts, WhatCouldNotBeMeasuredIsNamedNotZero) {
   const json parts = cost_parts(r);
   const json& cupti = parts_of(parts, "cupti");
   EXPECT_TRUE(cupti["parts"].empty());
-  EXPECT_EQ(cupti["not_measured"].size(), 3u) << cupti.dump(1);
+  ASSERT_EQ(cupti["not_measured"].size(), 2u) << cupti.dump(1);
+  EXPECT_EQ(cupti["not_measured"][0].get<std::string>().rfind("paused", 0), 0u) << cupti.dump(1);
+  EXPECT_EQ(cupti["not_measured"][1].get<std::string>().rfind("CUPTI's dispatch + kernel activity + recording", 0), 0u)
+      << "every in-process part named, none a clean zero: " << cupti.dump(1);
   EXPECT_FALSE(cupti.contains("floor"));
   EXPECT_TRUE(cost_parts(json::array()).contains("why"));
 }

@@ -70,6 +70,29 @@ TEST(Registry, EveryLayerSaysWhetherItsRecordsNameTheirDevice) {
 
 // `--method compared` is what the scripts run instead of a list of names: every method
 // but the cost references, in the registry's order; `all` is every one.
+// A method's cost split (where the benchmark takes its cost apart) names only cost references
+// of the registry, and names its parts; at least one method has one, or the table is empty.
+TEST(Registry, CostSplitsNameCostReferencesOfTheRegistry) {
+  int splits = 0;
+  for (const auto& m : methods()) {
+    if (!m.cost_split) continue;
+    ++splits;
+    const CostSplit& c = *m.cost_split;
+    EXPECT_EQ(m.kind, MethodKind::kMethod) << m.name;
+    EXPECT_FALSE(c.paused.name.empty() || c.live.name.empty() || c.floor_what.empty()) << m.name;
+    std::vector<std::string> refs;
+    for (const auto& p : c.nested) refs.push_back(p.reference);
+    if (!c.floor_reference.empty()) refs.push_back(c.floor_reference);
+    for (const auto& r : refs) {
+      const Method* ref = find_method(r);
+      ASSERT_NE(ref, nullptr) << m.name << " names " << r;
+      EXPECT_EQ(ref->kind, MethodKind::kCostReference) << m.name << " names " << r;
+    }
+    for (const auto& p : c.nested) EXPECT_FALSE(p.name.empty() || p.what.empty()) << m.name;
+  }
+  EXPECT_GE(splits, 1);
+}
+
 TEST(Registry, GroupsComeFromKinds) {
   const auto& groups = method_groups();
   ASSERT_TRUE(groups.count("all"));

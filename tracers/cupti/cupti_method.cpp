@@ -36,6 +36,21 @@ std::vector<Method> cupti_methods() {
                    {layer::kDriver, {true, "the context CUPTI hands the callback at the call's exit "
                                            "(cuptiGetDeviceId)" + bus_id}},
                    {layer::kGpuActivity, {true, "the kernel record's deviceId" + bus_id}}};
+  // With no collector the library's callback returns at once: cupti-inject is the
+  // subscription with kernel activity on, and what cupti adds over it is the recording.
+  cupti.cost_split = CostSplit{
+      .paused = {.name = "paused",
+                 .what = "CUPTI loaded and subscribed, callback domains and kernel activity off; on launches, "
+                         "what its kernel activity still costs the batches paused right after live ones"},
+      .live = {.name = "recording", .what = "the library's stamps and records, and the batches' probe hits the "
+                                            "collector takes"},
+      .nested = {{.reference = "cupti-bare", .name = "CUPTI's dispatch",
+                  .what = "an empty callback on both domains, which any CUPTI tool pays"},
+                 {.reference = "cupti-inject", .name = "kernel activity",
+                  .what = "the subscription with CUPTI's kernel records on (no collector: the callback returns "
+                          "at once)"}},
+      .floor_reference = "cupti-bare",
+      .floor_what = "the empty CUPTI subscriber's whole difference to none"};
   Method inject{.name = "cupti-inject",
                 .summary = "the cupti method's library injected, no collector attached: its cost reference",
                 .kind = MethodKind::kCostReference,

@@ -31,6 +31,11 @@ std::vector<Method> preload_methods() {
                        "driver calls through entry points resolved before the shim was loaded, or kept in a table of "
                        "the caller's own (neither the dynamic linker nor cuGetProcAddress), bypass the shim"}},
            .devices = {{layer::kRuntime, {true, kPreloadDevices}}, {layer::kDriver, {true, kPreloadDevices}}},
+           .cost_split = CostSplit{
+               .paused = {.name = "interposition",
+                          .what = "the shim's export forwarding the call, paused (LD_PRELOAD's floor)"},
+               .live = {.name = "recording", .what = "two TSC reads and the record's append"},
+               .floor_what = "the interposition: the shim's exports, nothing recorded"},
            .make = [](const HostFacts& host, const MethodOptions& o) {
              bool devices = true;
              if (auto it = o.find("devices"); it != o.end()) {
