@@ -208,6 +208,7 @@ def bench_cost_parts_section(benches):
             cells = "".join(f'<b>{esc(p["part"])}</b> {results.part_text(p)}<br><small>{esc(p["what"])} '
                             f'({esc(p["kind"])})</small><br>' for p in e["parts"])
             cells += "".join(f'<b class="bad">not measured: {esc(m)}</b><br>' for m in e.get("not_measured", []))
+            cells += "".join(f'<b class="bad">{esc(c)}</b><br>' for c in e.get("caveats", []))
             rows.append([f'<b>{esc(e["method"])}</b>', esc(e["call"]), esc(e["linkage"]),
                          results.part_text(e["whole"]), cells, floor, esc(b.get("run_id", ""))])
     if not rows:

@@ -62,6 +62,8 @@ def cost_part_lines(bench):
             lines.append(f"    {p['part']:20} {part_text(p):>22}  {p['kind']:10} {p['what']}")
         for m in e.get("not_measured", []):
             lines.append(f"    not measured: {m}")
+        for c in e.get("caveats", []):
+            lines.append(f"    {c}")
     lines.append(f"how: {parts['how']}")
     return lines
 

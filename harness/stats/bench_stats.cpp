@@ -299,6 +299,15 @@ json estimator_comparison(const json& rows) {
 
 namespace {
 
+// A derived figure's caveats: each row it came from that was measured while its method lost
+// events ("uprobe measured under loss"), so that a cost read under loss says so.
+void add_loss_caveats(json& entry, const std::vector<const json*>& rows) {
+  json caveats = json::array();
+  for (const json* r : rows)
+    if (r && r->contains("loss_during_runs")) caveats.push_back((*r)["method"].get<std::string>() + " measured under loss");
+  if (!caveats.empty()) entry["caveats"] = caveats;
+}
+
 // A derived table: how it was derived, a row per call, and why there is none where empty.
 json per_call_table(const char* how, json calls, const char* why_empty) {
   json out = {{"how", how}, {"calls", std::move(calls)}};
@@ -397,6 +406,9 @@ json cost_parts(const json& rows) {
     }
     e["parts"] = parts;
     if (!missing.empty()) e["not_measured"] = missing;
+    std::vector<const json*> measured{row};
+    for (const CostSplit::Part& p : split.nested) measured.push_back(row_named(p.reference));
+    add_loss_caveats(e, measured);
     calls.push_back(e);
   }
   return per_call_table("for each method the registry can take apart (Method::cost_split), each part estimated "
@@ -439,10 +451,7 @@ json uprobe_split(const json& rows) {
       if (const auto v_empty = numbers(empty, "values_ns"); !v_empty.empty())
         e["empty"] = figure(median_difference(base, v_empty));
     }
-    json caveats = json::array();
-    for (const json* r : {whole, enter, empty})
-      if (r && r->contains("loss_during_runs")) caveats.push_back((*r)["method"].get<std::string>() + " measured under loss");
-    if (!caveats.empty()) e["caveats"] = caveats;
+    add_loss_caveats(e, {whole, enter, empty});
     calls.push_back(e);
   }
   return per_call_table("entry = uprobe-enter's cost (entry probes that record each call); return = uprobe's cost - "

@@ -278,6 +278,7 @@ TEST(BenchCostParts, PreloadSplitsIntoInterpositionAndRecordingAndCuptiIntoItsFl
   EXPECT_DOUBLE_EQ(cupti["floor"]["ns"].get<double>(), 300) << "the empty subscriber's difference to none";
   EXPECT_DOUBLE_EQ(cupti["above_floor_ns"].get<double>(), 300);
   EXPECT_FALSE(cupti.contains("not_measured"));
+  EXPECT_FALSE(cupti.contains("caveats"));
   for (const auto& p : cupti["parts"]) {
     EXPECT_LE(p["ci95_ns"][0].get<double>(), p["ns"].get<double>()) << p.dump();
     EXPECT_GE(p["ci95_ns"][1].get<double>(), p["ns"].get<double>()) << p.dump();
@@ -288,6 +289,14 @@ TEST(BenchCostParts, PreloadSplitsIntoInterpositionAndRecordingAndCuptiIntoItsFl
   const json with_inject = parts_of(cost_parts(rows), "cupti");
   EXPECT_DOUBLE_EQ(part_ns(with_inject, "kernel activity"), 140) << "cupti-inject's A/B less cupti-bare's";
   EXPECT_DOUBLE_EQ(part_ns(with_inject, "recording"), 80) << "cupti's A/B less cupti-inject's";
+
+  // A reference measured while it lost events taints the parts: said, as uprobe's split says it.
+  json lossy = rows;
+  lossy[3]["loss_during_runs"] = {{"ring_full", 3}};
+  const json lossy_parts = cost_parts(lossy);
+  const json& cupti_lossy = parts_of(lossy_parts, "cupti");
+  ASSERT_EQ(cupti_lossy["caveats"].size(), 1u) << cupti_lossy.dump(1);
+  EXPECT_EQ(cupti_lossy["caveats"][0], "cupti-bare measured under loss");
 
   // cupti-bare with no A/B: what it isolates joins the next part, measured whole.
   json no_bare_ab = rows;
