@@ -100,7 +100,7 @@ ThreadCalls* make_thread_calls() {
 // The lines of the slots the calls in flight on this thread will write at their exits: this
 // one's and, for a runtime call, the driver call it makes inside it. Between two callbacks
 // the driver and CUPTI run and the batch's lines (a record is 160 bytes, up to three lines)
-// go cold; on the H200 host the recording cost 250-650 ns a call in the benchmark against
+// go cold; on the H200 host the recording cost 241-656 ns a call in the benchmark against
 // about 96 ns a record in a tight loop of fake calls on the same CPU. A prefetch never faults,
 // so the batch's end needs no test (the addresses are integers until then: the next slot of
 // the last is past the batch). n is read as a hint: the exit hand-over may be flushing it.
