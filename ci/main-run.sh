@@ -29,14 +29,14 @@
 #   but nsys: what each method sees. On the GPU host Nsight Systems captures but cannot
 #   export (capture only), so scoring it on every workload bought only time; its capture
 #   path and its cost are checked in the cost steps.
-# - benchmark: every method and the cost references that the report's derived tables use
-#   (cupti-bare for the estimator table, uprobe-enter for uprobe's entry/return split,
-#   cupti-inject to split cupti's kernel activity from its recording in "where the cost
-#   goes": about 1.5 s a round on an H200), shared cudart, MAIN_BENCH_REPS rounds
-#   (MAIN_BENCH_LINKAGE=both adds static cudart). Static cudart and the other references
-#   (uprobe-empty, devhook-thread) are priced by ci/gpu-bench-check.sh, which runs them all:
-#   in the main job they would take the time the framework programs need for the three
-#   rounds of an interval.
+# - benchmark: the `priced` group (harness --help): every method, and the cost references
+#   a method's cost split takes its cost apart with (the registry's Method::cost_split; the
+#   report's "where the cost goes", the estimator table and uprobe's entry/return split read
+#   them; cupti-inject adds about 1.5 s a round on an H200), shared cudart, MAIN_BENCH_REPS
+#   rounds (MAIN_BENCH_LINKAGE=both adds static cudart). Static cudart and the other
+#   references (the floors, devhook-thread) are priced by ci/gpu-bench-check.sh, which runs
+#   them all: in the main job they would take the time the framework programs need for the
+#   three rounds of an interval.
 # - programs: a CuPy kernel loop, a JAX jit loop and a PyTorch training step
 #   (tests/real_programs/) in the cost mode, cheapest first, each given an even share of
 #   what is left of MAIN_BUDGET_S (what one leaves goes to the next). CuPy runs under every
@@ -98,7 +98,7 @@ echo "main: results in ${folders[*]:-(no run folder: see above)} (summary.json; 
 
 # Per-call overhead needs a GPU; without one, --list says why and the step is skipped.
 if "$harness" --list | grep '^GPU: yes' >/dev/null; then
-  step benchmark "$harness" --bench --method all,-uprobe-empty,-devhook-thread --linkage "${MAIN_BENCH_LINKAGE:-shared}" --reps "$bench_reps" "${common[@]}"
+  step benchmark "$harness" --bench --method priced --linkage "${MAIN_BENCH_LINKAGE:-shared}" --reps "$bench_reps" "${common[@]}"
 else
   echo "main: per-call benchmark skipped: $("$harness" --list | grep '^GPU: ')"
 fi

@@ -323,7 +323,9 @@ options:
   --workload NAME[,NAME]|all   workloads to run (default: all; repeated, the lists add up)
   --method NAME[,NAME]|GROUP   tracing methods (default: all; repeated, the lists add up).
                                Groups: all (every method --list shows), compared (the
-                               methods a user compares: all but the cost references).
+                               methods a user compares: all but the cost references),
+                               priced (compared, and the cost references that take a
+                               method's cost apart in --bench: what the main job prices).
                                -NAME leaves a method (or group) out: compared,-nsys
   --linkage static|shared|both cudart linkage of the workload binaries (default: both)
   --reps N                     repetitions of each combination (default: 1)

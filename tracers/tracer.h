@@ -215,7 +215,9 @@ const Method* find_method(const std::string& name);
 // The names `--method` takes for groups of methods, each with what it means:
 //   all       every method the registry lists;
 //   compared  the methods a user compares: every kind but the cost references (which the
-//             benchmark prices; their sightings are their method's).
+//             benchmark prices; their sightings are their method's);
+//   priced    compared, and the cost references a method's cost split nests (CostSplit):
+//             what the benchmark needs to take each method's cost apart.
 // Scripts name a group instead of listing methods, so that a new method joins them.
 const std::map<std::string, std::vector<std::string>>& method_groups();
 Availability availability(const Method& m, const HostFacts& host, const MethodOptions& options = {});

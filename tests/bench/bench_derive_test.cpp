@@ -316,6 +316,22 @@ TEST(BenchCostParts, PreloadSplitsIntoInterpositionAndRecordingAndCuptiIntoItsFl
   EXPECT_EQ(cupti_no_ab["not_measured"][0].get<std::string>().rfind("recording", 0), 0u) << cupti_no_ab.dump(1);
 }
 
+// The split comes from the registry: uprobe's entry names uprobe-enter as nested and
+// uprobe-empty as its floor, and nothing here names them.
+TEST(BenchCostParts, UprobeIsTakenApartAsItsRegistryEntrySays) {
+  json rows = json::array({row("none", {100, 101, 99}), row("uprobe", {3400, 3401, 3399}, {3280, 3281, 3279}, {110}),
+                           row("uprobe-enter", {2300, 2301, 2299}, {2150, 2151, 2149}, {105}),
+                           row("uprobe-empty", {2900, 2901, 2899})});
+  for (auto& r : rows)
+    if (r["method"] != "none") r["delta_ns"] = r["values_ns"][0].get<double>() - 100;
+  const json parts = cost_parts(rows);
+  const json& uprobe = parts_of(parts, "uprobe");
+  EXPECT_DOUBLE_EQ(part_ns(uprobe, "entry probes"), 2150) << "uprobe-enter's A/B";
+  EXPECT_DOUBLE_EQ(part_ns(uprobe, "return probes"), 1130) << "uprobe's A/B less uprobe-enter's";
+  EXPECT_DOUBLE_EQ(uprobe["floor"]["ns"].get<double>(), 2800) << "uprobe-empty's difference to none";
+  EXPECT_EQ(parts["calls"].size(), 1u) << "the references are not taken apart themselves: " << parts.dump(1);
+}
+
 TEST(BenchCostParts, WhatCouldNotBeMeasuredIsNamedNotZero) {
   const json rows = json::array({row("none", {100, 101, 99}), row("cupti", {700, 701, 699})});
   json r = rows;

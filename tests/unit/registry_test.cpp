@@ -105,6 +105,18 @@ TEST(Registry, GroupsComeFromKinds) {
   EXPECT_EQ(groups.at("all"), all);
   EXPECT_EQ(groups.at("compared"), compared);
   EXPECT_LT(compared.size(), all.size());
+  // priced: compared and the references some cost split nests, and no other.
+  ASSERT_TRUE(groups.count("priced"));
+  std::set<std::string> nested;
+  for (const auto& m : methods())
+    if (m.cost_split)
+      for (const auto& p : m.cost_split->nested) nested.insert(p.reference);
+  EXPECT_FALSE(nested.empty());
+  for (const auto& m : methods()) {
+    const auto& priced = groups.at("priced");
+    const bool in = std::find(priced.begin(), priced.end(), m.name) != priced.end();
+    EXPECT_EQ(in, m.kind != MethodKind::kCostReference || nested.count(m.name) > 0) << m.name;
+  }
   for (const auto& g : groups) EXPECT_EQ(find_method(g.first), nullptr) << g.first << " is a group and a method";
 }
 

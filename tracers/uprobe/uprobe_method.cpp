@@ -44,6 +44,15 @@ std::vector<Method> uprobe_methods() {
       m.devices[l] = {false,
                       "a uprobe reads a call's arguments and return value, not the context current on the calling "
                       "thread: a call's device is the driver's thread-local state, which the probes do not read"};
+    if (v.kind == MethodKind::kMethod)
+      m.cost_split = CostSplit{
+          .paused = {.name = "paused", .what = "its probes detached (nothing traps)"},
+          .live = {.name = "return probes", .what = "the return trap, and pairing entry with exit, the record "
+                                                    "written at exit instead of at entry"},
+          .nested = {{.reference = "uprobe-enter", .name = "entry probes",
+                      .what = "a trap at each call's entry and its record"}},
+          .floor_reference = "uprobe-empty",
+          .floor_what = "both probes' traps running empty BPF programs"};
 #ifdef CUDATRACE_HAVE_BPF
     m.built = true;
     m.make = [mode = v.mode, name = std::string(v.name)](const HostFacts& host, const MethodOptions& o) {
