@@ -90,6 +90,14 @@ PauseFn g_pause = nullptr;
 // process were a large share of a bench round (docs/measured-history.md).
 bool g_pause_from_outside = false;
 
+// Records per call: a tracer that counts the records it made for this thread (the optional
+// CUDATRACE_RECORDS_SYMBOL of tracers/pause_hook.h) is read around each timed batch, so the
+// harness can give its cost per record (counter records_per_call, the median over the live
+// batches). A runtime call makes as many records as the tracer sees driver calls inside it:
+// the real libraries decide that, not this program.
+using RecordsFn = unsigned long long (*)();
+RecordsFn g_records = nullptr;
+
 double median(std::vector<double> v) {
   if (v.empty()) return 0.0;
   std::nth_element(v.begin(), v.begin() + long(v.size() / 2), v.end());
@@ -105,19 +113,27 @@ void pause_or_exit(int paused) {
   }
 }
 
-// A call's batch, timed: kBatch calls (Call::kCalls), then Call::after() untimed; ns per call.
+// A batch's time and, where the tracer counts them, its records, both per call (-1: not counted).
+struct Timing {
+  double ns, records;
+};
+
+// A call's batch, timed: kBatch calls (Call::kCalls), then Call::after() untimed.
 template <class Call>
-double timed_batch() {
+Timing timed_batch() {
+  const unsigned long long before = g_records ? g_records() : 0;
   const int64_t t0 = cudatrace::monotonic_ns();
   for (int i = 0; i < Call::kCalls; ++i) Call::body();
   const int64_t t1 = cudatrace::monotonic_ns();
+  const double records = g_records ? double(g_records() - before) / Call::kCalls : -1;
   Call::after();
-  return double(t1 - t0) / Call::kCalls;
+  return {double(t1 - t0) / Call::kCalls, records};
 }
 
-// What the passes measured of one call: live batches, and the pairs where the tracer pauses.
+// What the passes measured of one call: live batches (and their records per call), and the
+// pairs where the tracer pauses.
 struct Pairs {
-  std::vector<double> live, paused, differences, control;
+  std::vector<double> live, paused, differences, control, records;
 };
 std::map<std::string, Pairs> g_measured;  // by call (Call::kName)
 
@@ -146,15 +162,16 @@ void pair(bool control, Timed&& timed, Settle&& settle, std::vector<Pairs>& into
   pause_or_exit(0);
   settle();
   for (size_t i = 0; i < into.size(); ++i) {
-    const double d = first[i] - second[i];
+    const double d = first[i].ns - second[i].ns;
     if (control) {
-      if (first[i] >= 0) into[i].control.push_back(d);
+      if (first[i].ns >= 0) into[i].control.push_back(d);
       continue;
     }
-    if (first[i] < 0) continue;  // a call that sat this pass out (kSparseEvery)
-    into[i].paused.push_back(second[i]);
+    if (first[i].ns < 0) continue;  // a call that sat this pass out (kSparseEvery)
+    into[i].paused.push_back(second[i].ns);
     into[i].differences.push_back(d);
-    into[i].live.push_back(first[i]);
+    into[i].live.push_back(first[i].ns);
+    if (first[i].records >= 0) into[i].records.push_back(first[i].records);
   }
 }
 
@@ -164,10 +181,11 @@ void pair(bool control, Timed&& timed, Settle&& settle, std::vector<Pairs>& into
 template <class Call>
 void batched(benchmark::State& state) {
   state.SetLabel(Call::kKind);
-  for (auto _ : state) state.SetIterationTime(timed_batch<Call>() / 1e9);
+  for (auto _ : state) state.SetIterationTime(timed_batch<Call>().ns / 1e9);
   const Pairs& measured = g_measured.at(Call::kName);
   state.counters["median_ns"] = median(measured.live);
   state.counters["batches"] = double(measured.live.size());
+  if (!measured.records.empty()) state.counters["records_per_call"] = median(measured.records);
   if (g_pause) report_pairs(state, measured);
 }
 
@@ -418,7 +436,7 @@ struct NcclAllReduce {
 // A registered call, for the passes: its name, its batch and how many calls that is.
 struct Registered {
   std::string call;
-  double (*timed)();
+  Timing (*timed)();
   int calls;
 };
 
@@ -465,11 +483,11 @@ void measure(const std::vector<Registered>& calls) {
   int pass_index = 0;  // counts pairs and live passes: the sparse calls join every kSparseEvery-th
   bool every_call = false;
   auto pass = [&] {
-    std::vector<double> ns;
+    std::vector<Timing> ns;
     for (const auto& c : calls) {
       const bool sparse = c.calls == 1;
       if (sparse && !every_call && pass_index % kSparseEvery != 0) {
-        ns.push_back(-1);
+        ns.push_back({-1, -1});
         continue;
       }
       if (sparse) (void)c.timed();
@@ -479,9 +497,12 @@ void measure(const std::vector<Registered>& calls) {
   };
   auto settle = [&] { (void)pass(); };
   auto live_pass = [&] {
-    const std::vector<double> ns = pass();
-    for (size_t i = 0; i < calls.size(); ++i)
-      if (ns[i] >= 0) pairs[i].live.push_back(ns[i]);
+    const std::vector<Timing> ns = pass();
+    for (size_t i = 0; i < calls.size(); ++i) {
+      if (ns[i].ns < 0) continue;
+      pairs[i].live.push_back(ns[i].ns);
+      if (ns[i].records >= 0) pairs[i].records.push_back(ns[i].records);
+    }
     ++pass_index;
   };
   settle();
@@ -524,6 +545,10 @@ int main(int argc, char** argv) {
     g_pause_from_outside = false;  // no pairs either: every pass is live
   }
   if (g_pause) pause_or_exit(0);
+  g_records = reinterpret_cast<RecordsFn>(dlsym(RTLD_DEFAULT, CUDATRACE_RECORDS_SYMBOL));
+  if (const char* injected = std::getenv("CUDA_INJECTION64_PATH"); !g_records && injected && *injected)
+    if (void* library = dlopen(injected, RTLD_NOW | RTLD_NOLOAD))
+      g_records = reinterpret_cast<RecordsFn>(dlsym(library, CUDATRACE_RECORDS_SYMBOL));
   const std::string suffix = std::string("/") + CUDATRACE_CUDART + "/method:" + (method && *method ? method : "unknown");
   auto calls = register_all<LaunchChevrons, LaunchRuntime, LaunchDriver, CopyAsync, MallocFree, EventRecord,
                             StreamSyncIdle, VecaddSync<kVecaddSmall>, VecaddSync<kVecaddLarge>, GetDevice>(suffix);

@@ -151,9 +151,13 @@ def bench_estimator_section(benches):
             where = [esc(e["call"]), esc(e["linkage"]), esc(e.get("call_kind") or "?")]
             rows.append(where + ["<b>cupti</b>", delta(e["cupti"]), "",
                                  f'<b class="{cls}">{esc(results.target_text(t))}</b>', run])
-            for key, name, r, against in (("nsys", "nsys", "cupti_over_nsys", "nsys"),
+            for key, name, r, against in (("nsys", "nsys (its default: skips some CUDA APIs)", "cupti_over_nsys", "nsys"),
+                                          ("nsys_all_apis", "nsys-all (every CUDA API, as cupti)",
+                                           "cupti_over_nsys_all_apis", "nsys-all"),
                                           ("empty_subscriber", "empty CUPTI subscriber (cupti-bare)",
                                            "cupti_over_empty_subscriber", "cupti-bare")):
+                if key not in e:
+                    continue
                 bar = "a bar for this call" if against in results.target_againsts(t) else ""
                 rows.append(where + [esc(name), delta(e.get(key)), ratio(e.get(r)), bar, run])
             if e.get("cupti_in_process"):
@@ -165,8 +169,10 @@ def bench_estimator_section(benches):
             "<p>One estimator for the three: each method's difference of medians to <code>none</code> between "
             "processes, in the same run (Nsight Systems cannot be paused in process). The empty subscriber "
             "(<code>cupti-bare</code>, both callback domains, an empty callback) is the floor any CUPTI-based "
-            "tool pays. The bars: cupti at most nsys on every call (a tracer recording what Nsight Systems records "
-            "should cost no more), and at most the empty subscriber + 100 ns on calls other than launches and "
+            "tool pays. The bars: cupti at most Nsight Systems on every call (a tracer recording what Nsight Systems "
+            "records should cost no more), held against <code>nsys-all</code> where it ran: by default Nsight Systems "
+            "skips some CUDA APIs (<code>cudaGetDevice</code> among them) that cupti records, and "
+            "<code>--cuda-trace-all-apis=true</code> makes it record every one; and at most the empty subscriber + 100 ns on calls other than launches and "
             "copies, where CUPTI's dispatch is the floor. Each is judged on the medians. The row in italics is another quantity, labelled: cupti paused and "
             "live in one process, what its callbacks and activity add over a subscribed, idle CUPTI.</p>"
             f'<p>{"; ".join(notes)}.</p>'
@@ -207,16 +213,23 @@ def bench_cost_parts_section(benches):
                      f'<br><small>{esc(e["floor"].get("what", ""))}</small>' if "floor" in e else "—")
             cells = "".join(f'<b>{esc(p["part"])}</b> {results.part_text(p)}<br><small>{esc(p["what"])} '
                             f'({esc(p["kind"])})</small><br>' for p in e["parts"])
+            per_record = results.per_record_text(e)
+            if per_record:
+                missed = e["per_record"].get("bar", {}).get("met") is False
+                cells += f'<b{" class=bad" if missed else ""}>per record</b> {esc(per_record)}<br>'
             cells += "".join(f'<b class="bad">not measured: {esc(m)}</b><br>' for m in e.get("not_measured", []))
             cells += "".join(f'<b class="bad">{esc(c)}</b><br>' for c in e.get("caveats", []))
             rows.append([f'<b>{esc(e["method"])}</b>', esc(e["call"]), esc(e["linkage"]),
                          results.part_text(e["whole"]), cells, floor, esc(b.get("run_id", ""))])
     if not rows:
         return ""
+    tallies = "".join(f"<li>{esc(line)}</li>" for b in benches for line in results.per_record_bar_lines(b))
     return ("<h3>Where the cost goes, part by part</h3>"
             "<p>What each part of a method costs per call, and its mechanism's floor: what the mechanism "
             "(LD_PRELOAD's interposition, an empty CUPTI subscriber) costs with nothing recorded. What lies above "
             f"the floor is the method's own work. How: {esc(how)}.</p>"
+            + (f'<p>Bars per record (#52: the records each call made, counted by the tracer):</p>'
+               f'<ul id="per-record-bars">{tallies}</ul>' if tallies else "")
             + table(["method", "call", "cudart", "whole ns [95%]", "parts ns [95%]", "floor ns [95%]", "bench run"],
                     rows, "cost-parts"))
 

@@ -11,3 +11,13 @@
 #define CUDATRACE_PAUSE_SYMBOL "cudatrace_pause"
 
 extern "C" int cudatrace_pause(int paused);
+
+// Optional, beside it: how many records the tracer has made for the calling thread so far
+//   extern "C" unsigned long long cudatrace_records(void);
+// (calls it recorded, whatever became of them later). The benchmark reads it around its
+// live batches, so that a cost can be given per record as well as per call: one runtime
+// call makes several records where the driver calls it makes inside it are recorded too,
+// and how many is the real libraries' to say, not ours (#52's bar is per record).
+#define CUDATRACE_RECORDS_SYMBOL "cudatrace_records"
+
+extern "C" unsigned long long cudatrace_records(void);

@@ -73,10 +73,12 @@ const std::vector<Method>& methods() {
 const std::map<std::string, std::vector<std::string>>& method_groups() {
   static const std::map<std::string, std::vector<std::string>> groups = [] {
     std::map<std::string, std::vector<std::string>> g{{"all", {}}, {"compared", {}}, {"priced", {}}};
-    std::set<std::string> nested;  // the cost references a method's cost split takes apart
-    for (const auto& m : methods())
+    std::set<std::string> nested;  // the cost references a method's cost split takes apart or is held against
+    for (const auto& m : methods()) {
       if (m.cost_split)
         for (const auto& p : m.cost_split->nested) nested.insert(p.reference);
+      nested.insert(m.held_against.begin(), m.held_against.end());
+    }
     for (const auto& m : methods()) {
       g["all"].push_back(m.name);
       if (m.kind != MethodKind::kCostReference) g["compared"].push_back(m.name);

@@ -159,6 +159,9 @@ struct CostSplit {
   // `none`; empty: the paused part.
   std::string floor_reference;
   std::string floor_what;
+  // The most the live part may cost a record (#52 sets 50 ns for preload), judged where the
+  // benchmark counted the records each call made (tracers/pause_hook.h); 0: no bar.
+  double per_record_bar_ns = 0;
 };
 
 struct Method {
@@ -195,6 +198,10 @@ struct Method {
   std::map<std::string, DeviceAttribution> devices;
   // Where the per-call benchmark can take its cost apart; nullopt: it cannot.
   std::optional<CostSplit> cost_split;
+  // The references the benchmark holds this method's cost against (cupti: Nsight Systems,
+  // with its default and with every API, and the empty subscriber): in the `priced` group,
+  // so that one benchmark run has them all.
+  std::vector<std::string> held_against;
   std::string not_built_reason;  // when !built although it has an issue (e.g. built without libbpf)
   // A check of its own, after the common ones: empty = can run, else the one-line reason.
   std::function<std::string()> unavailable_because;
@@ -216,8 +223,9 @@ const Method* find_method(const std::string& name);
 //   all       every method the registry lists;
 //   compared  the methods a user compares: every kind but the cost references (which the
 //             benchmark prices; their sightings are their method's);
-//   priced    compared, and the cost references a method's cost split nests (CostSplit):
-//             what the benchmark needs to take each method's cost apart.
+//   priced    compared, and the cost references a method's cost split nests (CostSplit)
+//             or it is held against (Method::held_against): what the benchmark needs to
+//             take each method's cost apart and judge it.
 // Scripts name a group instead of listing methods, so that a new method joins them.
 const std::map<std::string, std::vector<std::string>>& method_groups();
 Availability availability(const Method& m, const HostFacts& host, const MethodOptions& options = {});

@@ -82,6 +82,36 @@ def part_text(p):
     return f"{value:+.0f} [{lo:+.0f}, {hi:+.0f}]"
 
 
+def per_record_text(e):
+    """A cost_parts entry's figure per record, with its bar, as one phrase; None where the
+    benchmark counted no records (a summary before records_per_call, or a method that does
+    not count them)."""
+    r = e.get("per_record")
+    if not r:
+        return None
+    n = r["records_per_call"]
+    text = f"{n:g} record{'s' if n != 1 else ''} a call"
+    if "ns" in r:
+        lo, hi = r["ci95_ns"]
+        text += f": {r['part']} {r['ns']:+.0f} [{lo:+.0f}, {hi:+.0f}] ns a record (the whole {r['whole_ns']:+.0f})"
+    elif "why" in r:
+        text += f": {r['why']}"
+    bar = r.get("bar")
+    if bar:
+        verdict = "not judged" if bar["met"] is None else "met" if bar["met"] else "MISSED"
+        text += f"; bar <= {bar['at_most_ns']:g} ns a record: {verdict}"
+        if bar.get("why_not_judged"):
+            text += f" ({bar['why_not_judged']})"
+    return text
+
+
+def per_record_bar_lines(bench):
+    """Each per-record bar's tally over the calls, one line per method."""
+    return [f"{t['method']}: <= {t['at_most_ns']:g} ns a record met on {t['met']} of "
+            f"{t['met'] + t['missed'] + t['not_judged']} calls ({t['missed']} missed, {t['not_judged']} not judged)"
+            for t in cost_parts(bench).get("per_record_bars", [])]
+
+
 def calls_skipped(bench):
     """Calls the benchmark could not make, each with its reason and the processes that could not."""
     return bench.get("calls_skipped", [])

@@ -9,7 +9,8 @@ import os
 import sys
 
 from .command import args_or_usage
-from .bench import (agreement, agreement_lines, calls_skipped, cost_parts, estimators, part_text, target_text,
+from .bench import (agreement, agreement_lines, calls_skipped, cost_parts, estimators, part_text, per_record_bar_lines,
+                    per_record_text, target_text,
                     uprobe_split)
 from .load import SchemaError, load_result, schema_version
 
@@ -26,12 +27,13 @@ def estimator_lines(bench):
     est = estimators(bench)
     if not est.get("calls"):
         return [f"not made: {est.get('why', 'this summary predates it')}"]
-    lines = [f"{'call':30} {'cudart':7} {'kind':7} {'cupti':>8} {'nsys':>8} {'bare':>8} {'/nsys':>7} {'/bare':>7} "
-             f"{'cupti A/B':>10}  target"]
+    lines = [f"{'call':30} {'cudart':7} {'kind':7} {'cupti':>8} {'nsys':>8} {'nsys-all':>8} {'bare':>8} {'/nsys':>7} "
+             f"{'/all':>7} {'/bare':>7} {'cupti A/B':>10}  target"]
     for e in est["calls"]:
         ab = e.get("cupti_in_process")
         lines.append(f"{e['call']:30} {e['linkage']:7} {e.get('call_kind') or '?':7} {ns(e['cupti']):>8} "
-                     f"{ns(e.get('nsys')):>8} {ns(e.get('empty_subscriber')):>8} {ratio(e.get('cupti_over_nsys')):>7} "
+                     f"{ns(e.get('nsys')):>8} {ns(e.get('nsys_all_apis')):>8} {ns(e.get('empty_subscriber')):>8} "
+                     f"{ratio(e.get('cupti_over_nsys')):>7} {ratio(e.get('cupti_over_nsys_all_apis')):>7} "
                      f"{ratio(e.get('cupti_over_empty_subscriber')):>7} {ns(ab):>10}  {target_text(e['target'])}")
     lines.append(f"targets: {est['met']} met, {est['missed']} missed, {est['not_judged']} not judged")
     return lines
@@ -60,10 +62,13 @@ def cost_part_lines(bench):
         lines.append(f"{e['method']:8} {e['call']:30} {e['linkage']:7} whole {part_text(e['whole'])}{floor}")
         for p in e["parts"]:
             lines.append(f"    {p['part']:20} {part_text(p):>22}  {p['kind']:10} {p['what']}")
+        if per_record_text(e):
+            lines.append(f"    per record: {per_record_text(e)}")
         for m in e.get("not_measured", []):
             lines.append(f"    not measured: {m}")
         for c in e.get("caveats", []):
             lines.append(f"    {c}")
+    lines += per_record_bar_lines(bench)
     lines.append(f"how: {parts['how']}")
     return lines
 

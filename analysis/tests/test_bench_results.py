@@ -53,7 +53,10 @@ class BenchVersion2(unittest.TestCase):
         for text in ("4a. agreement", "agreement with 20260101T000000Z-bench-v1", "4b. cupti", "<= 0.7x nsys: met",
                      "4c. uprobe", "how: entry = uprobe-enter",
                      "4d. where the cost goes, part by part", "whole +420 [+400, +440], +108 above the floor",
-                     "not measured: interposition", "ncclAllReduce_4KiB_2GPUs: this process sees 1 GPU"):
+                     "not measured: interposition", "ncclAllReduce_4KiB_2GPUs: this process sees 1 GPU",
+                     "per record: 2 records a call: recording +30 [+28, +32] ns a record (the whole +45); "
+                     "bar <= 50 ns a record: met",
+                     "preload: <= 50 ns a record met on 1 of 1 calls (0 missed, 0 not judged)"):
             self.assertIn(text, r.stdout)
         self.assertRegex(r.stdout, r"\n  uprobe +6\.5 s ")
         r = command("bench-outcome", fixture("legacy"))

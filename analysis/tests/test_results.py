@@ -435,6 +435,8 @@ class Report(unittest.TestCase):
         self.assertIn("<b>CUPTI&#x27;s dispatch</b> +300 [+290, +310]", parts)
         self.assertIn("+312 [+295, +330]<br>+108 above it", parts)
         self.assertIn("not measured: interposition (no paused halves, or no none)", parts)
+        self.assertIn("<b>per record</b> 2 records a call: recording +30 [+28, +32] ns a record", parts)
+        self.assertIn('<ul id="per-record-bars"><li>preload: &lt;= 50 ns a record met on 1 of 1 calls', self.text)
 
     def test_the_slowdown_of_the_cost_mode(self):
         self.assertIn('id="cost-chart"', self.text)

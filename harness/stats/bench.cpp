@@ -75,9 +75,10 @@ json untraced_between_processes(const PerProcess& samples, const PerProcess& pau
 void print_derived(const json& summary) {
   const json& est = summary["estimators"];
   if (!est["calls"].empty()) {
-    std::fprintf(stderr, "\ncupti against nsys and the empty subscriber (cupti-bare), difference to none between "
-                         "processes:\n%-28s %-7s %-7s %9s %9s %9s %7s %7s  %s\n",
-                 "call", "cudart", "kind", "cupti", "nsys", "bare", "/nsys", "/bare", "target");
+    std::fprintf(stderr, "\ncupti against nsys (its default, and nsys-all: every CUDA API) and the empty subscriber "
+                         "(cupti-bare), difference to none between processes:\n%-28s %-7s %-7s %9s %9s %9s %9s %7s %7s "
+                         "%7s  %s\n",
+                 "call", "cudart", "kind", "cupti", "nsys", "nsys-all", "bare", "/nsys", "/all", "/bare", "target");
     for (const auto& e : est["calls"]) {
       auto ns = [&](const char* k) {
         char b[32] = "-";
@@ -94,11 +95,12 @@ void print_derived(const json& summary) {
         target += (target.empty() ? "" : "; ") + b["bar"].get<std::string>() + ": " +
                   (b["met"].is_null() ? "not judged" : b["met"].get<bool>() ? "met" : "MISSED");
       if (target.empty()) target = "not judged: " + e["target"].value("why_not_judged", std::string());
-      std::fprintf(stderr, "%-28s %-7s %-7s %9s %9s %9s %7s %7s  %s\n", e["call"].get<std::string>().c_str(),
+      std::fprintf(stderr, "%-28s %-7s %-7s %9s %9s %9s %9s %7s %7s %7s  %s\n", e["call"].get<std::string>().c_str(),
                    e["linkage"].get<std::string>().c_str(),
                    e["call_kind"].is_string() ? e["call_kind"].get<std::string>().c_str() : "?",
-                   ns("cupti").c_str(), ns("nsys").c_str(), ns("empty_subscriber").c_str(),
-                   ratio("cupti_over_nsys").c_str(), ratio("cupti_over_empty_subscriber").c_str(), target.c_str());
+                   ns("cupti").c_str(), ns("nsys").c_str(), ns("nsys_all_apis").c_str(), ns("empty_subscriber").c_str(),
+                   ratio("cupti_over_nsys").c_str(), ratio("cupti_over_nsys_all_apis").c_str(),
+                   ratio("cupti_over_empty_subscriber").c_str(), target.c_str());
     }
     std::fprintf(stderr, "cupti's targets: %d met, %d missed, %d not judged\n", est["met"].get<int>(),
                  est["missed"].get<int>(), est["not_judged"].get<int>());
@@ -130,10 +132,23 @@ void print_derived(const json& summary) {
       }
       char floor[64] = "";
       if (e.contains("floor")) std::snprintf(floor, sizeof floor, ", %+.0f above the floor", e["above_floor_ns"].get<double>());
+      if (e.contains("per_record") && e["per_record"].contains("ns")) {
+        const json& r = e["per_record"];
+        char b[160];
+        std::snprintf(b, sizeof b, "; %s %+.0f a record (%g a call)", r["part"].get<std::string>().c_str(),
+                      r["ns"].get<double>(), r["records_per_call"].get<double>());
+        line += b;
+        if (r.contains("bar") && r["bar"]["met"].is_boolean())
+          line += r["bar"]["met"].get<bool>() ? " bar met" : " BAR MISSED";
+      }
       std::fprintf(stderr, "%-8s %-28s %-7s whole %+.0f%s%s\n", e["method"].get<std::string>().c_str(),
                    e["call"].get<std::string>().c_str(), e["linkage"].get<std::string>().c_str(),
                    e["whole"]["delta_ns"].get<double>(), floor, line.c_str());
     }
+    for (const auto& t : summary["cost_parts"].value("per_record_bars", json::array()))
+      std::fprintf(stderr, "%s: at most %g ns a record, met on %d of %d calls\n", t["method"].get<std::string>().c_str(),
+                   t["at_most_ns"].get<double>(), t["met"].get<int>(),
+                   t["met"].get<int>() + t["missed"].get<int>() + t["not_judged"].get<int>());
   }
   if (summary.contains("agreement")) {
     const json& a = summary["agreement"];
@@ -188,6 +203,9 @@ struct BenchSamples {
   Series ab_controls;  // paused - paused: the pairing's own reading when nothing differs
   // The call with the tracer paused, process by process: what the machine did to the call itself.
   Series paused_samples;
+  // Records the tracer made per call, process by process, where it counts them (percall's
+  // records_per_call: tracers/pause_hook.h).
+  Series records_per_call;
   std::map<std::pair<std::string, std::string>, std::map<std::string, int64_t>> run_loss;  // (linkage, method), all rounds
   // (linkage, method) -> what its processes ran without, any round: layer -> why, whole
   // (a shim that static cudart never reaches) or in part (a stripped cudart in a library).
@@ -222,6 +240,8 @@ void take_bench_output(const fs::path& bench_json, const std::string& linkage, c
                                                                 : row.value("real_time", 0.0));
     if (row.contains("ab_delta_ns")) b.ab_samples[{call, l, m}].push_back(row["ab_delta_ns"].get<double>());
     if (row.contains("control_delta_ns")) b.ab_controls[{call, l, m}].push_back(row["control_delta_ns"].get<double>());
+    if (row.contains("records_per_call") && row["records_per_call"].is_number())
+      b.records_per_call[{call, l, m}].push_back(row["records_per_call"].get<double>());
     // Live over paused in one process: what a device-side tracer does to a kernel's run is
     // a factor, not a constant.
     if (row.contains("paused_median_ns") && row["paused_median_ns"].get<double>() > 0) {
@@ -375,6 +395,10 @@ json bench_rows(const BenchSamples& b) {
     json row = {{"call", call}, {"linkage", linkage}, {"method", method}, {"reps", values.size()},
                 {"median_ns", median_of(values)}, {"values_ns", values}};
     if (auto kind = b.call_kinds.find(call); kind != b.call_kinds.end()) row["call_kind"] = kind->second;
+    if (auto r = b.records_per_call.find(key); r != b.records_per_call.end()) {
+      row["records_per_call"] = median_of(r->second);
+      row["records_per_call_values"] = r->second;
+    }
     std::string delta, interval, ratio;
     if (auto base = b.samples.find({call, linkage, "none"}); base != b.samples.end() && method != "none")
       between_processes(row, base->second, values, delta, interval, ratio);

@@ -346,3 +346,66 @@ TEST(BenchCostParts, WhatCouldNotBeMeasuredIsNamedNotZero) {
   EXPECT_FALSE(cupti.contains("floor"));
   EXPECT_TRUE(cost_parts(json::array()).contains("why"));
 }
+
+// #52's bar for preload is per record: the recording over the records the shim counted per
+// call, judged against the registry's 50 ns; a method without a bar gets the figure alone,
+// and a call whose records were not counted gets neither.
+TEST(BenchCostParts, PreloadIsJudgedPerRecordItCountedAndTallied) {
+  json rows = json::array({row("none", {100, 101, 99}), row("preload", {190, 191, 189}, {86, 87, 85}, {101, 102, 100}),
+                           row("cupti", {700, 701, 699}, {500, 501, 499}, {150, 151, 149})});
+  for (auto& r : rows)
+    if (r["method"] != "none") r["delta_ns"] = r["values_ns"][0].get<double>() - 100;
+  rows[1]["records_per_call"] = 2;
+  rows[2]["records_per_call"] = 2;
+  const json parts = cost_parts(rows);
+  const json& preload = parts_of(parts, "preload")["per_record"];
+  EXPECT_EQ(preload["part"], "recording");
+  EXPECT_DOUBLE_EQ(preload["ns"].get<double>(), 43) << "the recording's 86 ns over 2 records";
+  EXPECT_DOUBLE_EQ(preload["whole_ns"].get<double>(), 45);
+  EXPECT_LE(preload["ci95_ns"][0].get<double>(), 43);
+  EXPECT_EQ(preload["bar"]["at_most_ns"], 50);
+  EXPECT_EQ(preload["bar"]["met"], true);
+  const json& cupti = parts_of(parts, "cupti")["per_record"];
+  EXPECT_DOUBLE_EQ(cupti["ns"].get<double>(), 250);
+  EXPECT_FALSE(cupti.contains("bar")) << "the registry sets no per-record bar for cupti";
+  ASSERT_EQ(parts["per_record_bars"].size(), 1u) << parts.dump(1);
+  EXPECT_EQ(parts["per_record_bars"][0]["met"], 1);
+
+  // One record a call: the same recording is over the bar.
+  rows[1]["records_per_call"] = 1;
+  const json one = cost_parts(rows);
+  EXPECT_EQ(parts_of(one, "preload")["per_record"]["bar"]["met"], false);
+  EXPECT_EQ(one["per_record_bars"][0]["missed"], 1);
+
+  // No record counted, or no A/B: not judged, and why.
+  rows[1]["records_per_call"] = 0;
+  const json zero = parts_of(cost_parts(rows), "preload")["per_record"];
+  EXPECT_TRUE(zero["bar"]["met"].is_null());
+  EXPECT_TRUE(zero["bar"].contains("why_not_judged"));
+  rows[1]["records_per_call"] = 2;
+  rows[1].erase("in_process_values_ns");
+  const json no_ab = parts_of(cost_parts(rows), "preload")["per_record"];
+  EXPECT_TRUE(no_ab["bar"]["met"].is_null()) << no_ab.dump(1);
+  rows[1].erase("records_per_call");
+  EXPECT_FALSE(parts_of(cost_parts(rows), "preload").contains("per_record"));
+}
+
+// Nsight Systems by default skips some CUDA APIs that cupti records (cudaGetDevice among
+// them): where nsys-all (every API) ran, the first bar is held against it, like for like,
+// and nsys's default stays beside it as a figure.
+TEST(BenchEstimators, WhereNsysRecordedEveryApiCuptiIsHeldAgainstThat) {
+  json rows = fixture("derive")["rows"];
+  const json without = estimator_comparison(rows);
+  EXPECT_EQ(bar_of(by_call(without["calls"], "cudaGetDevice"), "nsys")["met"], false) << "420 > 380";
+  rows.push_back({{"call", "cudaGetDevice"}, {"linkage", "shared"}, {"method", "nsys-all"}, {"call_kind", "other"},
+                  {"delta_ns", 430}, {"delta_ci95_ns", {420, 440}}});
+  const json est = estimator_comparison(rows);
+  const json& get_device = by_call(est["calls"], "cudaGetDevice");
+  ASSERT_EQ(get_device["target"]["bars"].size(), 2u) << get_device.dump(1);
+  EXPECT_EQ(bar_of(get_device, "nsys-all")["met"], true) << "420 <= 430";
+  EXPECT_EQ(get_device["target"]["met"], true);
+  EXPECT_EQ(get_device["nsys"]["delta_ns"], 380) << "the default's figure stays beside it";
+  EXPECT_NEAR(get_device["cupti_over_nsys_all_apis"].get<double>(), 420.0 / 430, 1e-9);
+  const json& launch = by_call(est["calls"], "cudaLaunchKernel");
+  EXPECT_EQ(bar_of(launch, "nsys")["at_most_ns"], 1500) << "a call nsys-all did not run for keeps nsys's bar";
+}

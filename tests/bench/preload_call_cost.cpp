@@ -102,15 +102,30 @@ int child(long calls, int batches) {
   int d = -1;
   if (cudaGetDevice(&d) != 0) return 3;  // the fake cudart makes device 0's context current
   auto pause = reinterpret_cast<int (*)(int)>(dlsym(RTLD_DEFAULT, "cudatrace_pause"));
+  // The shim's record count (tracers/pause_hook.h), which the GPU benchmark divides a call's
+  // cost by: it must say what the shim wrote, each call's records live and none paused.
+  auto records = reinterpret_cast<unsigned long long (*)()>(dlsym(RTLD_DEFAULT, "cudatrace_records"));
+  if (pause && !records) {
+    std::fprintf(stderr, "preload_call_cost: the shim exports cudatrace_pause but not cudatrace_records\n");
+    return 4;
+  }
   for (const Call& c : kCalls)
     for (int i = 0; i < kWarmup; ++i) c.body();  // resolves each hook, maps the buffer
   for (int k = 0; k < batches; ++k)
     for (const Call& c : kCalls) {
+      const unsigned long long before = records ? records() : 0;
       timed_batch(c, pause ? "live" : "plain", calls);
       if (!pause) continue;
+      const unsigned long long live = records() - before;
       pause(1);
       timed_batch(c, "paused", calls);
       pause(0);
+      const unsigned long long paused = records() - before - live;
+      if (live != (unsigned long long)(c.records) * (unsigned long long)(calls) || paused != 0) {
+        std::fprintf(stderr, "preload_call_cost: cudatrace_records counted %llu records for %ld live calls of %s "
+                     "(%d a call expected) and %llu paused\n", live, calls, c.name, c.records, paused);
+        return 4;
+      }
     }
   return 0;
 }

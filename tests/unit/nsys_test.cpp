@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 
@@ -211,13 +212,19 @@ TEST(NsysCapture, RuntimeVersionSuffixesGoDriverRevisionsStay) {
 }
 
 TEST(NsysTracer, ACaptureOnlyInstallIsReportedLayerByLayerNotAsZero) {
-  NsysTracer tracer("/opt/nvidia/nsight-compute/2025.3.1/host/target-linux-x64/nsys");
+  NsysTracer tracer("/opt/nvidia/nsight-compute/2025.3.1/host/target-linux-x64/nsys", false);
   const auto [dir, prog, launch] = prepare(tracer);
   EXPECT_EQ(launch.argv, (std::vector<std::string>{"/opt/nvidia/nsight-compute/2025.3.1/host/target-linux-x64/nsys",
                                                    "profile", "--trace=cuda", "--sample=none", "--cpuctxsw=none",
                                                    "--trace-fork-before-exec=true",
                                                    "--output=" + (prog / "nsys").string(), "/bin/true"}));
   EXPECT_FALSE(launch.wrapper);  // nsys writes its report after the program: it is not cut short
+  // nsys-all: the same, recording every CUDA API (by default Nsight Systems skips some).
+  NsysTracer all("/usr/bin/nsys", true);
+  const auto [all_dir, all_prog, all_launch] = prepare(all);
+  EXPECT_EQ(std::count(all_launch.argv.begin(), all_launch.argv.end(), "--cuda-trace-all-apis=true"), 1)
+      << "nsys-all passes the flag before the program";
+  EXPECT_EQ(all_launch.argv.back(), "/bin/true");
 
   std::ofstream(prog / "nsys.qdstrm") << "capture";
   EXPECT_TRUE(tracer.conversion(dir).empty());  // nothing to export
@@ -232,7 +239,7 @@ TEST(NsysTracer, ACaptureOnlyInstallIsReportedLayerByLayerNotAsZero) {
 }
 
 TEST(NsysTracer, ExportsAReportAsTheProgramsUserAndReadsItsEvents) {
-  NsysTracer tracer("/usr/bin/nsys");
+  NsysTracer tracer("/usr/bin/nsys", false);
   const auto [dir, prog, launch] = prepare(tracer);
   std::ofstream(prog / "nsys.nsys-rep") << "report";
   EXPECT_EQ(tracer.conversion(dir),
@@ -250,7 +257,7 @@ TEST(NsysTracer, ExportsAReportAsTheProgramsUserAndReadsItsEvents) {
   EXPECT_EQ(read_events(dir / cudatrace::kEventsFile).events.size(), 5u);
 
   // The export failed: every layer says why, nothing is read.
-  NsysTracer failed("/usr/bin/nsys");
+  NsysTracer failed("/usr/bin/nsys", false);
   const PreparedRun second = prepare(failed);
   std::ofstream(second.prog / "nsys.nsys-rep") << "report";
   failed.converted(false, "/usr/bin/nsys: exit 1 (see conversion/stderr.txt)");
@@ -290,7 +297,7 @@ TEST(NsysTracer, OwnsItsHelpersLeftBehindAndNothingElse) {
   fs::create_directories(root / "host" / "linux-desktop-glibc_2_11_3-x64");
   const fs::path nsys = root / "host" / "target-linux-x64" / "nsys";
   std::ofstream(nsys) << "#!/bin/sh\n";
-  const NsysTracer tracer(nsys);
+  const NsysTracer tracer(nsys, false);
   for (const char* name : {"nsys", "nsys-launcher", "nsys-tee", "QdstrmImporter", "CudaGpuInfoDump"}) {
     const auto why = tracer.owns_leftover(name, "");
     ASSERT_TRUE(why) << name << ", its executable unreadable (it had ended)";

@@ -51,6 +51,8 @@ std::vector<Method> cupti_methods() {
                           "at once)"}},
       .floor_reference = "cupti-bare",
       .floor_what = "the empty CUPTI subscriber's whole difference to none"};
+  // #52's bars (estimator_comparison, harness/stats/bench_stats.h).
+  cupti.held_against = {"nsys", "nsys-all", "cupti-bare"};
   Method inject{.name = "cupti-inject",
                 .summary = "the cupti method's library injected, no collector attached: its cost reference",
                 .kind = MethodKind::kCostReference,

@@ -77,14 +77,16 @@ NsysLocation locate_nsys() {
                   kGetIt};
 }
 
-std::vector<std::string> NsysTracer::profile_args(const fs::path& nsys, const fs::path& output_base) {
-  return {nsys.string(),
-          "profile",
-          "--trace=cuda",                    // runtime and driver API calls, kernels, copies
-          "--sample=none",                   // no CPU sampling: the cost measured is tracing's
-          "--cpuctxsw=none",
-          "--trace-fork-before-exec=true",   // forked workers (multiproc) too
-          "--output=" + output_base.string()};
+std::vector<std::string> NsysTracer::profile_args(const fs::path& nsys, const fs::path& output_base, bool all_apis) {
+  std::vector<std::string> args = {nsys.string(),
+                                   "profile",
+                                   "--trace=cuda",                   // runtime and driver API calls, kernels, copies
+                                   "--sample=none",                  // no CPU sampling: the cost measured is tracing's
+                                   "--cpuctxsw=none",
+                                   "--trace-fork-before-exec=true",  // forked workers (multiproc) too
+                                   "--output=" + output_base.string()};
+  if (all_apis) args.insert(args.end() - 1, "--cuda-trace-all-apis=true");
+  return args;
 }
 
 std::vector<std::string> NsysTracer::export_args(const fs::path& nsys, const fs::path& output_base) {
@@ -92,7 +94,7 @@ std::vector<std::string> NsysTracer::export_args(const fs::path& nsys, const fs:
           output_base.string() + ".nsys-rep"};
 }
 
-NsysTracer::NsysTracer(fs::path nsys) : nsys_(std::move(nsys)) {
+NsysTracer::NsysTracer(fs::path nsys, bool all_apis) : nsys_(std::move(nsys)), all_apis_(all_apis) {
   std::error_code ec;
   const fs::path real = fs::canonical(nsys_, ec);
   if (!ec) install_ = real.parent_path().parent_path();
@@ -116,7 +118,7 @@ std::optional<std::string> NsysTracer::owns_leftover(const std::string& name, co
 void NsysTracer::prepare(Launch& launch, const Target& target, const fs::path& run_dir) {
   base_ = (target.writable_dir.empty() ? run_dir : target.writable_dir) / "nsys";
   clock_ = realtime_minus_monotonic();
-  std::vector<std::string> argv = profile_args(nsys_, base_);
+  std::vector<std::string> argv = profile_args(nsys_, base_, all_apis_);
   argv.insert(argv.end(), launch.argv.begin(), launch.argv.end());
   launch.argv = std::move(argv);
   // Not a wrapper in the runner's sense: nsys waits for the program's processes itself and

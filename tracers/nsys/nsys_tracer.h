@@ -24,7 +24,9 @@ NsysLocation locate_nsys();
 
 class NsysTracer final : public Tracer {
  public:
-  explicit NsysTracer(std::filesystem::path nsys);
+  // all_apis: --cuda-trace-all-apis=true (method nsys-all): by default Nsight Systems "skips
+  // some CUDA APIs that are not critical for performance analysis" (its --help, 2025.3).
+  NsysTracer(std::filesystem::path nsys, bool all_apis);
   void prepare(Launch& launch, const Target& target, const std::filesystem::path& run_dir) override;
   std::vector<std::string> conversion(const std::filesystem::path& run_dir) override;
   void converted(bool ok, const std::string& detail) override;
@@ -37,11 +39,13 @@ class NsysTracer final : public Tracer {
   std::optional<std::string> owns_leftover(const std::string& name, const std::string& exe) const override;
 
   // nsys's arguments before the program's argv, and the export's (exposed for the tests).
-  static std::vector<std::string> profile_args(const std::filesystem::path& nsys, const std::filesystem::path& output_base);
+  static std::vector<std::string> profile_args(const std::filesystem::path& nsys, const std::filesystem::path& output_base,
+                                               bool all_apis = false);
   static std::vector<std::string> export_args(const std::filesystem::path& nsys, const std::filesystem::path& output_base);
 
  private:
   std::filesystem::path nsys_;
+  bool all_apis_ = false;
   std::filesystem::path install_;  // the folder above nsys's own (its helpers are in its subfolders)
   std::filesystem::path base_;  // <program's folder>/nsys: nsys adds .nsys-rep, .qdstrm; we add .sqlite
   ClockOffset clock_;  // read at prepare(): the tool stamps wall-clock time

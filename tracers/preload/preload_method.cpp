@@ -35,7 +35,8 @@ std::vector<Method> preload_methods() {
                .paused = {.name = "interposition",
                           .what = "the shim's export forwarding the call, paused (LD_PRELOAD's floor)"},
                .live = {.name = "recording", .what = "two TSC reads and the record's append"},
-               .floor_what = "the interposition: the shim's exports, nothing recorded"},
+               .floor_what = "the interposition: the shim's exports, nothing recorded",
+               .per_record_bar_ns = 50},
            .make = [](const HostFacts& host, const MethodOptions& o) {
              bool devices = true;
              if (auto it = o.find("devices"); it != o.end()) {

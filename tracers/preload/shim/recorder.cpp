@@ -457,6 +457,13 @@ extern "C" __attribute__((visibility("default"))) int cudatrace_pause(int paused
   return was_live ? 0 : 1;
 }
 
+// The calling thread's records so far (tracers/pause_hook.h): those its buffers have
+// handed on, and those held now, less the calibration points among them.
+extern "C" __attribute__((visibility("default"))) unsigned long long cudatrace_records(void) {
+  const cudatrace::preload::ThreadBuffer& b = cudatrace::preload::t_buffer;
+  return b.emitted + b.count.load(std::memory_order_relaxed) - b.leading_calibrations;
+}
+
 namespace cudatrace::preload {
 
 void note_kernel(uint64_t handle, const char* name) {
