@@ -14,7 +14,7 @@ std::vector<Method> bpftime_methods() {
                  .summary = "eunomia-bpf's bpftime with a kernel-entry probe, beside devhook (when installed)",
                  .kind = MethodKind::kPlaceholder,
                  .built = true,
-                 .issue = 6,
+                 .issue = 55,
                  .needs_gpu = true};
   bpftime.unavailable_because = [] {
     const char* root = std::getenv("BPFTIME_ROOT");
@@ -22,11 +22,12 @@ std::vector<Method> bpftime_methods() {
         root && *root ? std::filesystem::path(root) / "bin" / "bpftime" : find_on_path("bpftime");
     if (found.empty() || access(found.c_str(), X_OK) != 0)
       return std::string("bpftime is not installed (BPFTIME_ROOT unset or without bin/bpftime, none on PATH); it has ") +
-             "no Debian package: build it from github.com/eunomia-bpf/bpftime";
-    return "bpftime found at " + found.string() + ", but running it is not implemented yet (issue #6): use devhook";
+             "no Debian package: build it from github.com/eunomia-bpf/bpftime (its installation.md)";
+    return "bpftime found at " + found.string() + ", but running it is not implemented yet (issue #55; what its own "
+           "CUDA examples did on an H200 is in tracers/bpftime/README.md): use devhook";
   };
   bpftime.make = [](const HostFacts&, const MethodOptions&) -> std::unique_ptr<Tracer> {
-    throw std::runtime_error("the bpftime method is not implemented yet (issue #6)");
+    throw std::runtime_error("the bpftime method is not implemented yet (issue #55)");
   };
   return {std::move(bpftime)};
 }
