@@ -86,6 +86,9 @@ def _ratio(r, interval=True):
         # or its reason for none; and its anomaly flag: the report decides nothing.
         text += (f' [{ci[0]:.2f}, {ci[1]:.2f}]' if ci else
                  f' ({esc(r.get("why_no_interval", "no interval: %d round(s)" % r.get("pairs", 0)))})')
+        scope = (r.get("interval") or {}).get("scope")
+        if ci and scope:
+            text += f' <small title="{esc(scope)}">(within {r.get("rounds", "?")} run(s) only)</small>'
         if r.get("anomaly"):
             text += f' <b class="bad" title="{esc(r["anomaly"])}">ANOMALY</b>'
     return text

@@ -113,7 +113,10 @@ std::string step_text(const json& r, bool narrow = false) {
                   r["ci95"][0].get<double>(), r["ci95"][1].get<double>());
   else
     std::snprintf(buf, sizeof buf, narrow ? "%.2f(few steps)" : "%.2f (too few steps for an interval)", r["value"].get<double>());
-  return std::string(buf) + (r.contains("anomaly") ? (narrow ? "!" : " ANOMALY") : "");
+  std::string text = buf;
+  if (!narrow && r["ci95"].is_array() && r.contains("interval") && r["interval"].contains("scope"))
+    text += " (within " + std::to_string(r.value("rounds", 0)) + " run(s) only)";
+  return text + (r.contains("anomaly") ? (narrow ? "!" : " ANOMALY") : "");
 }
 
 // The per-step lines of one program (steps.h), below its table: where a method's runs marked steps.

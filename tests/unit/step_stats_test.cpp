@@ -158,6 +158,8 @@ TEST(StepStats, KnownStepsGiveTheirRatioAndAnIntervalAroundIt) {
   EXPECT_TRUE(j["ci95"].is_array());
   EXPECT_EQ(j["interval"]["method"], kStepIntervalMethod);
   EXPECT_FALSE(j.contains("anomaly"));
+  ASSERT_TRUE(j["interval"].contains("scope")) << "3 rounds: the interval knows these runs only, and says so";
+  EXPECT_NE(j["interval"]["scope"].get<std::string>().find("within 3 run(s) only"), std::string::npos);
   EXPECT_EQ(step_ratio(pairs)->ci95, r->ci95) << "the bootstrap is seeded: the same figures twice";
 }
 
@@ -177,6 +179,7 @@ TEST(StepStats, RunToRunVariationWidensTheIntervalFromSixRounds) {
   EXPECT_TRUE(r->widened_by_rounds);
   EXPECT_LE(r->ci95->first, 1.11);
   EXPECT_GE(r->ci95->second, 1.34);
+  EXPECT_FALSE(step_ratio_json(r)["interval"].contains("scope")) << "six rounds: run-to-run variation is in it";
 }
 
 TEST(StepStats, TooFewStepsGiveNoIntervalAndSaySo) {
