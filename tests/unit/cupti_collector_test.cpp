@@ -181,6 +181,7 @@ TEST(CuptiCollectorVolume, EveryCallArrivesTimedInOrderOnTheLedgersClock) {
     Launch launch{{CUDATRACE_CUPTI_FAKE_APP},
                   {{"FAKE_APP_LOOP", std::to_string(kRounds)},
                    {"FAKE_APP_THREADS", std::to_string(kThreads)},
+                   {"FAKE_APP_EXPECT_RECORDS", "1"},  // the library's count, which percall divides by
                    {"CUDATRACE_CUPTI_CLOCK", clock}}};
     tracer.prepare(launch, Target{launch.argv, "static"}, dir);
     const int64_t started = monotonic_ns();

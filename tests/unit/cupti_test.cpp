@@ -95,7 +95,8 @@ TEST(CuptiLibrary, ExportsOnlyItsEntryPoints) {
   EXPECT_TRUE(exported.count("cudatrace_cupti_on_api"));
   EXPECT_TRUE(exported.count("cudatrace_cupti_on_kernel"));
   EXPECT_TRUE(exported.count("cudatrace_pause"));
-  EXPECT_EQ(exported.size(), 4u) << "hidden visibility keeps the rest (and static libstdc++) out";
+  EXPECT_TRUE(exported.count("cudatrace_records")) << "the per-call benchmark's record count (tracers/pause_hook.h)";
+  EXPECT_EQ(exported.size(), 5u) << "hidden visibility keeps the rest (and static libstdc++) out";
 }
 
 // The per-call benchmark's in-process A/B: pausing turns off what the mode turned on

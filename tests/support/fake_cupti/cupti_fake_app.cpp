@@ -24,6 +24,8 @@
 // cuCtxGetDevice inside it (more than a batch), each top-level call between two CLOCK_MONOTONIC reads, printed
 // to stdout as "bracket CORR BEGIN END": where a tracer's timestamps must fall. Before the
 // rounds, a thread of its own makes one cudaGetDevice and ends: its batch goes out almost empty.
+// FAKE_APP_EXPECT_RECORDS=1 (with FAKE_APP_LOOP, a collector attached): each loop thread
+// checks that cudatrace_records counted its five records a round; exit status 5 if not.
 // FAKE_APP_LIVE_AT_EXIT=N: instead, a thread makes N cudaGetDevice (corr 0xE0000000 + i) and
 // then waits for ever, never ending; once it waits, the main thread makes one (corr
 // 0xE0001000) and exits: the waiting thread's batch is still unsent then.
@@ -48,6 +50,10 @@ namespace {
 
 CUpti_CallbackFunc g_callback = nullptr;
 void* g_userdata = nullptr;
+// The library's per-thread record count (cudatrace_records, tracers/pause_hook.h); checked
+// against each loop thread's five records a round when FAKE_APP_EXPECT_RECORDS is set.
+unsigned long long (*g_records)() = nullptr;
+std::atomic<int> g_records_wrong{0};
 
 // One API call as CUPTI reports it: entry, the call (`body`), exit.
 CUcontext g_context = reinterpret_cast<CUcontext>(2);
@@ -79,6 +85,7 @@ int64_t monotonic_ns() {
 }
 
 void loop_rounds(uint64_t rounds, uint64_t thread) {
+  const unsigned long long records_before = g_records ? g_records() : 0;
   uint32_t corr = uint32_t(thread << 20);
   int device = 0;
   const char* name = nullptr;
@@ -100,6 +107,14 @@ void loop_rounds(uint64_t rounds, uint64_t thread) {
                         0, "fake_kernel", nothing);
              });
     api_call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, ++corr, get, 0, nullptr, nothing);
+  }
+  if (g_records && std::getenv("FAKE_APP_EXPECT_RECORDS")) {
+    const unsigned long long made = g_records() - records_before;
+    if (made != 5 * rounds) {  // the cuKernelGetName inside each launch is left out, not recorded
+      std::fprintf(stderr, "cupti_fake_app: thread %llu: cudatrace_records counted %llu for %llu rounds (5 a round)\n",
+                   static_cast<unsigned long long>(thread), made, static_cast<unsigned long long>(rounds));
+      ++g_records_wrong;
+    }
   }
 }
 
@@ -188,6 +203,7 @@ int main() {
     return 2;
   }
   init();
+  g_records = reinterpret_cast<unsigned long long (*)()>(dlsym(handle, "cudatrace_records"));
   if (std::getenv("FAKE_APP_CHECK_PAUSE")) {
     auto pause = reinterpret_cast<int (*)(int)>(dlsym(handle, "cudatrace_pause"));
     if (!pause) {
@@ -206,7 +222,8 @@ int main() {
   if (const char* live = std::getenv("FAKE_APP_LIVE_AT_EXIT")) return live_at_exit(std::strtoull(live, nullptr, 10));
   if (const char* loop = std::getenv("FAKE_APP_LOOP")) {
     const char* threads = std::getenv("FAKE_APP_THREADS");
-    return run_loop(std::strtoull(loop, nullptr, 10), threads ? std::strtoull(threads, nullptr, 10) : 1);
+    const int rc = run_loop(std::strtoull(loop, nullptr, 10), threads ? std::strtoull(threads, nullptr, 10) : 1);
+    return g_records_wrong ? 5 : rc;
   }
 
   void* device_ptr = nullptr;
