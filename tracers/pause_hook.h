@@ -14,7 +14,10 @@ extern "C" int cudatrace_pause(int paused);
 
 // Optional, beside it: how many records the tracer has made for the calling thread so far
 //   extern "C" unsigned long long cudatrace_records(void);
-// (calls it recorded, whatever became of them later). The benchmark reads it around its
+// (the records its hot path appended for this thread, whatever became of them later; the
+// preload shim's rare records written alone, at a thread's end or without a buffer, are not
+// among them, nor are other threads' records: a call whose library records on threads of
+// its own, NCCL's proxies, reads fewer records than it causes). The benchmark reads it around its
 // live batches, so that a cost can be given per record as well as per call: one runtime
 // call makes several records where the driver calls it makes inside it are recorded too,
 // and how many is the real libraries' to say, not ours (#52's bar is per record).

@@ -33,6 +33,10 @@ class BenchVersion2(unittest.TestCase):
                          "<= 1.2x cupti-bare: MISSED")
         self.assertIn("not judged: nsys has no difference",
                       results.target_text(calls["cuLaunchKernel", "shared"]["target"]))
+        self.assertEqual(results.target_text(calls["cudaGetDevice", "shared"]["target"]),
+                         "cupti <= nsys-all (Nsight Systems recording every CUDA API, as cupti does): met; "
+                         "cupti <= cupti-bare + 100 ns: met")
+        self.assertEqual(results.target_againsts(calls["cudaGetDevice", "shared"]["target"]), ["nsys-all", "cupti-bare"])
 
     def test_bars_are_worded_each_with_its_verdict(self):
         target = {"met": False, "bars": [

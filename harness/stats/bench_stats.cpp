@@ -227,7 +227,7 @@ json cupti_target(const std::map<RowKey, const json*>& by_key, const std::string
     }
     bars.push_back(std::move(b));
   };
-  if (row_of(by_key, {call, linkage, "nsys-all"}))
+  if (has_number(row_of(by_key, {call, linkage, "nsys-all"}), "delta_ns"))
     bar("nsys-all", "cupti <= nsys-all (Nsight Systems recording every CUDA API, as cupti does)", 0);
   else
     bar("nsys", "cupti <= nsys (its default, which skips some CUDA APIs)", 0);
