@@ -144,7 +144,9 @@ def bench_estimator_section(benches):
         if not est.get("calls"):
             continue
         run = esc(b.get("run_id", ""))
-        notes.append(f'{run}: {est["met"]} met, {est["missed"]} missed, {est["not_judged"]} not judged')
+        unsettled = (f', {est["unsettled"]} of the judged not settled by the run&#x27;s intervals'
+                     if "unsettled" in est else "")
+        notes.append(f'{run}: {est["met"]} met, {est["missed"]} missed, {est["not_judged"]} not judged{unsettled}')
         for e in est["calls"]:
             t = e["target"]
             cls = "empty" if t["met"] is None else "good" if t["met"] else "bad"

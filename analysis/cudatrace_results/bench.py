@@ -159,5 +159,6 @@ def target_text(target):
         if b.get("met") is None:
             out.append(f"{b.get('bar', '?')}: not judged: {b.get('why_not_judged', '')}")
         else:
-            out.append(f"{b.get('bar', '?')}: {'met' if b['met'] else 'MISSED'}")
+            unsettled = " (not settled)" if b.get("settled") is False else ""
+            out.append(f"{b.get('bar', '?')}: {'met' if b['met'] else 'MISSED'}{unsettled}")
     return "; ".join(out)

@@ -35,7 +35,9 @@ def estimator_lines(bench):
                      f"{ns(e.get('nsys')):>8} {ns(e.get('nsys_all_apis')):>8} {ns(e.get('empty_subscriber')):>8} "
                      f"{ratio(e.get('cupti_over_nsys')):>7} {ratio(e.get('cupti_over_nsys_all_apis')):>7} "
                      f"{ratio(e.get('cupti_over_empty_subscriber')):>7} {ns(ab):>10}  {target_text(e['target'])}")
-    lines.append(f"targets: {est['met']} met, {est['missed']} missed, {est['not_judged']} not judged")
+    unsettled = (f"; {est['unsettled']} of the judged not settled by the run's intervals"
+                 if "unsettled" in est else "")
+    lines.append(f"targets: {est['met']} met, {est['missed']} missed, {est['not_judged']} not judged{unsettled}")
     return lines
 
 

@@ -46,6 +46,8 @@ class BenchVersion2(unittest.TestCase):
         self.assertEqual(results.target_text(target), "cupti <= nsys: not judged: nsys has no difference to none "
                          "for this call; cupti <= cupti-bare + 100 ns: MISSED")
         self.assertEqual(results.target_againsts(target), ["nsys", "cupti-bare"])
+        target["bars"][1]["settled"] = False
+        self.assertTrue(results.target_text(target).endswith("cupti <= cupti-bare + 100 ns: MISSED (not settled)"))
         self.assertEqual(results.target_againsts({"against": "nsys", "at_most": 0.7, "met": True}), ["nsys"])
         unlabelled = {"met": None, "bars": [], "why_not_judged": "the call's kind is not in this summary"}
         self.assertEqual(results.target_text(unlabelled), "not judged: the call's kind is not in this summary")

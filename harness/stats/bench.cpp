@@ -93,7 +93,8 @@ void print_derived(const json& summary) {
       std::string target;
       for (const auto& b : e["target"]["bars"])
         target += (target.empty() ? "" : "; ") + b["bar"].get<std::string>() + ": " +
-                  (b["met"].is_null() ? "not judged" : b["met"].get<bool>() ? "met" : "MISSED");
+                  (b["met"].is_null() ? "not judged" : b["met"].get<bool>() ? "met" : "MISSED") +
+                  (b.value("settled", true) ? "" : " (not settled)");
       if (target.empty()) target = "not judged: " + e["target"].value("why_not_judged", std::string());
       std::fprintf(stderr, "%-28s %-7s %-7s %9s %9s %9s %9s %7s %7s %7s  %s\n", e["call"].get<std::string>().c_str(),
                    e["linkage"].get<std::string>().c_str(),
@@ -102,8 +103,10 @@ void print_derived(const json& summary) {
                    ratio("cupti_over_nsys").c_str(), ratio("cupti_over_nsys_all_apis").c_str(),
                    ratio("cupti_over_empty_subscriber").c_str(), target.c_str());
     }
-    std::fprintf(stderr, "cupti's targets: %d met, %d missed, %d not judged\n", est["met"].get<int>(),
-                 est["missed"].get<int>(), est["not_judged"].get<int>());
+    std::fprintf(stderr, "cupti's targets: %d met, %d missed, %d not judged; %d of the judged not settled by the run's "
+                         "intervals\n",
+                 est["met"].get<int>(), est["missed"].get<int>(), est["not_judged"].get<int>(),
+                 est.value("unsettled", 0));
   }
   const json& split = summary["uprobe_split"];
   if (!split["calls"].empty()) {

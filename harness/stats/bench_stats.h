@@ -70,6 +70,11 @@ nlohmann::json bench_agreement(const nlohmann::json& first_summary, const nlohma
 // A/B beside it, labelled. Its bars (#52): at most nsys on every call, and at most cupti-bare
 // + 100 ns on calls other than launches and copies (percall's label says which a call is).
 inline constexpr double kCuptiOverEmptyMaxNs = 100;
+// A bar is settled only where cupti's and the reference's differences to none each come from
+// at least this many processes (rounds): below it their bootstrap intervals resample a
+// handful of medians, and the main job's two rounds read #52's bars 2 and 1 of 10 on an H200
+// where a four-round run of the same bundle read 10 of 10.
+inline constexpr int kMinProcessesToSettle = 3;
 nlohmann::json estimator_comparison(const nlohmann::json& rows);
 
 // uprobe's per-call cost split into its entry and return probes: entry = uprobe-enter's

@@ -409,3 +409,32 @@ TEST(BenchEstimators, WhereNsysRecordedEveryApiCuptiIsHeldAgainstThat) {
   const json& launch = by_call(est["calls"], "cudaLaunchKernel");
   EXPECT_EQ(bar_of(launch, "nsys")["at_most_ns"], 1500) << "a call nsys-all did not run for keeps nsys's bar";
 }
+
+// A verdict the run's intervals do not settle is said to be so: cupti's 95% interval must lie
+// wholly on one side of the limit's for a bar to be settled.
+TEST(BenchEstimators, ABarIsSettledOnlyWhenTheIntervalsDoNotOverlapTheLimit) {
+  auto row = [](const char* method, double delta, double lo, double hi) {
+    return json{{"call", "c"}, {"linkage", "shared"}, {"method", method}, {"call_kind", "launch"},
+                {"delta_ns", delta}, {"delta_ci95_ns", {lo, hi}}, {"reps", 4}};
+  };
+  const json close = estimator_comparison(json::array({row("cupti", 500, 400, 600), row("nsys-all", 450, 440, 460)}));
+  const json& c = by_call(close["calls"], "c");
+  EXPECT_EQ(c["target"]["met"], false);
+  EXPECT_EQ(bar_of(c, "nsys-all")["settled"], false) << "cupti's [400, 600] reaches below the limit's [440, 460]";
+  EXPECT_EQ(c["target"]["settled"], false);
+  EXPECT_EQ(close["unsettled"], 1);
+
+  const json far = estimator_comparison(json::array({row("cupti", 500, 490, 510), row("nsys-all", 300, 290, 310)}));
+  EXPECT_EQ(by_call(far["calls"], "c")["target"]["settled"], true) << "490 > 310: the run settles the miss";
+  EXPECT_EQ(far["unsettled"], 0);
+
+  const json met = estimator_comparison(json::array({row("cupti", 200, 190, 210), row("nsys-all", 300, 290, 310)}));
+  const json& m = by_call(met["calls"], "c");
+  EXPECT_EQ(m["target"]["met"], true);
+  EXPECT_EQ(m["target"]["settled"], true) << "210 <= 290";
+
+  json two = json::array({row("cupti", 200, 190, 210), row("nsys-all", 300, 290, 310)});
+  two[1]["reps"] = 2;
+  EXPECT_EQ(by_call(estimator_comparison(two)["calls"], "c")["target"]["settled"], false)
+      << "two processes of the reference: too few for its interval to settle anything";
+}
