@@ -100,6 +100,8 @@ def per_record_text(e):
     if bar:
         verdict = "not judged" if bar["met"] is None else "met" if bar["met"] else "MISSED"
         text += f"; bar <= {bar['at_most_ns']:g} ns a record: {verdict}"
+        if bar.get("settled") is False:
+            text += " (not settled)"
         if bar.get("why_not_judged"):
             text += f" ({bar['why_not_judged']})"
     return text
@@ -108,7 +110,8 @@ def per_record_text(e):
 def per_record_bar_lines(bench):
     """Each per-record bar's tally over the calls, one line per method."""
     return [f"{t['method']}: <= {t['at_most_ns']:g} ns a record met on {t['met']} of "
-            f"{t['met'] + t['missed'] + t['not_judged']} calls ({t['missed']} missed, {t['not_judged']} not judged)"
+            f"{t['met'] + t['missed'] + t['not_judged']} calls ({t['missed']} missed, {t['not_judged']} not judged"
+            + (f"; {t['unsettled']} of the judged not settled by the run's intervals)" if "unsettled" in t else ")")
             for t in cost_parts(bench).get("per_record_bars", [])]
 
 

@@ -403,8 +403,13 @@ json per_record(const json& row, const CostSplit& split, const std::string& live
     json bar = {{"at_most_ns", split.per_record_bar_ns}, {"met", nullptr}};
     if (!r.contains("ns"))
       bar["why_not_judged"] = n <= 0 ? "no record counted" : live_name + " was not measured (no in-process A/B)";
-    else
-      bar["met"] = r["ns"].get<double>() <= split.per_record_bar_ns;
+    else {
+      const double ns = r["ns"].get<double>(), lo = r["ci95_ns"][0].get<double>(), hi = r["ci95_ns"][1].get<double>();
+      bar["met"] = ns <= split.per_record_bar_ns;
+      // As cupti's bars: settled where the interval lies wholly on one side, over enough processes.
+      bar["settled"] = numbers(&row, "in_process_values_ns").size() >= size_t(kMinProcessesToSettle) &&
+                       (ns <= split.per_record_bar_ns ? hi <= split.per_record_bar_ns : lo > split.per_record_bar_ns);
+    }
     r["bar"] = bar;
   }
   return r;
@@ -418,9 +423,11 @@ json per_record_tallies(const json& calls) {
     const json& bar = e["per_record"]["bar"];
     json& t = by_method[e["method"].get<std::string>()];
     if (t.is_null())
-      t = {{"method", e["method"]}, {"at_most_ns", bar["at_most_ns"]}, {"met", 0}, {"missed", 0}, {"not_judged", 0}};
+      t = {{"method", e["method"]}, {"at_most_ns", bar["at_most_ns"]}, {"met", 0}, {"missed", 0}, {"not_judged", 0},
+           {"unsettled", 0}};
     const char* which = bar["met"].is_null() ? "not_judged" : bar["met"].get<bool>() ? "met" : "missed";
     t[which] = t[which].get<int>() + 1;
+    if (!bar["met"].is_null() && !bar.value("settled", false)) t["unsettled"] = t["unsettled"].get<int>() + 1;
   }
   json out = json::array();
   for (auto& [method, t] : by_method) out.push_back(std::move(t));

@@ -365,11 +365,13 @@ TEST(BenchCostParts, PreloadIsJudgedPerRecordItCountedAndTallied) {
   EXPECT_LE(preload["ci95_ns"][0].get<double>(), 43);
   EXPECT_EQ(preload["bar"]["at_most_ns"], 50);
   EXPECT_EQ(preload["bar"]["met"], true);
+  EXPECT_EQ(preload["bar"]["settled"], true) << "three processes, the interval wholly under 50 ns";
   const json& cupti = parts_of(parts, "cupti")["per_record"];
   EXPECT_DOUBLE_EQ(cupti["ns"].get<double>(), 250);
   EXPECT_FALSE(cupti.contains("bar")) << "the registry sets no per-record bar for cupti";
   ASSERT_EQ(parts["per_record_bars"].size(), 1u) << parts.dump(1);
   EXPECT_EQ(parts["per_record_bars"][0]["met"], 1);
+  EXPECT_EQ(parts["per_record_bars"][0]["unsettled"], 0);
 
   // One record a call: the same recording is over the bar.
   rows[1]["records_per_call"] = 1;
