@@ -124,10 +124,10 @@ def bench_agreement_section(benches):
 
 
 def bench_estimator_section(benches):
-    """4b: cupti against Nsight Systems and an empty CUPTI subscriber, one estimator for all
-    three (the difference of medians to none between processes, same run), each its own row
-    under the call; cupti's in-process A/B on a row of its own, labelled as the other
-    quantity it is."""
+    """4b: each method with cost bars (cupti's are #52's) against the references they name, one
+    estimator for all (the difference of medians to none between processes, same run), each its
+    own row under the call; the method's in-process A/B on a row of its own, labelled as the
+    other quantity it is."""
     def delta(block):
         if not block:
             return "—"
@@ -149,36 +149,34 @@ def bench_estimator_section(benches):
         notes.append(f'{run}: {est["met"]} met, {est["missed"]} missed, {est["not_judged"]} not judged{unsettled}')
         for e in est["calls"]:
             t = e["target"]
+            method, cost, in_process, refs = results.estimator_figures(e)
             cls = "empty" if t["met"] is None else "good" if t["met"] else "bad"
             where = [esc(e["call"]), esc(e["linkage"]), esc(e.get("call_kind") or "?")]
-            rows.append(where + ["<b>cupti</b>", delta(e["cupti"]), "",
+            rows.append(where + [f"<b>{esc(method)}</b>", delta(cost), "",
                                  f'<b class="{cls}">{esc(results.target_text(t))}</b>', run])
-            for key, name, r, against in (("nsys", "nsys (its default: skips some CUDA APIs)", "cupti_over_nsys", "nsys"),
-                                          ("nsys_all_apis", "nsys-all (every CUDA API, as cupti)",
-                                           "cupti_over_nsys_all_apis", "nsys-all"),
-                                          ("empty_subscriber", "empty CUPTI subscriber (cupti-bare)",
-                                           "cupti_over_empty_subscriber", "cupti-bare")):
-                if key not in e:
-                    continue
-                bar = "a bar for this call" if against in results.target_againsts(t) else ""
-                rows.append(where + [esc(name), delta(e.get(key)), ratio(e.get(r)), bar, run])
-            if e.get("cupti_in_process"):
-                rows.append(where + ["<i>cupti, in process: paused against live (another quantity)</i>",
-                                     delta(e["cupti_in_process"]), "", "", run])
+            for name, figure, r in refs:
+                bar = "a bar for this call" if name in results.target_againsts(t) else ""
+                rows.append(where + [esc(name), delta(figure), ratio(r), bar, run])
+            if in_process:
+                rows.append(where + [f"<i>{esc(method)}, in process: paused against live (another quantity)</i>",
+                                     delta(in_process), "", "", run])
     if not rows:
         return ""
-    return ("<h3>cupti against Nsight Systems and an empty CUPTI subscriber</h3>"
-            "<p>One estimator for the three: each method's difference of medians to <code>none</code> between "
-            "processes, in the same run (Nsight Systems cannot be paused in process). The empty subscriber "
-            "(<code>cupti-bare</code>, both callback domains, an empty callback) is the floor any CUPTI-based "
-            "tool pays. The bars: cupti at most Nsight Systems on every call (a tracer recording what Nsight Systems "
-            "records should cost no more), held against <code>nsys-all</code> where it ran: by default Nsight Systems "
-            "skips some CUDA APIs (<code>cudaGetDevice</code> among them) that cupti records, and "
-            "<code>--cuda-trace-all-apis=true</code> makes it record every one; and at most the empty subscriber + 100 ns on calls other than launches and "
-            "copies, where CUPTI's dispatch is the floor. Each is judged on the medians. The row in italics is another quantity, labelled: cupti paused and "
-            "live in one process, what its callbacks and activity add over a subscribed, idle CUPTI.</p>"
+    bars = {f'{esc(t["method"])} at most {esc(" or ".join(t["against"]))}'
+            f'{" + %g ns" % t["plus_ns"] if t.get("plus_ns") else ""} on '
+            f'{"every call" if t["calls"] == "every" else "calls other than " + esc(", ".join(t["calls"]))}: '
+            f'{esc(t["why"])}'
+            for b in benches for t in results.estimators(b).get("targets", []) if "why" in t}
+    return ("<h3>Each method against the references its cost bars name</h3>"
+            "<p>One estimator for all: each method's difference of medians to <code>none</code> between "
+            "processes, in the same run (Nsight Systems cannot be paused in process). "
+            + (f'The bars (the registry\'s, the first reference the run measured used): {"; ".join(sorted(bars))}. '
+               if bars else "")
+            + "Each is judged on the medians, and said to be settled only where the run's intervals decide it. "
+            "The row in italics is another quantity, labelled: the method paused and live in one process (for "
+            "cupti, what its callbacks and activity add over a subscribed, idle CUPTI).</p>"
             f'<p>{"; ".join(notes)}.</p>'
-            + table(["call", "cudart", "kind", "who", "Δ vs none ns [95%]", "cupti ÷ this", "target", "bench run"],
+            + table(["call", "cudart", "kind", "who", "Δ vs none ns [95%]", "method ÷ this", "target", "bench run"],
                     rows, "cupti-estimators"))
 
 

@@ -77,7 +77,7 @@ const std::map<std::string, std::vector<std::string>>& method_groups() {
     for (const auto& m : methods()) {
       if (m.cost_split)
         for (const auto& p : m.cost_split->nested) nested.insert(p.reference);
-      nested.insert(m.held_against.begin(), m.held_against.end());
+      for (const auto& bar : m.cost_bars) nested.insert(bar.against.begin(), bar.against.end());
     }
     for (const auto& m : methods()) {
       g["all"].push_back(m.name);

@@ -164,6 +164,18 @@ struct CostSplit {
   double per_record_bar_ns = 0;
 };
 
+// A bar a method's per-call cost is held to in the benchmark (#52; estimator_comparison in
+// harness/stats/bench_stats.h): its difference to `none` between processes at most a
+// reference's, plus plus_ns. `against` lists references most like-for-like first; the first
+// the run measured is the one used. A bar applies to every call but those of the kinds in
+// not_on_kinds (percall's labels: launch, copy, other).
+struct CostBar {
+  std::vector<std::string> against;
+  double plus_ns = 0;
+  std::vector<std::string> not_on_kinds;
+  std::string why;  // what the bar stands for, in its text
+};
+
 struct Method {
   std::string name;
   std::string summary;
@@ -198,10 +210,9 @@ struct Method {
   std::map<std::string, DeviceAttribution> devices;
   // Where the per-call benchmark can take its cost apart; nullopt: it cannot.
   std::optional<CostSplit> cost_split;
-  // The references the benchmark holds this method's cost against (cupti: Nsight Systems,
-  // with its default and with every API, and the empty subscriber): in the `priced` group,
-  // so that one benchmark run has them all.
-  std::vector<std::string> held_against;
+  // The bars the benchmark holds its per-call cost to; their references join the `priced`
+  // group, so that one benchmark run has them all.
+  std::vector<CostBar> cost_bars;
   std::string not_built_reason;  // when !built although it has an issue (e.g. built without libbpf)
   // A check of its own, after the common ones: empty = can run, else the one-line reason.
   std::function<std::string()> unavailable_because;
@@ -224,7 +235,7 @@ const Method* find_method(const std::string& name);
 //   compared  the methods a user compares: every kind but the cost references (which the
 //             benchmark prices; their sightings are their method's);
 //   priced    compared, and the cost references a method's cost split nests (CostSplit)
-//             or it is held against (Method::held_against): what the benchmark needs to
+//             or its cost bars name (Method::cost_bars): what the benchmark needs to
 //             take each method's cost apart and judge it.
 // Scripts name a group instead of listing methods, so that a new method joins them.
 const std::map<std::string, std::vector<std::string>>& method_groups();

@@ -64,6 +64,22 @@ def estimators(bench):
     return bench.get("estimators") or {}
 
 
+# Summaries written before the bars came from the registry kept cupti's references under
+# fixed keys; the names they stood for.
+_LEGACY_REFERENCES = (("nsys", "nsys", "cupti_over_nsys"), ("nsys_all_apis", "nsys-all", "cupti_over_nsys_all_apis"),
+                      ("empty_subscriber", "cupti-bare", "cupti_over_empty_subscriber"))
+
+
+def estimator_figures(e):
+    """One estimators entry as (method, cost, in-process A/B or None, [(reference, figure, ratio)]),
+    as the harness wrote it: `references` by name, or, in summaries before that, cupti's fixed keys."""
+    if "references" in e:
+        refs = [(name, r, r.get("ratio")) for name, r in e["references"].items()]
+        return e["method"], e["cost"], e.get("in_process"), refs
+    refs = [(name, e[key], e.get(ratio)) for key, name, ratio in _LEGACY_REFERENCES if key in e]
+    return "cupti", e["cupti"], e.get("cupti_in_process"), refs
+
+
 def uprobe_split(bench):
     """uprobe's cost split into entry and return probes (version 2); {} before that."""
     return bench.get("uprobe_split") or {}

@@ -9,7 +9,8 @@ import os
 import sys
 
 from .command import args_or_usage
-from .bench import (agreement, agreement_lines, calls_skipped, cost_parts, estimators, part_text, per_record_bar_lines,
+from .bench import (agreement, agreement_lines, calls_skipped, cost_parts, estimator_figures, estimators, part_text,
+                    per_record_bar_lines,
                     per_record_text, target_text,
                     uprobe_split)
 from .load import SchemaError, load_result, schema_version
@@ -27,14 +28,12 @@ def estimator_lines(bench):
     est = estimators(bench)
     if not est.get("calls"):
         return [f"not made: {est.get('why', 'this summary predates it')}"]
-    lines = [f"{'call':30} {'cudart':7} {'kind':7} {'cupti':>8} {'nsys':>8} {'nsys-all':>8} {'bare':>8} {'/nsys':>7} "
-             f"{'/all':>7} {'/bare':>7} {'cupti A/B':>10}  target"]
+    lines = []
     for e in est["calls"]:
-        ab = e.get("cupti_in_process")
-        lines.append(f"{e['call']:30} {e['linkage']:7} {e.get('call_kind') or '?':7} {ns(e['cupti']):>8} "
-                     f"{ns(e.get('nsys')):>8} {ns(e.get('nsys_all_apis')):>8} {ns(e.get('empty_subscriber')):>8} "
-                     f"{ratio(e.get('cupti_over_nsys')):>7} {ratio(e.get('cupti_over_nsys_all_apis')):>7} "
-                     f"{ratio(e.get('cupti_over_empty_subscriber')):>7} {ns(ab):>10}  {target_text(e['target'])}")
+        method, cost, ab, refs = estimator_figures(e)
+        beside = "".join(f"  {name} {ns(r)} ({ratio(x)})" for name, r, x in refs)
+        lines.append(f"{method:7} {e['call']:30} {e['linkage']:7} {e.get('call_kind') or '?':7} {ns(cost):>8}{beside}"
+                     f"  in process {ns(ab)}  | {target_text(e['target'])}")
     unsettled = (f"; {est['unsettled']} of the judged not settled by the run's intervals"
                  if "unsettled" in est else "")
     lines.append(f"targets: {est['met']} met, {est['missed']} missed, {est['not_judged']} not judged{unsettled}")

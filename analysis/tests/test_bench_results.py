@@ -38,6 +38,16 @@ class BenchVersion2(unittest.TestCase):
                          "cupti <= cupti-bare + 100 ns: met")
         self.assertEqual(results.target_againsts(calls["cudaGetDevice", "shared"]["target"]), ["nsys-all", "cupti-bare"])
 
+    def test_references_by_name_and_the_legacy_keys_read_alike(self):
+        calls = {(e["call"], e["linkage"]): e for e in results.estimators(self.bench)["calls"]}
+        method, cost, ab, refs = results.estimator_figures(calls["cudaGetDevice", "shared"])
+        self.assertEqual((method, cost["delta_ns"], ab["delta_ns"]), ("cupti", 420.0, 410.0))
+        self.assertEqual([(name, r["delta_ns"], round(x, 2)) for name, r, x in refs],
+                         [("nsys-all", 430.0, 0.98), ("nsys", 380.0, 1.11), ("cupti-bare", 400.0, 1.05)])
+        method, cost, ab, refs = results.estimator_figures(calls["cudaLaunchKernel", "shared"])
+        self.assertEqual(method, "cupti")
+        self.assertIn("nsys", [name for name, _, _ in refs], "an older summary's fixed keys, by the names they meant")
+
     def test_bars_are_worded_each_with_its_verdict(self):
         target = {"met": False, "bars": [
             {"against": "nsys", "bar": "cupti <= nsys", "met": None,

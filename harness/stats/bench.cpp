@@ -75,35 +75,31 @@ json untraced_between_processes(const PerProcess& samples, const PerProcess& pau
 void print_derived(const json& summary) {
   const json& est = summary["estimators"];
   if (!est["calls"].empty()) {
-    std::fprintf(stderr, "\ncupti against nsys (its default, and nsys-all: every CUDA API) and the empty subscriber "
-                         "(cupti-bare), difference to none between processes:\n%-28s %-7s %-7s %9s %9s %9s %9s %7s %7s "
-                         "%7s  %s\n",
-                 "call", "cudart", "kind", "cupti", "nsys", "nsys-all", "bare", "/nsys", "/all", "/bare", "target");
+    std::fprintf(stderr, "\neach method against the references its cost bars name (difference to none between "
+                         "processes, ns; the ratio to each reference):\n");
     for (const auto& e : est["calls"]) {
-      auto ns = [&](const char* k) {
-        char b[32] = "-";
-        if (e.contains(k)) std::snprintf(b, sizeof b, "%+.0f", e[k]["delta_ns"].get<double>());
-        return std::string(b);
-      };
-      auto ratio = [&](const char* k) {
-        char b[32] = "-";
-        if (e.contains(k) && e[k].is_number()) std::snprintf(b, sizeof b, "%.2fx", e[k].get<double>());
-        return std::string(b);
-      };
+      std::string refs;
+      for (const auto& [name, r] : e["references"].items()) {
+        char b[96];
+        if (r["ratio"].is_number())
+          std::snprintf(b, sizeof b, "  %s %+.0f (%.2fx)", name.c_str(), r["delta_ns"].get<double>(),
+                        r["ratio"].get<double>());
+        else
+          std::snprintf(b, sizeof b, "  %s %+.0f", name.c_str(), r["delta_ns"].get<double>());
+        refs += b;
+      }
       std::string target;
       for (const auto& b : e["target"]["bars"])
-        target += (target.empty() ? "" : "; ") + b["bar"].get<std::string>() + ": " +
+        target += (target.empty() ? "" : "; ") + b["against"].get<std::string>() + " bar " +
                   (b["met"].is_null() ? "not judged" : b["met"].get<bool>() ? "met" : "MISSED") +
                   (b.value("settled", true) ? "" : " (not settled)");
       if (target.empty()) target = "not judged: " + e["target"].value("why_not_judged", std::string());
-      std::fprintf(stderr, "%-28s %-7s %-7s %9s %9s %9s %9s %7s %7s %7s  %s\n", e["call"].get<std::string>().c_str(),
-                   e["linkage"].get<std::string>().c_str(),
+      std::fprintf(stderr, "%-7s %-28s %-7s %-7s %+7.0f%s  | %s\n", e["method"].get<std::string>().c_str(),
+                   e["call"].get<std::string>().c_str(), e["linkage"].get<std::string>().c_str(),
                    e["call_kind"].is_string() ? e["call_kind"].get<std::string>().c_str() : "?",
-                   ns("cupti").c_str(), ns("nsys").c_str(), ns("nsys_all_apis").c_str(), ns("empty_subscriber").c_str(),
-                   ratio("cupti_over_nsys").c_str(), ratio("cupti_over_nsys_all_apis").c_str(),
-                   ratio("cupti_over_empty_subscriber").c_str(), target.c_str());
+                   e["cost"]["delta_ns"].get<double>(), refs.c_str(), target.c_str());
     }
-    std::fprintf(stderr, "cupti's targets: %d met, %d missed, %d not judged; %d of the judged not settled by the run's "
+    std::fprintf(stderr, "cost bars: %d met, %d missed, %d not judged; %d of the judged not settled by the run's "
                          "intervals\n",
                  est["met"].get<int>(), est["missed"].get<int>(), est["not_judged"].get<int>(),
                  est.value("unsettled", 0));

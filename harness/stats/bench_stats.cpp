@@ -198,51 +198,52 @@ json bench_agreement(const json& first_summary, const json& second_summary) {
 
 namespace {
 
-// The bars #52 sets cupti on one call, each judged on the medians' differences to none:
-// at most Nsight Systems' on every call (a tracer recording what Nsight Systems records should
-// cost no more), and at most the empty subscriber's + kCuptiOverEmptyMaxNs on calls other than
-// launches and copies (there CUPTI's own dispatch is the floor, and records are all cupti adds).
-// Nsight Systems by default skips some CUDA APIs (cudaGetDevice among them), which cupti
-// records: where nsys-all (every API) ran, the first bar is held against it, the like for like;
-// otherwise against nsys as it runs by default, and the bar says which.
+// A method's bars (Method::cost_bars) on one call, each judged on the medians' differences to
+// none, a reference with no measurable cost (a difference at or below zero) counting as zero.
 // The call's verdict: missed when a bar is missed, met when every bar is met, else not judged.
-// Each bar also says whether the run's intervals settle it: cupti's 95% interval lies wholly
-// on one side of the limit's (on an H200 the same bundle read these bars 10, 2 and 1 of 10
-// within half an hour: a verdict the intervals do not settle is the run's, not the tracer's).
-json cupti_target(const std::map<RowKey, const json*>& by_key, const std::string& call, const std::string& linkage,
-                  const std::string& kind, const json& cupti) {
-  const double cost = cupti["delta_ns"].get<double>();
-  const auto [cost_lo, cost_hi] = interval_of(cupti, "delta_ci95_ns", cost);
+// Each bar also says whether the run's intervals settle it: the method's 95% interval lies
+// wholly on one side of the limit's, each over at least kMinProcessesToSettle processes (on an
+// H200 the same bundle read cupti's bars 10, 2 and 1 of 10 within half an hour: a verdict the
+// intervals do not settle is the run's, not the tracer's).
+json target_of(const std::map<RowKey, const json*>& by_key, const std::string& call, const std::string& linkage,
+               const std::string& kind, const json& row, const std::vector<CostBar>& cost_bars) {
   json target = {{"bars", json::array()}, {"met", nullptr}};
   if (kind.empty()) {  // which bars apply is not known: none is judged
     target["why_not_judged"] = "the call's kind is not in this summary (written before percall labelled its calls)";
     return target;
   }
+  const double cost = row["delta_ns"].get<double>();
+  const auto [cost_lo, cost_hi] = interval_of(row, "delta_ci95_ns", cost);
+  const std::string method = row["method"].get<std::string>();
   json& bars = target["bars"];
-  // A reference with no measurable cost (a difference at or below zero) counts as zero.
-  auto bar = [&](const char* against, const std::string& text, double plus_ns) {
-    json b = {{"against", against}, {"bar", text}, {"met", nullptr}};
-    const json* ref = row_of(by_key, {call, linkage, against});
-    if (!has_number(ref, "delta_ns")) {
-      b["why_not_judged"] = std::string(against) + " has no difference to none for this call (it did not run, or failed)";
+  for (const CostBar& cb : cost_bars) {
+    if (std::find(cb.not_on_kinds.begin(), cb.not_on_kinds.end(), kind) != cb.not_on_kinds.end()) continue;
+    // The first reference the run measured, most like-for-like first.
+    const json* ref = nullptr;
+    std::string against = cb.against.back();  // none measured: the last resort is named
+    for (const std::string& name : cb.against)
+      if (const json* r = row_of(by_key, {call, linkage, name}); has_number(r, "delta_ns")) {
+        ref = r;
+        against = name;
+        break;
+      }
+    char margin[32] = "";
+    if (cb.plus_ns != 0) std::snprintf(margin, sizeof margin, " + %g ns", cb.plus_ns);
+    json b = {{"against", against}, {"bar", method + " <= " + against + margin + " (" + cb.why + ")"}, {"met", nullptr}};
+    if (!ref) {
+      b["why_not_judged"] = against + " has no difference to none for this call (it did not run, or failed)";
     } else {
-      const double limit = std::max((*ref)["delta_ns"].get<double>(), 0.0) + plus_ns;
+      const double limit = std::max((*ref)["delta_ns"].get<double>(), 0.0) + cb.plus_ns;
       const auto [ref_lo, ref_hi] = interval_of(*ref, "delta_ci95_ns", (*ref)["delta_ns"].get<double>());
-      const double limit_lo = std::max(ref_lo, 0.0) + plus_ns, limit_hi = std::max(ref_hi, 0.0) + plus_ns;
+      const double limit_lo = std::max(ref_lo, 0.0) + cb.plus_ns, limit_hi = std::max(ref_hi, 0.0) + cb.plus_ns;
+      // An interval over fewer processes than that is the bootstrap of a handful of medians.
+      const bool enough = row.value("reps", 0) >= kMinProcessesToSettle && ref->value("reps", 0) >= kMinProcessesToSettle;
       b["at_most_ns"] = limit;
       b["met"] = cost <= limit;
-      // An interval over fewer processes than that is the bootstrap of a handful of medians.
-      const bool enough = cupti.value("reps", 0) >= kMinProcessesToSettle && ref->value("reps", 0) >= kMinProcessesToSettle;
       b["settled"] = enough && (cost <= limit ? cost_hi <= limit_lo : cost_lo > limit_hi);
     }
     bars.push_back(std::move(b));
-  };
-  if (has_number(row_of(by_key, {call, linkage, "nsys-all"}), "delta_ns"))
-    bar("nsys-all", "cupti <= nsys-all (Nsight Systems recording every CUDA API, as cupti does)", 0);
-  else
-    bar("nsys", "cupti <= nsys (its default, which skips some CUDA APIs)", 0);
-  if (kind != "launch" && kind != "copy")
-    bar("cupti-bare", "cupti <= cupti-bare + " + std::to_string(int(kCuptiOverEmptyMaxNs)) + " ns", kCuptiOverEmptyMaxNs);
+  }
   // Settled: a missed bar the intervals settle decides a miss; a met call needs every bar settled.
   bool all_met = true, any_missed = false, missed_settled = false, met_settled = true;
   for (const json& b : bars) {
@@ -271,64 +272,66 @@ json cupti_target(const std::map<RowKey, const json*>& by_key, const std::string
 
 json estimator_comparison(const json& rows) {
   const auto by_key = index_rows(rows);
-  json calls = json::array();
+  json calls = json::array(), targets = json::array();
   int met = 0, missed = 0, not_judged = 0, unsettled = 0;
-  for (const auto& [key, cupti] : by_key) {
-    const auto& [call, linkage, method] = key;
-    if (method != "cupti" || !has_number(cupti, "delta_ns")) continue;
-    const std::string kind = cupti->value("call_kind", "");
-    const double cost = (*cupti)["delta_ns"].get<double>();
-    json e = {{"call", call}, {"linkage", linkage}, {"call_kind", kind.empty() ? json(nullptr) : json(kind)},
-              {"cupti", between_of(*cupti)}};
-    if (has_number(cupti, "in_process_delta_ns")) {
-      const double ab = (*cupti)["in_process_delta_ns"].get<double>();
-      const auto [lo, hi] = interval_of(*cupti, "in_process_delta_ci95_ns", ab);
-      e["cupti_in_process"] = {{"delta_ns", ab}, {"ci95_ns", {lo, hi}}};
+  for (const Method& m : methods()) {
+    if (m.cost_bars.empty()) continue;
+    for (const CostBar& cb : m.cost_bars)
+      targets.push_back({{"method", m.name},
+                         {"calls", cb.not_on_kinds.empty() ? json("every") : json(cb.not_on_kinds)},
+                         {"against", cb.against},
+                         {"plus_ns", cb.plus_ns},
+                         {"why", cb.why}});
+    for (const auto& [key, row] : by_key) {
+      const auto& [call, linkage, method] = key;
+      if (method != m.name || !has_number(row, "delta_ns")) continue;
+      const std::string kind = row->value("call_kind", "");
+      const double cost = (*row)["delta_ns"].get<double>();
+      json e = {{"method", method}, {"call", call}, {"linkage", linkage},
+                {"call_kind", kind.empty() ? json(nullptr) : json(kind)}, {"cost", between_of(*row)},
+                {"references", json::object()}};
+      if (has_number(row, "in_process_delta_ns")) {
+        const double ab = (*row)["in_process_delta_ns"].get<double>();
+        const auto [lo, hi] = interval_of(*row, "in_process_delta_ci95_ns", ab);
+        e["in_process"] = {{"delta_ns", ab}, {"ci95_ns", {lo, hi}}};
+      }
+      // Every reference any bar names, measured or not in this call's bars: the figures beside.
+      for (const CostBar& cb : m.cost_bars)
+        for (const std::string& name : cb.against) {
+          const json* ref = row_of(by_key, {call, linkage, name});
+          if (!has_number(ref, "delta_ns")) continue;
+          json r = between_of(*ref);
+          const double d = (*ref)["delta_ns"].get<double>();
+          r["ratio"] = d > 0 ? json(cost / d) : json(nullptr);
+          e["references"][name] = r;
+        }
+      json target = target_of(by_key, call, linkage, kind, *row, m.cost_bars);
+      if (target["met"].is_null())
+        ++not_judged;
+      else if (target["met"].get<bool>())
+        ++met;
+      else
+        ++missed;
+      if (!target["met"].is_null() && !target["settled"].get<bool>()) ++unsettled;
+      e["target"] = target;
+      calls.push_back(e);
     }
-    struct Reference {
-      const char *method, *field, *ratio;
-    };
-    for (const Reference& r : {Reference{"nsys", "nsys", "cupti_over_nsys"},
-                               Reference{"nsys-all", "nsys_all_apis", "cupti_over_nsys_all_apis"},
-                               Reference{"cupti-bare", "empty_subscriber", "cupti_over_empty_subscriber"}}) {
-      const json* ref = row_of(by_key, {call, linkage, r.method});
-      if (!has_number(ref, "delta_ns")) continue;
-      e[r.field] = between_of(*ref);
-      const double d = (*ref)["delta_ns"].get<double>();
-      e[r.ratio] = d > 0 ? json(cost / d) : json(nullptr);
-    }
-    json target = cupti_target(by_key, call, linkage, kind, *cupti);
-    if (target["met"].is_null())
-      ++not_judged;
-    else if (target["met"].get<bool>())
-      ++met;
-    else
-      ++missed;
-    if (!target["met"].is_null() && !target["settled"].get<bool>()) ++unsettled;
-    e["target"] = target;
-    calls.push_back(e);
   }
-  json out = {{"estimator", "the difference of medians to none between processes, in the same run, for cupti, nsys "
-                            "and the empty subscriber alike"},
-              {"cupti_in_process", "beside it: cupti paused and live in one process, what its callbacks and activity "
-                                   "add over a subscribed, idle CUPTI (not the same quantity)"},
-              {"empty_subscriber", "cupti-bare"},
-              {"nsys_all_apis", "nsys-all: Nsight Systems with --cuda-trace-all-apis=true, which records every "
-                                "CUDA API as cupti does (its default skips some); the first bar's reference where "
-                                "it ran"},
-              {"targets", {{{"calls", "every"}, {"bar", "cupti <= nsys-all where it ran, else nsys"}},
-                           {{"calls", "other than launches and copies"},
-                            {"bar", "cupti <= cupti-bare + " + std::to_string(int(kCuptiOverEmptyMaxNs)) + " ns"}}}},
+  json out = {{"estimator", "the difference of medians to none between processes, in the same run, for the method "
+                            "and its references alike"},
+              {"in_process", "beside it: the method paused and live in one process (for cupti, what its callbacks "
+                             "and activity add over a subscribed, idle CUPTI; not the same quantity)"},
+              {"targets", targets},
               {"calls", calls},
               {"met", met},
               {"missed", missed},
               {"not_judged", not_judged},
               {"unsettled", unsettled},
-              {"settled_rule", "a bar is settled when cupti's 95% interval lies wholly on one side of the limit's "
-                               "(the reference's interval, plus the bar's margin) and both were measured over at "
-                               "least " + std::to_string(kMinProcessesToSettle) + " processes; a call's verdict is "
-                               "settled by a settled missed bar, or, when met, by every bar settled"}};
-  if (calls.empty()) out["why"] = "cupti has no difference to none in this benchmark (it did not run, or failed)";
+              {"settled_rule", "a bar is settled when the method's 95% interval lies wholly on one side of the "
+                               "limit's (the reference's interval, plus the bar's margin) and both were measured "
+                               "over at least " + std::to_string(kMinProcessesToSettle) + " processes; a call's "
+                               "verdict is settled by a settled missed bar, or, when met, by every bar settled"}};
+  if (calls.empty()) out["why"] = "no method with cost bars (Method::cost_bars) has a difference to none here";
   return out;
 }
 

@@ -64,14 +64,13 @@ bool delta_agrees(double first, double first_lo, double first_hi, double second)
 //     "outside": [each delta outside, with how far the untraced call moved], "not_compared"}
 nlohmann::json bench_agreement(const nlohmann::json& first_summary, const nlohmann::json& second_summary);
 
-// cupti against Nsight Systems and against an empty CUPTI subscriber (cupti-bare), all as
-// the difference of medians to `none` between processes in the same run (nsys cannot be
-// paused in process, so this is the one estimator the three share); cupti's in-process
-// A/B beside it, labelled. Its bars (#52): at most nsys on every call, and at most cupti-bare
-// + 100 ns on calls other than launches and copies (percall's label says which a call is).
-inline constexpr double kCuptiOverEmptyMaxNs = 100;
-// A bar is settled only where cupti's and the reference's differences to none each come from
-// at least this many processes (rounds): below it their bootstrap intervals resample a
+// Each method with cost bars (Method::cost_bars: cupti's are #52's) against the references
+// they name, all as the difference of medians to `none` between processes in the same run
+// (Nsight Systems cannot be paused in process, so this is the one estimator they share); the
+// method's in-process A/B beside it, labelled. Per call: {method, call, linkage, call_kind,
+// cost, references: {name: figure + ratio}, in_process, target: {bars, met, settled}}.
+// A bar is settled only where the method's and the reference's differences to none each come
+// from at least this many processes (rounds): below it their bootstrap intervals resample a
 // handful of medians, and the main job's two rounds read #52's bars 2 and 1 of 10 on an H200
 // where a four-round run of the same bundle read 10 of 10.
 inline constexpr int kMinProcessesToSettle = 3;

@@ -112,7 +112,7 @@ TEST(Registry, GroupsComeFromKinds) {
   for (const auto& m : methods()) {
     if (m.cost_split)
       for (const auto& p : m.cost_split->nested) nested.insert(p.reference);
-    nested.insert(m.held_against.begin(), m.held_against.end());
+    for (const auto& bar : m.cost_bars) nested.insert(bar.against.begin(), bar.against.end());
   }
   EXPECT_FALSE(nested.empty());
   EXPECT_TRUE(nested.count("nsys-all")) << "cupti is held against Nsight Systems recording every API";

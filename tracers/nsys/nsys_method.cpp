@@ -29,7 +29,7 @@ std::vector<Method> nsys_methods() {
   // The same tool recording every CUDA API: by default it skips some (cudaGetDevice among
   // them: on an H200 its cost there was the empty CUPTI subscriber's, and 40 ns less than
   // with every API, tracers/nsys/README.md). cupti records every call, so the benchmark
-  // holds it against this one (Method::held_against); it sees what nsys sees, and more.
+  // holds it against this one first (Method::cost_bars); it sees what nsys sees, and more.
   Method all = nsys;
   all.name = "nsys-all";
   all.summary = "Nsight Systems recording every CUDA API (--cuda-trace-all-apis=true; by default it skips some): "
