@@ -71,7 +71,7 @@ json untraced_between_processes(const PerProcess& samples, const PerProcess& pau
   return out;
 }
 
-// The agreement, estimator and uprobe tables, on the console: the summary has every figure.
+// The agreement, estimator and cost-part tables, on the console: the summary has every figure.
 void print_derived(const json& summary) {
   const json& est = summary["estimators"];
   if (!est["calls"].empty()) {
@@ -103,21 +103,6 @@ void print_derived(const json& summary) {
                          "intervals\n",
                  est["met"].get<int>(), est["missed"].get<int>(), est["not_judged"].get<int>(),
                  est.value("unsettled", 0));
-  }
-  const json& split = summary["uprobe_split"];
-  if (!split["calls"].empty()) {
-    std::fprintf(stderr, "\nuprobe's cost, entry and return probes (ns per call):\n%-28s %-7s %-10s %9s %9s %9s %9s\n",
-                 "call", "cudart", "kind", "entry", "return", "whole", "empty");
-    for (const auto& e : split["calls"]) {
-      auto ns = [&](const char* k) {
-        char b[32] = "-";
-        if (e.contains(k)) std::snprintf(b, sizeof b, "%+.0f", e[k]["ns"].get<double>());
-        return std::string(b);
-      };
-      std::fprintf(stderr, "%-28s %-7s %-10s %9s %9s %9s %9s\n", e["call"].get<std::string>().c_str(),
-                   e["linkage"].get<std::string>().c_str(), e["kind"].get<std::string>().c_str(), ns("entry").c_str(),
-                   ns("return").c_str(), ns("whole").c_str(), ns("empty").c_str());
-    }
   }
   if (summary.contains("cost_parts") && !summary["cost_parts"]["calls"].empty()) {
     std::fprintf(stderr, "\nwhere the cost goes (ns per call, each part with its 95%% interval):\n");
@@ -477,7 +462,6 @@ int run_bench(const Options& opts, const HostFacts& host, const std::vector<std:
                   {"process_seconds", b.process_seconds},
                   {"untraced_between_processes", untraced},
                   {"estimators", estimator_comparison(rows)},
-                  {"uprobe_split", uprobe_split(rows)},
                   {"cost_parts", cost_parts(rows)}};
   if (!agree_with.is_null()) summary["agreement"] = bench_agreement(agree_with, summary);
   summary["finished"] = utc_now("%Y-%m-%dT%H:%M:%SZ");

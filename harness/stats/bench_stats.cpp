@@ -517,48 +517,4 @@ json cost_parts(const json& rows) {
   return out;
 }
 
-json uprobe_split(const json& rows) {
-  const auto by_key = index_rows(rows);
-  json calls = json::array();
-  for (const auto& [key, whole] : by_key) {
-    const auto& [call, linkage, method] = key;
-    if (method != "uprobe") continue;
-    const json* enter = row_of(by_key, {call, linkage, "uprobe-enter"});
-    const json* empty = row_of(by_key, {call, linkage, "uprobe-empty"});
-    const json* none = row_of(by_key, {call, linkage, "none"});
-    if (!enter) continue;
-    json e = {{"call", call}, {"linkage", linkage}};
-    const auto ab_whole = numbers(whole, "in_process_values_ns"), ab_enter = numbers(enter, "in_process_values_ns");
-    if (!ab_whole.empty() && !ab_enter.empty()) {
-      // Each figure from its own processes' A/B; the return side as a difference of the two
-      // methods' medians, its interval from resampling both.
-      e["kind"] = "in-process";
-      e["whole"] = figure(median_interval(ab_whole));
-      e["entry"] = figure(median_interval(ab_enter));
-      e["return"] = figure(median_difference(ab_enter, ab_whole));
-      if (const auto ab_empty = numbers(empty, "in_process_values_ns"); !ab_empty.empty())
-        e["empty"] = figure(median_interval(ab_empty));
-    } else {
-      const auto base = numbers(none, "values_ns"), v_whole = numbers(whole, "values_ns"),
-                 v_enter = numbers(enter, "values_ns");
-      if (base.empty() || v_whole.empty() || v_enter.empty()) continue;
-      e["kind"] = "between";
-      e["whole"] = figure(median_difference(base, v_whole));
-      e["entry"] = figure(median_difference(base, v_enter));
-      e["return"] = figure(median_difference(v_enter, v_whole));
-      if (const auto v_empty = numbers(empty, "values_ns"); !v_empty.empty())
-        e["empty"] = figure(median_difference(base, v_empty));
-    }
-    add_loss_caveats(e, {whole, enter, empty});
-    calls.push_back(e);
-  }
-  return per_call_table("entry = uprobe-enter's cost (entry probes that record each call); return = uprobe's cost - "
-                        "uprobe-enter's (what adding the return probes adds: the return trap, and pairing entry with "
-                        "exit, the record then written at exit instead of at entry); empty = uprobe-empty's (both "
-                        "probes, programs that return at once: the traps alone). In process (each method paused and "
-                        "live in one process) where uprobe and uprobe-enter both paused, else the difference to none "
-                        "between processes; intervals by resampling the processes",
-                        std::move(calls), "needs uprobe and uprobe-enter in one benchmark");
-}
-
 }  // namespace cudatrace

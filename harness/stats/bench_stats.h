@@ -76,11 +76,6 @@ nlohmann::json bench_agreement(const nlohmann::json& first_summary, const nlohma
 inline constexpr int kMinProcessesToSettle = 3;
 nlohmann::json estimator_comparison(const nlohmann::json& rows);
 
-// uprobe's per-call cost split into its entry and return probes: entry = uprobe-enter's
-// cost, return = uprobe's cost - uprobe-enter's, uprobe-empty's (both probes, programs
-// that return at once) beside them; in process where all of them paused, else between
-// processes; each with a bootstrap 95% interval.
-nlohmann::json uprobe_split(const nlohmann::json& rows);
 
 // Where a per-call cost goes (#52): for each method whose registry entry says how to take its
 // cost apart (Method::cost_split, tracers/tracer.h: preload, cupti), each part an estimate

@@ -172,38 +172,6 @@ TEST(BenchEstimators, WithoutCuptiOrWithoutKindsItSaysSo) {
   EXPECT_EQ(est["not_judged"], est["calls"].size()) << "a summary from before percall labelled its calls";
 }
 
-TEST(BenchUprobeSplit, EntryIsUprobeEnterAndReturnIsWhatUprobeAddsOverIt) {
-  const json split = uprobe_split(fixture("derive")["rows"]);
-  ASSERT_EQ(split["calls"].size(), 2u) << split.dump(1);
-  const json& shared = by_call(split["calls"], "cudaGetDevice", "shared");
-  EXPECT_EQ(shared["kind"], "in-process") << "every one of the three paused";
-  EXPECT_DOUBLE_EQ(shared["entry"]["ns"].get<double>(), 2150);
-  EXPECT_DOUBLE_EQ(shared["whole"]["ns"].get<double>(), 3280);
-  EXPECT_DOUBLE_EQ(shared["return"]["ns"].get<double>(), 3280 - 2150);
-  EXPECT_DOUBLE_EQ(shared["empty"]["ns"].get<double>(), 2800);
-  EXPECT_LE(shared["return"]["ci95_ns"][0].get<double>(), 1130);
-  EXPECT_GE(shared["return"]["ci95_ns"][1].get<double>(), 1130);
-
-  const json& stat = by_call(split["calls"], "cudaGetDevice", "static");
-  EXPECT_EQ(stat["kind"], "between") << "no in-process A/B on static cudart in the fixture";
-  EXPECT_DOUBLE_EQ(stat["entry"]["ns"].get<double>(), 2200 - 100);
-  EXPECT_DOUBLE_EQ(stat["return"]["ns"].get<double>(), 3600 - 2200);
-  EXPECT_DOUBLE_EQ(stat["whole"]["ns"].get<double>(), 3600 - 100);
-  EXPECT_FALSE(stat.contains("empty"));
-  ASSERT_TRUE(stat.contains("caveats"));
-  EXPECT_EQ(stat["caveats"][0], "uprobe measured under loss");
-  EXPECT_NE(split["how"].get<std::string>().find("uprobe-enter"), std::string::npos);
-}
-
-TEST(BenchUprobeSplit, WithoutUprobeEnterThereIsNoSplit) {
-  json rows = json::array();
-  for (const auto& r : fixture("derive")["rows"])
-    if (r["method"] != "uprobe-enter") rows.push_back(r);
-  const json split = uprobe_split(rows);
-  EXPECT_TRUE(split["calls"].empty());
-  EXPECT_TRUE(split.contains("why"));
-}
-
 TEST(BenchSummary, AVersionThisHarnessDoesNotReadIsRefused) {
   const auto dir = std::filesystem::temp_directory_path() / ("cudatrace-bench-version-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
